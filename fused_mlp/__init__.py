@@ -1,0 +1,26 @@
+"""fused_mlp: Triton kernels that fuse an MLP's matmuls with their bias, activation and gating.
+
+Public API:
+    linear_act(x, weight, bias=None, activation="gelu_tanh")     act(x @ W.T + b), one kernel
+    gated_up(x, w_gate, w_up, activation="gelu_tanh")            act(x @ Wg.T) * (x @ Wu.T), one kernel
+    gated_mlp(x, w_gate, w_up, w_down, activation="gelu_tanh")   + down projection, two kernels
+    narrow_mlp(x, weights, biases=None, activation="relu")       whole MLP (widths <= 128), one kernel
+    FusedLinear, FusedMLP, FusedGatedMLP, FusedNarrowMLP         nn.Modules with from_module()
+    ACTIVATIONS                                                  the activation table
+    baselines, implementations, cases, cost                      unfused peers, lookup, workloads, cost model
+
+The kernels run on CUDA, or on the CPU under TRITON_INTERPRET=1 (set before import).
+"""
+
+from . import baselines, cases, cost, implementations
+from .activations import ACTIVATIONS, GATED_ACTIVATIONS
+from .cases import Case
+from .modules import FusedGatedMLP, FusedLinear, FusedMLP, FusedNarrowMLP
+from .ops.gated_up import gated_mlp, gated_up
+from .ops.linear_act import linear_act
+from .ops.narrow_mlp import narrow_mlp
+
+__all__ = [
+    "ACTIVATIONS", "GATED_ACTIVATIONS", "Case", "FusedGatedMLP", "FusedLinear", "FusedMLP", "FusedNarrowMLP",
+    "baselines", "cases", "cost", "gated_mlp", "gated_up", "implementations", "linear_act", "narrow_mlp",
+]

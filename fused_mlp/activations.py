@@ -1,0 +1,102 @@
+"""The activation table: one row per activation, with its torch reference and its Triton helper.
+
+Adding an activation means adding one `@triton.jit` helper and one row in `ACTIVATIONS`; the ops,
+modules, baselines and tests all read this table.
+"""
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _identity(x):
+    return x
+
+
+@triton.jit
+def _relu(x):
+    return tl.maximum(x, 0.0)
+
+
+@triton.jit
+def _gelu_erf(x):
+    return 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
+
+
+@triton.jit
+def _gelu_tanh(x):
+    # tanh(u) = 2 * sigmoid(2u) - 1; written with exp so it needs no libdevice import, whose
+    # location differs between Triton versions.
+    u = 0.7978845608028654 * (x + 0.044715 * x * x * x)
+    tanh_u = 2.0 / (1.0 + tl.exp(-2.0 * u)) - 1.0
+    return 0.5 * x * (1.0 + tanh_u)
+
+
+@triton.jit
+def _silu(x):
+    return x / (1.0 + tl.exp(-x))
+
+
+@dataclass(frozen=True)
+class Activation:
+    name: str
+    torch_fn: Callable[[torch.Tensor], torch.Tensor]  # reference, any dtype
+    triton_fn: object  # @triton.jit helper, applied to the fp32 accumulator
+    module_types: tuple  # nn.Module forms that from_module recognises, as (type, check) pairs
+
+
+def _is_gelu(approximate: str):
+    return lambda m: getattr(m, "approximate", "none") == approximate
+
+
+ACTIVATIONS: dict[str, Activation] = {
+    a.name: a
+    for a in (
+        Activation("none", lambda x: x, _identity, ((torch.nn.Identity, None),)),
+        Activation("relu", F.relu, _relu, ((torch.nn.ReLU, None),)),
+        Activation("gelu", F.gelu, _gelu_erf, ((torch.nn.GELU, _is_gelu("none")),)),
+        Activation(
+            "gelu_tanh",
+            lambda x: F.gelu(x, approximate="tanh"),
+            _gelu_tanh,
+            ((torch.nn.GELU, _is_gelu("tanh")),),
+        ),
+        Activation("silu", F.silu, _silu, ((torch.nn.SiLU, None),)),
+    )
+}
+
+# Gated MLPs in the wild: GeGLU uses tanh-GELU, SwiGLU uses SiLU. Others are allowed, but these
+# are the ones the baselines and grids name.
+GATED_ACTIVATIONS = ("gelu_tanh", "silu")
+
+
+def get_activation(name, argument: str = "activation") -> Activation:
+    """The table row for `name`, or a ValueError that lists the choices."""
+    if not isinstance(name, str) or name not in ACTIVATIONS:
+        raise ValueError(
+            f"{argument}={name!r} is not supported; expected one of {sorted(ACTIVATIONS)}"
+        )
+    return ACTIVATIONS[name]
+
+
+def activation_of_module(module: torch.nn.Module) -> str:
+    """The table name of an activation module (nn.ReLU, nn.GELU, nn.SiLU, nn.Identity, ...)."""
+    for act in ACTIVATIONS.values():
+        for module_type, check in act.module_types:
+            if isinstance(module, module_type) and (check is None or check(module)):
+                return act.name
+    raise ValueError(
+        f"activation module {type(module).__name__} is not one fused_mlp can fuse; "
+        f"supported: nn.ReLU, nn.GELU (approximate 'none' or 'tanh'), nn.SiLU, nn.Identity"
+    )
+
+
+def reference(name: str, x: torch.Tensor) -> torch.Tensor:
+    return get_activation(name).torch_fn(x)
+
+

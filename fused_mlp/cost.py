@@ -1,0 +1,73 @@
+"""The cost model: flops and minimum bytes moved per Case, and the roofline floor.
+
+Minimum bytes = every input and weight read once plus the output written once, i.e. what a
+perfectly fused kernel must move; the unfused implementations move more (their intermediates
+round-trip through memory), which is exactly what the bandwidth and roofline views expose.
+Bytes count reads + writes, like the copy-bandwidth ceiling they are compared with.
+"""
+
+from dataclasses import dataclass
+
+from .cases import Case
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """A device's measured ceilings: copy bandwidth (GB/s, read + write) and dense matmul
+    throughput (TFLOP/s) per dtype name ('bf16', 'fp16', 'fp32')."""
+
+    copy_gbps: float
+    matmul_tflops: dict[str, float]
+
+    def __post_init__(self):
+        if not self.copy_gbps > 0:
+            raise ValueError(f"copy_gbps={self.copy_gbps!r}; expected a positive number")
+        for dtype, tflops in self.matmul_tflops.items():
+            if not tflops > 0:
+                raise ValueError(f"matmul_tflops[{dtype!r}]={tflops!r}; expected a positive number")
+
+
+def _layer_pairs(case: Case):
+    return list(zip(case.widths[:-1], case.widths[1:]))
+
+
+def flops(case: Case) -> int:
+    """Floating-point operations of the matmuls (2 per multiply-add); the bias, activation and
+    gating add O(M*N) work, under 1% at every shape in the grids, and are left out."""
+    M, K, N = case.M, case.K, case.N
+    if case.op == "linear_act":
+        return 2 * M * K * N
+    if case.op == "gated_up":
+        return 2 * 2 * M * K * N
+    if case.op == "gated_mlp":
+        return 3 * 2 * M * K * N
+    return sum(2 * M * i * o for i, o in _layer_pairs(case))
+
+
+def min_bytes(case: Case) -> int:
+    """Bytes a perfectly fused implementation must read and write."""
+    M, K, N = case.M, case.K, case.N
+    if case.op == "linear_act":
+        elements = M * K + N * K + M * N + (N if case.bias else 0)
+    elif case.op == "gated_up":
+        elements = M * K + 2 * N * K + M * N
+    elif case.op == "gated_mlp":
+        elements = M * K + 3 * N * K + M * K
+    else:
+        pairs = _layer_pairs(case)
+        elements = M * case.widths[0] + M * case.widths[-1] + sum(i * o + (o if case.bias else 0) for i, o in pairs)
+    return elements * case.torch_dtype.itemsize
+
+
+def arithmetic_intensity(case: Case) -> float:
+    """Flops per byte of minimum traffic: the x axis of the roofline."""
+    return flops(case) / min_bytes(case)
+
+
+def floor_seconds(case: Case, ceilings: Ceilings) -> float:
+    """The roofline floor: no implementation can beat max(compute time, memory time)."""
+    if case.dtype not in ceilings.matmul_tflops:
+        raise ValueError(f"ceilings have no matmul TFLOP/s for {case.dtype}; have {sorted(ceilings.matmul_tflops)}")
+    compute = flops(case) / (ceilings.matmul_tflops[case.dtype] * 1e12)
+    memory = min_bytes(case) / (ceilings.copy_gbps * 1e9)
+    return max(compute, memory)

@@ -1,0 +1,105 @@
+"""gated_up: act(x @ w_gate.T) * (x @ w_up.T) in one kernel; gated_mlp adds the down projection.
+
+Both products share every loaded tile of x, and the activation and the product happen on the two
+fp32 accumulators in the epilogue, so neither (M, hidden) intermediate ever reaches device memory.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from .. import _validate as v
+from .._triton_compat import autotune, dot_upcast_needed
+from ..activations import get_activation
+from ._matmul_common import check_activation_input, gemm_configs, grouped_tile, m_bucket, rows_view
+from .linear_act import linear_act
+
+
+@autotune(configs=gemm_configs(num_accumulators=2), key=["M_BUCKET", "N", "K"])
+@triton.jit
+def _gated_up_kernel(
+    x_ptr, wg_ptr, wu_ptr, out_ptr,
+    M, N, K, M_BUCKET,
+    stride_xm, stride_xk, stride_wgn, stride_wgk, stride_wun, stride_wuk, stride_om, stride_on,
+    ACTIVATION: tl.constexpr, DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    x_ptrs = x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk
+    wg_ptrs = wg_ptr + offs_n[None, :] * stride_wgn + offs_k[:, None] * stride_wgk
+    wu_ptrs = wu_ptr + offs_n[None, :] * stride_wun + offs_k[:, None] * stride_wuk
+
+    acc_gate = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc_up = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k_mask = offs_k < K - k0
+        w_mask = k_mask[:, None] & (offs_n[None, :] < N)
+        x = tl.load(x_ptrs, mask=(offs_m[:, None] < M) & k_mask[None, :], other=0.0)
+        wg = tl.load(wg_ptrs, mask=w_mask, other=0.0)
+        wu = tl.load(wu_ptrs, mask=w_mask, other=0.0)
+        if DOT_UPCAST:
+            x = x.to(tl.float32)
+            wg = wg.to(tl.float32)
+            wu = wu.to(tl.float32)
+        acc_gate = tl.dot(x, wg, acc_gate, input_precision=INPUT_PRECISION)
+        acc_up = tl.dot(x, wu, acc_up, input_precision=INPUT_PRECISION)
+        x_ptrs += BLOCK_K * stride_xk
+        wg_ptrs += BLOCK_K * stride_wgk
+        wu_ptrs += BLOCK_K * stride_wuk
+
+    out = ACTIVATION(acc_gate) * acc_up
+    out_ptrs = out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on
+    tl.store(
+        out_ptrs,
+        out.to(out_ptr.dtype.element_ty),
+        mask=(offs_m[:, None] < M) & (offs_n[None, :] < N),
+    )
+
+
+def gated_up(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor,
+             activation: str = "gelu_tanh") -> torch.Tensor:
+    """act(x @ w_gate.T) * (x @ w_up.T) in one Triton kernel (GeGLU with gelu_tanh, SwiGLU with silu).
+
+    x: (..., K); w_gate, w_up: (hidden, K). Returns (..., hidden) in x.dtype. fp32 accumulation;
+    float32 inputs use TF32 only when `torch.backends.cuda.matmul.allow_tf32` is set.
+    """
+    act = get_activation(activation)
+    v.check_forward_only(x, w_gate, w_up)
+    K, N = check_activation_input(x, {"w_gate": w_gate, "w_up": w_up})
+    x2 = rows_view(x)
+    M = x2.shape[0]
+    out = torch.empty((M, N), dtype=x.dtype, device=x.device)
+    if M > 0 and N > 0:
+        grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+        _gated_up_kernel[grid](
+            x2, w_gate, w_up, out,
+            M, N, K, m_bucket(M),
+            x2.stride(0), x2.stride(1), w_gate.stride(0), w_gate.stride(1),
+            w_up.stride(0), w_up.stride(1), out.stride(0), out.stride(1),
+            ACTIVATION=act.triton_fn,
+            DOT_UPCAST=dot_upcast_needed(x.dtype), INPUT_PRECISION=v.dot_precision(x.dtype),
+        )
+    return out.reshape(*x.shape[:-1], N)
+
+
+def gated_mlp(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor,
+              activation: str = "gelu_tanh") -> torch.Tensor:
+    """(act(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T: the GeGLU/SwiGLU MLP in two kernels
+    (eager PyTorch launches five: three GEMMs, the activation, the multiply).
+
+    x: (..., dim); w_gate, w_up: (hidden, dim); w_down: (dim_out, hidden).
+    """
+    get_activation(activation)
+    _, hidden_features = check_activation_input(x, {"w_gate": w_gate, "w_up": w_up})
+    v.check_tensor("w_down", w_down, ndim=2)
+    v.check_same("x", x, w_down=w_down)
+    if w_down.shape[1] != hidden_features:
+        raise ValueError(
+            f"w_down has shape {tuple(w_down.shape)}; expected (dim_out, {hidden_features}), "
+            "its in_features being the hidden size w_gate.shape[0]"
+        )
+    hidden = gated_up(x, w_gate, w_up, activation)
+    return linear_act(hidden, w_down, None, "none")

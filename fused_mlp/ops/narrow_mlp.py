@@ -1,0 +1,179 @@
+"""narrow_mlp: a whole multi-layer MLP with every width <= 128 in one kernel (tiny-cuda-nn style).
+
+Each program loads its block of rows once, runs every layer with the activations held on-chip,
+and writes only the final output. The layer weights are packed into one zero-padded
+(layers, WIDTH, WIDTH) buffer so a single kernel handles any mix of widths: the zero padding
+makes the padded lanes contribute nothing, whatever act(0) is.
+"""
+
+from collections.abc import Sequence
+
+import torch
+import triton
+import triton.language as tl
+
+from .. import _validate as v
+from .._triton_compat import INTERPRETER, autotune, dot_upcast_needed
+from ..activations import get_activation
+from ._matmul_common import m_bucket
+
+MAX_WIDTH = 128
+_MIN_DOT_WIDTH = 16  # tl.dot needs every dimension >= 16
+
+
+def _narrow_configs():
+    """BLOCK_M candidates: the weights are tiny, so the choice is rows per program vs registers
+    (a 128-wide fp32 accumulator for 128 rows is 64 KB)."""
+    if INTERPRETER:
+        return [triton.Config({"BLOCK_M": 32})]
+    return [
+        triton.Config({"BLOCK_M": bm}, num_warps=warps, num_stages=stages)
+        for bm, warps, stages in [(32, 4, 2), (64, 4, 2), (64, 8, 2), (128, 8, 2), (128, 4, 1), (256, 8, 1)]
+    ]
+
+
+@autotune(configs=_narrow_configs(), key=["M_BUCKET", "IN_FEATURES", "OUT_FEATURES"])
+@triton.jit
+def _narrow_mlp_kernel(
+    x_ptr, w_ptr, b_ptr, out_ptr,
+    M, IN_FEATURES, OUT_FEATURES, M_BUCKET,
+    stride_xm, stride_xk, stride_om, stride_on,
+    NUM_LAYERS: tl.constexpr, WIDTH: tl.constexpr, HAS_BIAS: tl.constexpr,
+    ACTIVATION: tl.constexpr, OUTPUT_ACTIVATION: tl.constexpr,
+    DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+):
+    offs_m = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_w = tl.arange(0, WIDTH)
+    row_mask = offs_m[:, None] < M
+    h = tl.load(
+        x_ptr + offs_m[:, None] * stride_xm + offs_w[None, :] * stride_xk,
+        mask=row_mask & (offs_w[None, :] < IN_FEATURES),
+        other=0.0,
+    )
+    for layer in tl.static_range(NUM_LAYERS):
+        # Packed weights are (layer, out, in); load the transposed tile (in, out) for h @ W^T.
+        w = tl.load(w_ptr + layer * WIDTH * WIDTH + offs_w[None, :] * WIDTH + offs_w[:, None])
+        a = h
+        if DOT_UPCAST:
+            a = a.to(tl.float32)
+            w = w.to(tl.float32)
+        acc = tl.dot(a, w, input_precision=INPUT_PRECISION)
+        if HAS_BIAS:
+            acc += tl.load(b_ptr + layer * WIDTH + offs_w).to(tl.float32)[None, :]
+        if layer < NUM_LAYERS - 1:
+            acc = ACTIVATION(acc)
+        else:
+            acc = OUTPUT_ACTIVATION(acc)
+        # Round to the storage dtype between layers, as a framework MLP in that dtype does.
+        h = acc.to(out_ptr.dtype.element_ty)
+    tl.store(
+        out_ptr + offs_m[:, None] * stride_om + offs_w[None, :] * stride_on,
+        h,
+        mask=row_mask & (offs_w[None, :] < OUT_FEATURES),
+    )
+
+
+def _check_layers(weights, biases):
+    if isinstance(weights, torch.Tensor) or not isinstance(weights, Sequence) or len(weights) == 0:
+        raise TypeError("weights must be a non-empty list or tuple of 2-D (out, in) tensors")
+    for i, w in enumerate(weights):
+        v.check_tensor(f"weights[{i}]", w, ndim=2)
+        if max(w.shape) > MAX_WIDTH:
+            raise ValueError(
+                f"weights[{i}] has shape {tuple(w.shape)}; narrow_mlp supports layer widths "
+                f"<= {MAX_WIDTH} (use linear_act or gated_mlp for wider layers)"
+            )
+        if i > 0 and w.shape[1] != weights[i - 1].shape[0]:
+            raise ValueError(
+                f"weights[{i}] has shape {tuple(w.shape)}; its in_features must equal "
+                f"weights[{i - 1}].shape[0] = {weights[i - 1].shape[0]}"
+            )
+    if biases is None:
+        return
+    if isinstance(biases, torch.Tensor) or not isinstance(biases, Sequence) or len(biases) != len(weights):
+        raise TypeError(
+            f"biases must be None or a list with one entry (a 1-D tensor or None) per layer "
+            f"({len(weights)} layers)"
+        )
+    for i, (b, w) in enumerate(zip(biases, weights)):
+        if b is None:
+            continue
+        v.check_tensor(f"biases[{i}]", b, ndim=1)
+        v.check_shape(f"biases[{i}]", b.shape, (w.shape[0],), f"out_features of weights[{i}]")
+
+
+def pack_layers(weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor | None] | None = None):
+    """Validate the layers and pack them into the kernel's zero-padded buffers.
+
+    Returns (packed_weights (L, W, W), packed_biases (L, W) or None). FusedNarrowMLP packs once
+    and reuses the result; the functional `narrow_mlp` packs on every call.
+    """
+    _check_layers(weights, biases)
+    first = weights[0]
+    v.check_same("weights[0]", first, **{f"weights[{i}]": w for i, w in enumerate(weights)})
+    if biases is not None:
+        v.check_same("weights[0]", first, **{f"biases[{i}]": b for i, b in enumerate(biases) if b is not None})
+    width = max(_MIN_DOT_WIDTH, triton.next_power_of_2(max(max(w.shape) for w in weights)))
+    packed_w = torch.zeros((len(weights), width, width), dtype=first.dtype, device=first.device)
+    for i, w in enumerate(weights):
+        packed_w[i, : w.shape[0], : w.shape[1]] = w
+    packed_b = None
+    if biases is not None and any(b is not None for b in biases):
+        packed_b = torch.zeros((len(weights), width), dtype=first.dtype, device=first.device)
+        for i, b in enumerate(biases):
+            if b is not None:
+                packed_b[i, : b.shape[0]] = b
+    return packed_w, packed_b
+
+
+def narrow_mlp_packed(x: torch.Tensor, packed_weights: torch.Tensor, packed_biases: torch.Tensor | None,
+                      in_features: int, out_features: int, activation: str = "relu",
+                      output_activation: str | None = None) -> torch.Tensor:
+    """Run the fused narrow MLP on layers already packed by `pack_layers`."""
+    act = get_activation(activation)
+    out_act = get_activation(output_activation or "none", "output_activation")
+    v.check_tensor("x", x, min_ndim=1)
+    v.check_same("x", x, weights=packed_weights)
+    v.check_runnable_device("x", x)
+    v.check_forward_only(x, packed_weights, packed_biases)
+    if x.shape[-1] != in_features:
+        raise ValueError(
+            f"x has shape {tuple(x.shape)}; its last dim must be the MLP's in_features = {in_features}"
+        )
+    x2 = x.reshape(-1, in_features)
+    M = x2.shape[0]
+    out = torch.empty((M, out_features), dtype=x.dtype, device=x.device)
+    if M > 0:
+        num_layers, width, _ = packed_weights.shape
+        grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]),)
+        _narrow_mlp_kernel[grid](
+            x2, packed_weights, packed_biases if packed_biases is not None else packed_weights, out,
+            M, in_features, out_features, m_bucket(M),
+            x2.stride(0), x2.stride(1), out.stride(0), out.stride(1),
+            NUM_LAYERS=num_layers, WIDTH=width, HAS_BIAS=packed_biases is not None,
+            ACTIVATION=act.triton_fn, OUTPUT_ACTIVATION=out_act.triton_fn,
+            DOT_UPCAST=dot_upcast_needed(x.dtype), INPUT_PRECISION=v.dot_precision(x.dtype),
+        )
+    return out.reshape(*x.shape[:-1], out_features)
+
+
+def narrow_mlp(x: torch.Tensor, weights: Sequence[torch.Tensor],
+               biases: Sequence[torch.Tensor | None] | None = None, activation: str = "relu",
+               output_activation: str | None = None) -> torch.Tensor:
+    """A whole MLP in one Triton kernel: h = act(h @ W_i.T + b_i) for every hidden layer, then
+    output_activation (default none) after the last. Every width must be <= 128.
+
+    x: (..., in_features); weights[i]: (out_i, in_i) as in nn.Linear, chained; biases: None or one
+    (out_i,) tensor (or None) per layer. Activations stay on-chip in fp32 per layer and are rounded
+    to x.dtype between layers, as a framework MLP in that dtype does. float32 uses TF32 only when
+    `torch.backends.cuda.matmul.allow_tf32` is set.
+    """
+    get_activation(activation)
+    get_activation(output_activation or "none", "output_activation")
+    v.check_tensor("x", x, min_ndim=1)
+    packed_w, packed_b = pack_layers(weights, biases)
+    v.check_same("x", x, **{"weights[0]": weights[0]})
+    return narrow_mlp_packed(
+        x, packed_w, packed_b, weights[0].shape[1], weights[-1].shape[0], activation, output_activation
+    )

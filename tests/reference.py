@@ -1,0 +1,74 @@
+"""Float64 references and the one closeness check the tests use.
+
+The reference follows each op's contract: where the op stores an intermediate in the input
+dtype (gated_mlp's hidden activations, narrow_mlp's output of every layer), the reference rounds
+to that dtype at the same point, and computes everything else in float64.
+"""
+
+import torch
+
+from fused_mlp.activations import ACTIVATIONS
+
+# Relative error ||out - ref|| / ||ref||, per dtype: about a few units of rounding of the output
+# dtype (fp32 with IEEE dot; fp16 2^-11; bf16 2^-8).
+TOLERANCE = {torch.float32: 1e-6, torch.float16: 1e-3, torch.bfloat16: 1e-2}
+
+
+def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    out, ref = out.double().cpu(), ref.double().cpu()
+    return ((out - ref).norm() / ref.norm().clamp_min(1e-300)).item()
+
+
+def assert_close(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype, what: str = "output"):
+    assert out.shape == ref.shape, f"{what}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}"
+    assert out.dtype == dtype, f"{what}: dtype {out.dtype}, expected {dtype}"
+    assert not torch.isnan(out).any(), f"{what}: NaN in the output (an element left unwritten?)"
+    err = rel_error(out, ref)
+    assert err <= TOLERANCE[dtype], f"{what}: relative error {err:.3e} > {TOLERANCE[dtype]:.0e} for {dtype}"
+
+
+def _act(name, t):
+    return ACTIVATIONS[name].torch_fn(t)
+
+
+def _d(t):
+    return None if t is None else t.detach().double().cpu()
+
+
+def _round(t64, dtype):
+    return t64.to(dtype).double()
+
+
+def ref_linear_act(x, weight, bias=None, activation="gelu_tanh"):
+    y = _d(x) @ _d(weight).T
+    if bias is not None:
+        y = y + _d(bias)
+    return _act(activation, y)
+
+
+def ref_gated_up(x, w_gate, w_up, activation="gelu_tanh"):
+    return _act(activation, _d(x) @ _d(w_gate).T) * (_d(x) @ _d(w_up).T)
+
+
+def ref_gated_mlp(x, w_gate, w_up, w_down, activation="gelu_tanh"):
+    hidden = _round(ref_gated_up(x, w_gate, w_up, activation), x.dtype)
+    return hidden @ _d(w_down).T
+
+
+def ref_narrow_mlp(x, weights, biases=None, activation="relu", output_activation=None):
+    biases = biases if biases is not None else [None] * len(weights)
+    h = _d(x)
+    for i, (w, b) in enumerate(zip(weights, biases)):
+        h = h @ _d(w).T + (0 if b is None else _d(b))
+        h = _act(activation, h) if i < len(weights) - 1 else _act(output_activation or "none", h)
+        if i < len(weights) - 1:
+            h = _round(h, x.dtype)
+    return h
+
+
+REFERENCES = {
+    "linear_act": ref_linear_act,
+    "gated_up": ref_gated_up,
+    "gated_mlp": ref_gated_mlp,
+    "narrow_mlp": ref_narrow_mlp,
+}

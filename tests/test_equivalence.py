@@ -1,0 +1,164 @@
+"""Fused == the unfused baselines on the same inputs; from_module round trips."""
+
+import pytest
+import torch
+from torch import nn
+
+import fused_mlp
+from fused_mlp import Case, FusedGatedMLP, FusedLinear, FusedMLP, FusedNarrowMLP, implementations
+from fused_mlp.activations import ACTIVATIONS
+from fused_mlp.cases import DTYPES
+
+from reference import assert_close
+
+CASES = {
+    "linear_act": lambda dtype, act: Case("linear_act", 9, 45, 70, dtype, act, bias=True),
+    "gated_up": lambda dtype, act: Case("gated_up", 9, 45, 70, dtype, act),
+    "gated_mlp": lambda dtype, act: Case("gated_mlp", 9, 45, 70, dtype, act),
+    "narrow_mlp": lambda dtype, act: Case.narrow(65, (10, 64, 64, 3), dtype, act),
+}
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("activation", list(ACTIVATIONS))
+@pytest.mark.parametrize("op", list(CASES))
+def test_fused_matches_eager(op, activation, dtype, device, poisoned_empty):
+    case = CASES[op](dtype, activation)
+    inputs = case.make_inputs(device, seed=3)
+    fused = implementations.get(op, "fused")(**inputs)
+    eager = implementations.get(op, "eager")(**inputs)
+    assert_close(fused, eager.double(), case.torch_dtype, f"fused vs eager, {case.key}")
+
+
+@pytest.mark.parametrize("op", list(CASES))
+def test_fused_matches_torch_compile(op, device):
+    case = CASES[op]("fp32", "gelu_tanh")
+    inputs = case.make_inputs(device, seed=4)
+    fused = implementations.get(op, "fused")(**inputs)
+    compiled = implementations.get(op, "compile")(**inputs)
+    assert_close(fused, compiled.double(), torch.float32, f"fused vs compile, {case.key}")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="torch._addmm_activation's cuBLASLt path is CUDA-only")
+@pytest.mark.parametrize("activation", ["relu", "gelu_tanh"])
+def test_fused_matches_cublaslt(activation, device):
+    case = Case("linear_act", 64, 96, 160, "bf16", activation, bias=True)
+    inputs = case.make_inputs(device)
+    assert_close(implementations.get("linear_act", "fused")(**inputs),
+                 implementations.get("linear_act", "cublaslt")(**inputs).double(), torch.bfloat16)
+
+
+def test_every_implementation_is_listed_and_reasons_are_given():
+    assert implementations.names("linear_act") == ["fused", "eager", "compile", "cublaslt"]
+    assert implementations.names("gated_mlp") == ["fused", "eager", "compile"]
+    assert "CUDA" in implementations.unavailable_reason("linear_act", "cublaslt", "cpu", "relu")
+    assert "silu" in implementations.unavailable_reason("linear_act", "cublaslt", "cuda", "silu")
+    assert implementations.unavailable_reason("linear_act", "cublaslt", "cuda", "gelu_tanh") is None
+    with pytest.raises(ValueError, match="implementation 'triton' of linear_act"):
+        implementations.get("linear_act", "triton")
+    with pytest.raises(ValueError, match="op='conv'"):
+        implementations.names("conv")
+
+
+def _same_output(unfused: nn.Module, fused: nn.Module, x, dtype):
+    with torch.no_grad():
+        assert_close(fused(x), unfused(x).double(), dtype, type(fused).__name__)
+
+
+@pytest.mark.parametrize("act_module,name", [(nn.ReLU(), "relu"), (nn.GELU(), "gelu"),
+                                             (nn.GELU(approximate="tanh"), "gelu_tanh"), (nn.SiLU(), "silu")])
+def test_fused_linear_from_module(act_module, name, device):
+    unfused = nn.Sequential(nn.Linear(24, 40), act_module).to(device)
+    fused = FusedLinear.from_module(unfused)
+    assert fused.activation == name
+    _same_output(unfused, fused, torch.randn(3, 5, 24, device=device), torch.float32)
+    plain = FusedLinear.from_module(unfused[0])
+    assert plain.activation == "none"
+    _same_output(unfused[0], plain, torch.randn(6, 24, device=device), torch.float32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_fused_mlp_from_module(dtype, device):
+    unfused = nn.Sequential(nn.Linear(32, 96), nn.GELU(approximate="tanh"), nn.Linear(96, 32)).to(device, dtype)
+    fused = FusedMLP.from_module(unfused)
+    assert fused.fc1.weight.dtype == dtype
+    _same_output(unfused, fused, torch.randn(17, 32, device=device, dtype=dtype), dtype)
+
+
+class SeedGeGLU(nn.Module):
+    """The seed article's SimpleGeGLUMLP: F.gelu(tanh) inside forward, no activation submodule."""
+
+    def __init__(self, dim, hidden):
+        super().__init__()
+        self.gate_proj = nn.Linear(dim, hidden, bias=False)
+        self.up_proj = nn.Linear(dim, hidden, bias=False)
+        self.down_proj = nn.Linear(hidden, dim, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(nn.functional.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
+
+
+class LlamaStyleMLP(SeedGeGLU):
+    def __init__(self, dim, hidden):
+        super().__init__(dim, hidden)
+        self.act_fn = nn.SiLU()
+
+    def forward(self, x):
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
+
+
+def test_fused_gated_mlp_from_module(device):
+    seed = SeedGeGLU(48, 80).to(device)
+    with pytest.raises(ValueError, match="pass activation="):
+        FusedGatedMLP.from_module(seed)
+    _same_output(seed, FusedGatedMLP.from_module(seed, activation="gelu_tanh"), torch.randn(2, 7, 48, device=device),
+                 torch.float32)
+    llama = LlamaStyleMLP(48, 80).to(device)
+    fused = FusedGatedMLP.from_module(llama)
+    assert fused.activation == "silu"
+    _same_output(llama, fused, torch.randn(13, 48, device=device), torch.float32)
+    with pytest.raises(ValueError, match="disagrees"):
+        FusedGatedMLP.from_module(llama, activation="gelu_tanh")
+    # state_dicts are interchangeable with the Llama-style module
+    fused.load_state_dict(llama.state_dict())
+
+
+def test_fused_narrow_mlp_from_module(device):
+    unfused = nn.Sequential(nn.Linear(3, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
+                            nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 4), nn.Identity())
+    unfused = unfused.to(device, torch.float16)
+    fused = FusedNarrowMLP.from_module(unfused)
+    assert (fused.activation, fused.output_activation) == ("relu", "none")
+    _same_output(unfused, fused, torch.randn(300, 3, device=device, dtype=torch.float16), torch.float16)
+
+
+def test_fused_narrow_mlp_repacks_after_weight_update(device):
+    fused = FusedNarrowMLP((4, 32, 2), activation="silu").to(device)
+    x = torch.randn(20, 4, device=device)
+    with torch.no_grad():
+        before = fused(x)
+        fused.layers[1].weight.mul_(2)  # in-place update: the packed copy must be refreshed
+        after = fused(x)
+        bias_free = after - fused.layers[1].bias
+        assert_close(bias_free, (before - fused.layers[1].bias).double() * 2, torch.float32)
+
+
+def test_from_module_rejects_what_it_cannot_fuse():
+    with pytest.raises(ValueError, match="same activation"):
+        FusedNarrowMLP.from_module(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 8), nn.SiLU(), nn.Linear(8, 2)))
+    with pytest.raises(ValueError, match="Tanh is not one fused_mlp can fuse"):
+        FusedLinear.from_module(nn.Sequential(nn.Linear(4, 8), nn.Tanh()))
+    with pytest.raises(ValueError, match="Linear, activation, Linear"):
+        FusedMLP.from_module(nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 4)))
+    biased = SeedGeGLU(8, 16)
+    biased.up_proj = nn.Linear(8, 16, bias=True)
+    with pytest.raises(ValueError, match="has a bias"):
+        FusedGatedMLP.from_module(biased, activation="silu")
+    with pytest.raises(TypeError, match="no nn.Linear `gate_proj`"):
+        FusedGatedMLP.from_module(nn.Linear(3, 3), activation="silu")
+
+
+def test_modules_refuse_to_run_with_grad():
+    fused = FusedLinear(8, 8)
+    with pytest.raises(RuntimeError, match="forward-only"):
+        fused(torch.randn(2, 8))

@@ -1,0 +1,121 @@
+"""Every op x activation x dtype against a float64 reference, on odd shapes, with poisoned outputs."""
+
+import pytest
+import torch
+
+import fused_mlp
+from fused_mlp import Case
+from fused_mlp.activations import ACTIVATIONS, GATED_ACTIVATIONS
+from fused_mlp.cases import DTYPES
+
+from reference import REFERENCES, assert_close
+
+ACTS = list(ACTIVATIONS)
+DTYPE_NAMES = list(DTYPES)
+# Odd and prime sizes: no K or N is a multiple of any block size, M crosses block boundaries.
+LINEAR_SHAPES = [(1, 37, 53), (7, 64, 17), (129, 97, 131)]
+GATED_SHAPES = [(1, 37, 53), (7, 23, 67), (129, 61, 41)]
+NARROW_WIDTHS = [(3, 64, 64, 7), (37, 128, 128, 128, 5), (16, 17, 16)]
+
+
+def run_case(case: Case, device, seed=0):
+    inputs = case.make_inputs(device, seed)
+    out = getattr(fused_mlp, case.op)(**inputs)
+    assert_close(out, REFERENCES[case.op](**inputs), case.torch_dtype, case.key)
+    return out
+
+
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("activation", ACTS)
+@pytest.mark.parametrize("M,K,N", LINEAR_SHAPES)
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_act(M, K, N, activation, dtype, bias, device, poisoned_empty):
+    run_case(Case("linear_act", M, K, N, dtype, activation, bias), device, seed=M * K + N)
+
+
+@pytest.mark.parametrize("op", ["gated_up", "gated_mlp"])
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("activation", ACTS)
+@pytest.mark.parametrize("M,K,N", GATED_SHAPES)
+def test_gated(op, M, K, N, activation, dtype, device, poisoned_empty):
+    run_case(Case(op, M, K, N, dtype, activation), device, seed=M + K * N)
+
+
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("activation", ACTS)
+@pytest.mark.parametrize("widths", NARROW_WIDTHS)
+@pytest.mark.parametrize("M", [1, 7, 129])
+def test_narrow_mlp(M, widths, activation, dtype, device, poisoned_empty):
+    run_case(Case.narrow(M, widths, dtype, activation), device, seed=M + sum(widths))
+
+
+@pytest.mark.parametrize("output_activation", ACTS)
+def test_narrow_mlp_output_activation(output_activation, device, poisoned_empty):
+    case = Case.narrow(33, (5, 32, 9), "fp32", "silu")
+    inputs = {**case.make_inputs(device), "output_activation": output_activation}
+    assert_close(fused_mlp.narrow_mlp(**inputs), REFERENCES["narrow_mlp"](**inputs), torch.float32)
+
+
+def test_narrow_mlp_some_layers_without_bias(device, poisoned_empty):
+    inputs = Case.narrow(40, (8, 48, 48, 4), "fp16", "gelu").make_inputs(device)
+    inputs["biases"][1] = None
+    assert_close(fused_mlp.narrow_mlp(**inputs), REFERENCES["narrow_mlp"](**inputs), torch.float16)
+
+
+@pytest.mark.parametrize("op", ["linear_act", "gated_up", "gated_mlp"])
+def test_leading_batch_dims(op, device, poisoned_empty):
+    inputs = Case(op, 2 * 3 * 5, 19, 23, "fp16", "silu").make_inputs(device)
+    inputs["x"] = inputs["x"].reshape(2, 3, 5, 19)
+    out = getattr(fused_mlp, op)(**inputs)
+    ref = REFERENCES[op](**inputs)
+    assert out.shape == ref.shape == (2, 3, 5, 23 if op != "gated_mlp" else 19)
+    assert_close(out, ref, torch.float16)
+
+
+def test_narrow_leading_batch_dims(device, poisoned_empty):
+    inputs = Case.narrow(4 * 9, (6, 32, 3), "fp32", "relu").make_inputs(device)
+    inputs["x"] = inputs["x"].reshape(4, 9, 6)
+    out = fused_mlp.narrow_mlp(**inputs)
+    assert out.shape == (4, 9, 3)
+    assert_close(out, REFERENCES["narrow_mlp"](**inputs), torch.float32)
+
+
+def test_non_contiguous_inputs(device, poisoned_empty):
+    """Strided x (a column slice) and a transposed-storage weight go through the kernels' strides."""
+    base = torch.randn(33, 80, device=device)
+    x = base[:, 5:45]  # row stride 80, not 40
+    weight = torch.randn(40, 29, device=device).t()  # (29, 40) with strides (1, 29)
+    assert not x.is_contiguous() and not weight.is_contiguous()
+    out = fused_mlp.linear_act(x, weight, None, "relu")
+    assert_close(out, REFERENCES["linear_act"](x, weight, None, "relu"), torch.float32)
+    w_up = torch.randn(40, 29, device=device).t()
+    out = fused_mlp.gated_up(x, weight, w_up, "silu")
+    assert_close(out, REFERENCES["gated_up"](x, weight, w_up, "silu"), torch.float32)
+    layers = [weight, torch.randn(7, 29, device=device)]
+    out = fused_mlp.narrow_mlp(x, layers, None, "relu")
+    assert_close(out, REFERENCES["narrow_mlp"](x, layers, None, "relu"), torch.float32)
+
+
+@pytest.mark.parametrize("op", ["linear_act", "gated_up", "gated_mlp", "narrow_mlp"])
+def test_empty_batch_returns_empty(op, device):
+    case = Case.narrow(0, (8, 16, 4), "fp16") if op == "narrow_mlp" else Case(op, 0, 8, 16, "fp16", "relu")
+    inputs = case.make_inputs(device)
+    inputs["x"] = inputs["x"].reshape(2, 0, 8)
+    out = getattr(fused_mlp, op)(**inputs)
+    assert out.shape == (2, 0, case.N_out) and out.dtype == torch.float16
+
+
+def test_fp32_tolerance_tells_gelu_variants_apart(device):
+    """The fp32 check is tight enough to fail on the wrong GELU (erf vs tanh)."""
+    inputs = Case("linear_act", 64, 32, 48, "fp32", "gelu").make_inputs(device)
+    inputs["x"] = inputs["x"] * 3  # push pre-activations to where the two GELUs differ
+    out = fused_mlp.linear_act(**inputs)
+    wrong = REFERENCES["linear_act"](**{**inputs, "activation": "gelu_tanh"})
+    with pytest.raises(AssertionError, match="relative error"):
+        assert_close(out, wrong, torch.float32)
+
+
+def test_poisoning_catches_unwritten_elements(device, poisoned_empty):
+    out = torch.empty(4, 4, device=device)
+    with pytest.raises(AssertionError, match="NaN"):
+        assert_close(out, torch.ones(4, 4, dtype=torch.float64), torch.float32)
