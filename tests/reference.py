@@ -15,7 +15,7 @@ TOLERANCE = {torch.float32: 1e-6, torch.float16: 1e-3, torch.bfloat16: 1e-2}
 
 
 def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
-    out, ref = out.double().cpu(), ref.double().cpu()
+    out, ref = out.double(), ref.double().to(out.device)
     return ((out - ref).norm() / ref.norm().clamp_min(1e-300)).item()
 
 
@@ -32,7 +32,8 @@ def _act(name, t):
 
 
 def _d(t):
-    return None if t is None else t.detach().double().cpu()
+    # float64 on the tensor's own device: the CPU in tests, the GPU for tools/gpu_check.py's real sizes
+    return None if t is None else t.detach().double()
 
 
 def _round(t64, dtype):

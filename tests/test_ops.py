@@ -119,3 +119,36 @@ def test_poisoning_catches_unwritten_elements(device, poisoned_empty):
     out = torch.empty(4, 4, device=device)
     with pytest.raises(AssertionError, match="NaN"):
         assert_close(out, torch.ones(4, 4, dtype=torch.float64), torch.float32)
+
+
+def test_narrow_mlp_packing_cache_sees_weight_changes(device):
+    """Repeated calls reuse the packed weights, but never after the weights changed."""
+    inputs = Case.narrow(50, (8, 32, 32, 4), "fp32", "relu").make_inputs(device)
+    first = fused_mlp.narrow_mlp(**inputs)
+    with torch.no_grad():
+        inputs["weights"][1].mul_(-1)  # in place: same tensor object, new version
+    assert_close(fused_mlp.narrow_mlp(**inputs), REFERENCES["narrow_mlp"](**inputs), torch.float32)
+    inputs["biases"] = [b.clone() for b in inputs["biases"]]  # new tensors, same values
+    inputs["biases"][0] += 1
+    assert_close(fused_mlp.narrow_mlp(**inputs), REFERENCES["narrow_mlp"](**inputs), torch.float32)
+    inputs["biases"] = None
+    assert_close(fused_mlp.narrow_mlp(**inputs), REFERENCES["narrow_mlp"](**inputs), torch.float32)
+    with torch.inference_mode():
+        weights = [w.clone() for w in inputs["weights"]]  # inference tensors: no version counter
+        out = fused_mlp.narrow_mlp(inputs["x"], weights, None, "relu")
+        weights[0].mul_(2)
+        assert_close(fused_mlp.narrow_mlp(inputs["x"], weights, None, "relu"),
+                     REFERENCES["narrow_mlp"](inputs["x"], weights, None, "relu"), torch.float32)
+    assert not torch.equal(first, out)
+
+
+def test_narrow_mlp_reuses_packing_for_unchanged_weights(device, monkeypatch):
+    import fused_mlp.ops.narrow_mlp as narrow_module
+
+    calls = []
+    real_pack = narrow_module.pack_layers
+    monkeypatch.setattr(narrow_module, "pack_layers", lambda *a: calls.append(1) or real_pack(*a))
+    inputs = Case.narrow(20, (8, 16, 4), "fp16", "relu").make_inputs(device)
+    for _ in range(3):
+        fused_mlp.narrow_mlp(**inputs)
+    assert len(calls) == 1
