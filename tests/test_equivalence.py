@@ -9,7 +9,7 @@ from fused_mlp import Case, FusedGatedMLP, FusedLinear, FusedMLP, FusedNarrowMLP
 from fused_mlp.activations import ACTIVATIONS
 from fused_mlp.cases import DTYPES
 
-from reference import assert_close
+from fused_mlp.reference import assert_close
 
 CASES = {
     "linear_act": lambda dtype, act: Case("linear_act", 9, 45, 70, dtype, act, bias=True),

@@ -8,7 +8,7 @@ from fused_mlp import Case
 from fused_mlp.activations import ACTIVATIONS, GATED_ACTIVATIONS
 from fused_mlp.cases import DTYPES
 
-from reference import REFERENCES, assert_close
+from fused_mlp.reference import REFERENCES, assert_close
 
 ACTS = list(ACTIVATIONS)
 DTYPE_NAMES = list(DTYPES)

@@ -1,4 +1,4 @@
-"""Float64 references and the one closeness check the tests use.
+"""Float64 references and the one closeness check that tests, benchmarks and tools/gpu_check.py use.
 
 The reference follows each op's contract: where the op stores an intermediate in the input
 dtype (gated_mlp's hidden activations, narrow_mlp's output of every layer), the reference rounds
@@ -7,7 +7,7 @@ to that dtype at the same point, and computes everything else in float64.
 
 import torch
 
-from fused_mlp.activations import ACTIVATIONS
+from .activations import ACTIVATIONS
 
 # Relative error ||out - ref|| / ||ref||, per dtype: about a few units of rounding of the output
 # dtype (fp32 with IEEE dot; fp16 2^-11; bf16 2^-8).
@@ -19,12 +19,24 @@ def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
     return ((out - ref).norm() / ref.norm().clamp_min(1e-300)).item()
 
 
-def assert_close(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype, what: str = "output"):
-    assert out.shape == ref.shape, f"{what}: shape {tuple(out.shape)} != reference {tuple(ref.shape)}"
-    assert out.dtype == dtype, f"{what}: dtype {out.dtype}, expected {dtype}"
-    assert not torch.isnan(out).any(), f"{what}: NaN in the output (an element left unwritten?)"
+def mismatch(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> str | None:
+    """Why `out` is not an acceptable result for reference `ref`, or None when it is."""
+    if out.shape != ref.shape:
+        return f"shape {tuple(out.shape)} != reference {tuple(ref.shape)}"
+    if out.dtype != dtype:
+        return f"dtype {out.dtype}, expected {dtype}"
+    if torch.isnan(out).any():
+        return "NaN in the output (an element left unwritten?)"
     err = rel_error(out, ref)
-    assert err <= TOLERANCE[dtype], f"{what}: relative error {err:.3e} > {TOLERANCE[dtype]:.0e} for {dtype}"
+    if not err <= TOLERANCE[dtype]:
+        return f"relative error {err:.3e} > {TOLERANCE[dtype]:.0e} for {dtype}"
+    return None
+
+
+def assert_close(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype, what: str = "output"):
+    problem = mismatch(out, ref, dtype)
+    if problem is not None:
+        raise AssertionError(f"{what}: {problem}")
 
 
 def _act(name, t):
