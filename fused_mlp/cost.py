@@ -27,6 +27,16 @@ class Ceilings:
                 raise ValueError(f"matmul_tflops[{dtype!r}]={tflops!r}; expected a positive number")
 
 
+def copy_gbps(nbytes: int, seconds: float) -> float:
+    """Bandwidth of a copy of nbytes (read + written) that took `seconds`."""
+    return 2 * nbytes / seconds / 1e9
+
+
+def matmul_tflops(n: int, seconds: float) -> float:
+    """Throughput of an n x n x n matmul that took `seconds`."""
+    return 2 * n**3 / seconds / 1e12
+
+
 def _layer_pairs(case: Case):
     return list(zip(case.widths[:-1], case.widths[1:]))
 

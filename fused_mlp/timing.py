@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import torch
 
-from .cost import Ceilings
+from .cost import Ceilings, copy_gbps, matmul_tflops
 
 # Bigger than any GPU's L2 (H100/H200: 50 MB), so zeroing it evicts everything the timed call
 # could otherwise find in cache: every sample is a cold-L2 sample.
@@ -57,22 +57,30 @@ def median(values: list[float]) -> float:
     return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
 
 
-def measure_ceilings(device, copy_bytes: int = 2 * 1024**3, matmul_size: int = 8192,
-                     dtypes=("bf16", "fp16", "fp32"), samples: int = 20) -> Ceilings:
-    """This device's ceilings, measured: copy bandwidth (read + write bytes per second of a
-    large device-to-device copy) and dense matmul TFLOP/s per dtype (an n^3 torch.matmul).
-    fp32 follows torch's TF32 setting, as the fp32 ops do."""
+def copy_samples(device, nbytes: int, samples: int = 20) -> list[float]:
+    """Seconds per device-to-device copy of `nbytes` (each copy reads and writes nbytes)."""
+    src = torch.empty(nbytes // 4, dtype=torch.float32, device=device)
+    dst = torch.empty_like(src)
+    return time_samples(lambda: dst.copy_(src), device, samples, warmup=3, flush_l2=False)
+
+
+def matmul_samples(device, dtype: str, n: int, samples: int = 20) -> list[float]:
+    """Seconds per dense n x n x n torch.matmul; fp32 follows torch's TF32 setting, as the fp32
+    ops do."""
     from .cases import DTYPES
 
-    device = torch.device(device)
-    src = torch.empty(copy_bytes // 4, dtype=torch.float32, device=device)
-    dst = torch.empty_like(src)
-    copy_s = median(time_samples(lambda: dst.copy_(src), device, samples, warmup=3, flush_l2=False))
-    del src, dst
-    tflops = {}
-    for name in dtypes:
-        a = torch.randn(matmul_size, matmul_size, device=device).to(DTYPES[name])
-        b = torch.randn(matmul_size, matmul_size, device=device).to(DTYPES[name])
-        t = median(time_samples(lambda: a @ b, device, samples, warmup=3))
-        tflops[name] = 2 * matmul_size**3 / t / 1e12
-    return Ceilings(copy_gbps=2 * copy_bytes / copy_s / 1e9, matmul_tflops=tflops)
+    a = torch.randn(n, n, device=device).to(DTYPES[dtype])
+    b = torch.randn(n, n, device=device).to(DTYPES[dtype])
+    return time_samples(lambda: a @ b, device, samples, warmup=3)
+
+
+COPY_BYTES = 2 * 1024**3
+MATMUL_N = 8192
+
+
+def measure_ceilings(device, dtypes=("bf16", "fp16", "fp32")) -> Ceilings:
+    """This device's ceilings: copy bandwidth and matmul TFLOP/s per dtype."""
+    return Ceilings(
+        copy_gbps=copy_gbps(COPY_BYTES, median(copy_samples(device, COPY_BYTES))),
+        matmul_tflops={d: matmul_tflops(MATMUL_N, median(matmul_samples(device, d, MATMUL_N))) for d in dtypes},
+    )

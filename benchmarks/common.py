@@ -1,0 +1,117 @@
+"""The machinery every workload family shares: which grid runs, the per-case setup (inputs,
+correctness gate, warm-up) and the metrics.
+
+Import stays cheap: no CUDA initialisation and no tensors at module level (asv imports the suite
+for discovery on machines without a GPU, and forkserver forks after import).
+"""
+
+import os
+
+import torch
+
+from fused_mlp import Case, cost, implementations
+from fused_mlp.grids import GRIDS, grid
+from fused_mlp.reference import REFERENCES, mismatch
+from fused_mlp import timing  # a module: a bare `time_samples` here would look like a benchmark to asv
+
+GRID_ENV = "FUSED_MLP_GRID"
+
+# Largest case the CPU smoke run attempts; the default grid's big shapes skip on a CPU.
+CPU_MAX_FLOPS = 2e9
+
+
+def grid_name() -> str:
+    name = os.environ.get(GRID_ENV, "default")
+    if name not in GRIDS:
+        raise ValueError(f"{GRID_ENV}={name!r} is not a grid; expected one of {list(GRIDS)}")
+    return name
+
+
+def skip(reason: str):
+    """Skip from inside a benchmark body (asv records NaN); setup() raises NotImplementedError."""
+    try:
+        from asv_runner.benchmarks.mark import SkipNotImplemented
+    except ImportError:  # outside asv
+        raise NotImplementedError(reason) from None
+    raise SkipNotImplemented(reason)
+
+
+class _CaseBenchmark:  # underscore: asv discovers only the concrete families
+    """One workload family: params = (case key, implementation). Subclasses set `family`.
+
+    setup() refuses what cannot run here (skip = NaN) and checks the implementation's output
+    against the float64 reference before anything is timed: a wrong result raises, so asv
+    records a failure (null), never a time.
+    """
+
+    family = ""
+    param_names = ["case", "impl"]
+    timeout = 900  # one process per combination: import, CUDA init, Triton/Inductor compile, samples
+    version = "1"  # bump when what a metric means changes; old results are then set apart
+    samples = 100
+    warmup = 25  # the first samples after a short warm-up were outliers on the H200
+
+    @classmethod
+    def family_params(cls, family: str):
+        cases = grid(grid_name())[family]
+        return [case.key for case in cases], implementations.names(cases[0].op)
+
+    def setup(self, case_key: str, impl: str):
+        case = Case.from_key(case_key)
+        self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        if impl == "fused" and self.device == "cpu":
+            raise NotImplementedError("the Triton kernels are timed on CUDA only")
+        reason = implementations.unavailable_reason(case.op, impl, self.device, case.activation)
+        if reason:
+            raise NotImplementedError(reason)
+        if self.device == "cpu" and cost.flops(case) > CPU_MAX_FLOPS:
+            raise NotImplementedError(f"{cost.flops(case):.2g} flops is too large for a CPU run")
+        fn = self.implementation(case, impl)
+        try:
+            with torch.inference_mode():
+                self.inputs = case.make_inputs(self.device)
+                out = fn(**self.inputs)  # first call: compiles and autotunes
+                problem = mismatch(out, REFERENCES[case.op](**self.inputs), case.torch_dtype)
+        except torch.cuda.OutOfMemoryError as e:
+            raise NotImplementedError(f"does not fit in device memory: {e}") from None
+        if problem:
+            raise AssertionError(f"{impl} computes a wrong result for {case_key}: {problem}")
+        del out
+        self.call = lambda: fn(**self.inputs)
+
+    def implementation(self, case: Case, impl: str):
+        """The callable to measure (a hook: the suite's own tests plant a wrong one here)."""
+        return implementations.get(case.op, impl)
+
+    def track_latency(self, case_key, impl):
+        with torch.inference_mode():
+            times = timing.time_samples(self.call, self.device, samples=self.samples, warmup=self.warmup)
+        return {"samples": times, "number": 1}
+
+    track_latency.unit = "seconds"
+
+    def track_peak_memory(self, case_key, impl):
+        """Device memory one call needs beyond its inputs: output plus intermediates."""
+        if self.device != "cuda":
+            skip("peak memory is read from the CUDA allocator")
+        with torch.inference_mode():
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            before = torch.cuda.memory_allocated()
+            out = self.call()
+            torch.cuda.synchronize()
+            peak = torch.cuda.max_memory_allocated() - before
+        del out
+        return peak
+
+    track_peak_memory.unit = "bytes"
+
+    def track_kernels_per_call(self, case_key, impl):
+        if self.device != "cuda":
+            skip("device kernels are counted on CUDA")
+        from fused_mlp.profiling import kernels_per_call
+
+        with torch.inference_mode():
+            return kernels_per_call(self.call)
+
+    track_kernels_per_call.unit = "kernels"

@@ -1,0 +1,200 @@
+"""The asv suite: `asv check`, and a real CPU run of the tiny grid whose result files are read
+back (names, params, samples; skipped = NaN, failed = null)."""
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from asv import util as asv_util
+
+from benchmarks import common
+from dashboard.data import load_results
+from fused_mlp import Case
+from fused_mlp.grids import FAMILIES, GRIDS, grid
+
+ROOT = Path(__file__).resolve().parents[1]
+BROKEN_BENCHMARK = '''
+from fused_mlp import implementations
+from .common import _CaseBenchmark
+
+
+class BrokenGate(_CaseBenchmark):
+    """An implementation that returns a wrong result: the gate must record a failure."""
+
+    params = (["linear_act M=8 K=16 N=32 fp32 relu"], ["eager"])
+
+    def implementation(self, case, impl):
+        real = implementations.get(case.op, impl)
+        return lambda **inputs: real(**inputs) * 1.01
+'''
+
+
+def _asv_env(tmp: Path, grid_name: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(HOME=str(tmp / "home"), FUSED_MLP_GRID=grid_name)
+    return env
+
+
+def _asv_project(tmp: Path, extra_benchmark: str | None = None) -> Path:
+    """A copy of asv.conf.json whose repo is this checkout and whose outputs go under tmp."""
+    conf = asv_util.load_json(ROOT / "asv.conf.json", js_comments=True)
+    bench_dir = tmp / "benchmarks"
+    shutil.copytree(ROOT / "benchmarks", bench_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    if extra_benchmark:
+        (bench_dir / "bench_broken.py").write_text(extra_benchmark)
+    conf.update(repo=str(ROOT), benchmark_dir=str(bench_dir), results_dir=str(tmp / "results"),
+                env_dir=str(tmp / "env"), html_dir=str(tmp / "html"))
+    (tmp / "asv.conf.json").write_text(json.dumps(conf))
+    (tmp / "home").mkdir(exist_ok=True)
+    return tmp / "asv.conf.json"
+
+
+def _asv(conf: Path, env: dict, *args, timeout=900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "asv", "--config", str(conf), *args],
+                          env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.parametrize("grid_name", ["default", "tiny"])
+def test_asv_check(tmp_path, grid_name):
+    conf = _asv_project(tmp_path)
+    done = _asv(conf, _asv_env(tmp_path, grid_name), "check", "-E", "existing:same")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "No problems found" in done.stdout
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("asv")
+    conf = _asv_project(tmp, BROKEN_BENCHMARK)
+    env = _asv_env(tmp, "tiny")
+    machine = subprocess.run([sys.executable, str(ROOT / "tools" / "asv_machine.py"), "--machine", "ci-cpu"],
+                             env=env, capture_output=True, text=True)
+    assert machine.returncode == 0, machine.stderr
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    done = _asv(conf, env, "run", "-E", "existing:same", "--set-commit-hash", commit,
+                "--record-samples", "--machine", "ci-cpu")
+    files = [p for p in (tmp / "results" / "ci-cpu").glob("*.json") if p.name != "machine.json"]
+    assert len(files) == 1, done.stdout + done.stderr
+    return done, json.loads(files[0].read_text()), tmp / "results"
+
+
+def _column(doc, name, benchmark):
+    row = doc["results"][benchmark]
+    return dict(zip(doc["result_columns"], row)).get(name)
+
+
+def test_run_exits_2_because_of_the_planted_failure_only(tiny_run):
+    done, doc, _ = tiny_run
+    assert done.returncode == 2, done.stdout + done.stderr  # asv's exit code when a benchmark failed
+    failed = [name for name, row in doc["results"].items()
+              if row[0] is None or any(v is None for v in row[0])]
+    assert failed and all(name.startswith("bench_broken.") for name in failed), failed
+
+
+def test_machine_identity_is_recorded(tiny_run):
+    _, doc, _ = tiny_run
+    for key in ("gpu", "cuda", "driver", "torch", "triton"):
+        assert key in doc["params"], key
+    assert doc["params"]["gpu"] == "none"
+
+
+def test_every_family_ran_with_samples_and_skips(tiny_run):
+    _, doc, _ = tiny_run
+    for family, cls in [("linear_act", "LinearAct"), ("gated_mlp", "GatedMLP"), ("narrow_mlp", "NarrowMLP")]:
+        name = f"bench_{family}.{cls}.track_latency"
+        params = _column(doc, "params", name)
+        assert params[0] == [repr(c.key) for c in grid("tiny")[family]]
+        impls = [eval(p) for p in params[1]]  # asv stores repr() strings
+        results = dict(zip(impls, _column(doc, "result", name)))
+        samples = dict(zip(impls, _column(doc, "samples", name)))
+        assert math.isnan(results["fused"]), "Triton must skip (NaN) without CUDA"
+        assert samples["fused"] is None
+        for impl in ("eager", "compile"):
+            assert results[impl] > 0 and len(samples[impl]) == common._CaseBenchmark.samples
+        if "cublaslt" in results:
+            assert math.isnan(results["cublaslt"])
+        # peak memory and kernel counts need CUDA: skipped, not failed
+        for metric in ("track_peak_memory", "track_kernels_per_call"):
+            values = _column(doc, "result", f"bench_{family}.{cls}.{metric}")
+            assert all(math.isnan(v) for v in values), (metric, values)
+
+
+def test_ceilings_are_recorded_as_times(tiny_run):
+    _, doc, _ = tiny_run
+    copy = _column(doc, "result", "bench_device.CopyCeiling.track_copy_seconds")
+    assert math.isnan(copy[0]) and copy[1] > 0  # GPU size skipped, CPU size measured
+    matmul = _column(doc, "result", "bench_device.MatmulCeiling.track_matmul_seconds")
+    assert sum(v > 0 for v in matmul if not math.isnan(v)) == 1  # fp32 at the CPU size
+
+
+def test_results_load_into_the_dashboard_frame(tiny_run):
+    _, _, results_dir = tiny_run
+    loaded = load_results(results_dir)
+    assert loaded.load_report.skipped == []
+    frame = loaded.frame
+    latency = frame[frame.benchmark == "bench_linear_act.LinearAct.track_latency"]
+    assert set(latency.status) == {"ok", "skipped"}
+    assert set(frame[frame.benchmark.str.startswith("bench_broken.")].status) == {"failed"}
+    case_keys = set(latency["case"])
+    assert {Case.from_key(k) for k in case_keys} == set(grid("tiny")["linear_act"])
+
+
+def test_grid_names_and_errors(monkeypatch):
+    assert set(GRIDS) == {"tiny", "quick", "default", "full"}
+    for name in GRIDS:
+        cases = grid(name)
+        assert set(cases) == set(FAMILIES) and all(cases.values())
+    monkeypatch.setenv(common.GRID_ENV, "huge")
+    with pytest.raises(ValueError, match="FUSED_MLP_GRID='huge' is not a grid"):
+        common.grid_name()
+
+
+def test_default_grid_covers_what_the_issue_asks():
+    cases = grid("default")
+    linear = cases["linear_act"]
+    assert {c.M for c in linear} == {1, 16, 128, 2048, 8192}
+    assert {(c.K, c.N) for c in linear} >= {(768, 3072), (3072, 768), (4096, 14336), (14336, 4096)}
+    assert {c.dtype for c in linear} == {"bf16", "fp16", "fp32"}
+    assert {c.activation for c in linear} == {"relu", "gelu", "gelu_tanh", "silu", "none"}
+    gated = {(c.M, c.K, c.N, c.activation) for c in cases["gated_mlp"]}
+    assert {(8192, 768, 3072, "gelu_tanh"), (8192, 4096, 14336, "silu"), (16, 4096, 14336, "silu")} <= gated
+    narrow = cases["narrow_mlp"]
+    assert {c.N for c in narrow} == {32, 64, 128}
+    assert {len(c.widths) - 1 for c in narrow} <= set(range(4, 9))
+    assert all(2**18 <= c.M <= 2**21 and c.dtype in ("fp16", "bf16") for c in narrow)
+
+
+class TestSetup:
+    """The per-case setup, called directly (no asv)."""
+
+    def test_skips_with_reasons_on_cpu(self):
+        bench = common._CaseBenchmark()
+        small = grid("tiny")["linear_act"][0].key
+        with pytest.raises(NotImplementedError, match="CUDA only"):
+            bench.setup(small, "fused")
+        with pytest.raises(NotImplementedError, match="cublaslt needs a CUDA device"):
+            bench.setup(small, "cublaslt")
+        with pytest.raises(NotImplementedError, match="too large for a CPU run"):
+            bench.setup(grid("default")["linear_act"][-1].key, "eager")
+
+    def test_wrong_result_fails_before_timing(self):
+        class Wrong(common._CaseBenchmark):
+            def implementation(self, case, impl):
+                return lambda **inputs: super(Wrong, self).implementation(case, impl)(**inputs) + 1e-3
+
+        with pytest.raises(AssertionError, match="computes a wrong result"):
+            Wrong().setup(grid("tiny")["gated_mlp"][0].key, "eager")
+
+    def test_latency_returns_samples_in_seconds(self):
+        bench = common._CaseBenchmark()
+        key = grid("tiny")["narrow_mlp"][0].key
+        bench.setup(key, "eager")
+        out = bench.track_latency(key, "eager")
+        assert out["number"] == 1 and len(out["samples"]) == bench.samples
+        assert all(0 < s < 1 for s in out["samples"])
