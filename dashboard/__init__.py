@@ -1,0 +1,1 @@
+"""Dashboard over asv results: data loading, regression detection, figures, pages."""

@@ -1,0 +1,158 @@
+"""dashboard.data: asv results -> tidy DataFrame, with bad files reported and skipped."""
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard.data import ResultsDirError, load_results
+from tests.asv_fixtures import SeriesSpec, write_history
+
+# A result file as asv 0.6.6 wrote it (`asv run --python=same --set-commit-hash HEAD
+# --record-samples`, samples shortened): NaN = skipped, null = failed, a whole failed
+# benchmark is null, trailing columns dropped, Infinity in a CI (`--quick`).
+REAL_RESULT = (
+    '{"commit_hash": "7560f609c539dea8f1f155ac4ab34ed7f73ea22c", "env_name": "existing-py_work_venv_bin_python3", '
+    '"date": 1796002835000, "params": {"machine": "probebox", "python": "/work/venv/bin/python3"}, '
+    '"python": "/work/venv/bin/python3", "requirements": {}, "env_vars": {}, "result_columns": ["result", "params", '
+    '"version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75", '
+    '"stats_number", "stats_repeat", "samples", "profile"], "results": {'
+    '"bench_probe.Suite.track_latency": [[0.0001008637, 0.0001008637, 0.000100836, NaN], [["16", "256"], '
+    '["\'fused\'", "\'unfused\'"]], "9905fa4d", 1796002836378, 0.69009, [0.00010052, -Infinity, 0.00010049, null], '
+    '[0.00010158, Infinity, 0.00010141, null], [0.00010062, 0.00010062, 0.00010062, null], '
+    '[0.00010137, 0.00010137, 0.0001011, null], [1, 1, 1, null], [20, 20, 20, null], '
+    '[[0.0001007, 0.0001009], [0.0001007, 0.0001009], [0.0001009, 0.0001008], null]], '
+    '"bench_probe.Suite.track_tflops": [[123.4, null, 123.4, NaN], [["16", "256"], ["\'fused\'", "\'unfused\'"]], '
+    '"fe9c4d2b", 1796002837070, 0.68076], '
+    '"bench_probe.track_fail": [null, [], "51f735be", 1796002838097, 0.20168], '
+    '"bench_probe.track_plain": [[5.0], [], "362e7443", 1796002838299, 0.18395]}, '
+    '"durations": {"<build>": 4.3869e-05}, "version": 2}'
+)
+REAL_BENCHMARKS = {
+    "bench_probe.Suite.track_latency": {"name": "bench_probe.Suite.track_latency", "param_names": ["m", "impl"],
+                                        "params": [["16", "256"], ["'fused'", "'unfused'"]], "type": "track",
+                                        "unit": "seconds", "version": "9905fa4d"},
+    "bench_probe.Suite.track_tflops": {"name": "bench_probe.Suite.track_tflops", "param_names": ["m", "impl"],
+                                       "params": [["16", "256"], ["'fused'", "'unfused'"]], "type": "track",
+                                       "unit": "TFLOP/s", "version": "fe9c4d2b"},
+    "version": 2,
+}
+
+
+@pytest.fixture
+def real_results(tmp_path):
+    machine = tmp_path / "probebox"
+    machine.mkdir()
+    (machine / "machine.json").write_text(json.dumps({"machine": "probebox", "version": 1}))
+    (machine / "7560f609-existing-py_work_venv_bin_python3.json").write_text(REAL_RESULT)
+    (tmp_path / "benchmarks.json").write_text(json.dumps(REAL_BENCHMARKS))
+    return tmp_path
+
+
+def _row(frame, benchmark, **params):
+    rows = frame[frame["benchmark"] == benchmark]
+    for name, value in params.items():
+        rows = rows[rows[name] == value]
+    assert len(rows) == 1, rows
+    return rows.iloc[0]
+
+
+def test_real_asv_file_statuses_params_and_stats(real_results):
+    loaded = load_results(real_results)
+    frame = loaded.frame
+    assert loaded.load_report.ok, loaded.load_report.lines()
+    assert len(frame) == 4 + 4 + 1 + 1
+    ok = _row(frame, "bench_probe.Suite.track_latency", m=16, impl="fused")
+    assert ok["status"] == "ok" and ok["value"] == pytest.approx(0.0001008637)
+    assert ok["unit"] == "seconds" and ok["params_key"] == "m=16, impl='fused'"
+    assert ok["ci_99_a"] == pytest.approx(0.00010052) and ok["repeat"] == 20
+    assert ok["samples"] == [0.0001007, 0.0001009]
+    infinite_ci = _row(frame, "bench_probe.Suite.track_latency", m=16, impl="unfused")
+    assert infinite_ci["ci_99_a"] == -math.inf and infinite_ci["ci_99_b"] == math.inf
+    skipped = _row(frame, "bench_probe.Suite.track_latency", m=256, impl="unfused")
+    assert skipped["status"] == "skipped" and math.isnan(skipped["value"]) and skipped["samples"] is None
+    failed = _row(frame, "bench_probe.Suite.track_tflops", m=16, impl="unfused")
+    assert failed["status"] == "failed" and math.isnan(failed["value"])
+    assert _row(frame, "bench_probe.Suite.track_tflops", m=256, impl="unfused")["status"] == "skipped"
+    assert _row(frame, "bench_probe.Suite.track_tflops", m=16, impl="fused")["unit"] == "TFLOP/s"
+    whole_failure = _row(frame, "bench_probe.track_fail")
+    assert whole_failure["status"] == "failed" and whole_failure["params_key"] == ""
+    plain = _row(frame, "bench_probe.track_plain")
+    assert plain["value"] == 5.0 and math.isnan(plain["repeat"]) and pd.isna(plain["unit"])
+    assert plain["commit_hash"] == "7560f609c539dea8f1f155ac4ab34ed7f73ea22c"
+    assert plain["date"] == pd.Timestamp(1796002835000, unit="ms", tz="UTC")
+
+
+def test_generated_history_round_trips_in_date_order(tmp_path):
+    specs = [SeriesSpec("b.S.track_latency", (m, impl), ("m", "impl")) for m in (1, 7) for impl in ("a", "b")]
+    history = write_history(tmp_path, specs, 12, seed=3, n_samples=6)
+    frame = load_results(tmp_path).frame
+    assert len(frame) == 12 * 4 and (frame["status"] == "ok").all()
+    # file names sort by hash, not time: the order must come from the stored dates
+    assert list(dict.fromkeys(frame["commit_hash"].astype(str))) == history.commits
+    assert frame["date"].is_monotonic_increasing
+    assert sorted(frame["m"].unique()) == [1, 7] and set(frame["impl"]) == {"a", "b"}
+    assert all(len(s) == 6 for s in frame["samples"])
+    assert (frame["ci_99_a"] <= frame["value"]).all() and (frame["value"] <= frame["ci_99_b"]).all()
+
+
+def test_bad_files_are_reported_and_the_rest_loads(real_results):
+    machine = real_results / "probebox"
+    good = json.loads(REAL_RESULT.replace("NaN", "null").replace("-Infinity", "null").replace("Infinity", "null"))
+    good["commit_hash"], good["date"] = "b" * 40, 1796002836000
+    (machine / "bbbbbbbb-existing-py_work_venv_bin_python3.json").write_text(json.dumps(good))
+    (machine / "c1-truncated.json").write_text(REAL_RESULT[: len(REAL_RESULT) // 2])
+    (machine / "c2-broken.json").write_text('{"commit_hash": "x", ]')
+    (machine / "c3-foreign.json").write_text('{"hello": "world"}')
+    (machine / "c4-old.json").write_text(json.dumps({**good, "version": 1}))
+    (machine / "c5-binary.json").write_bytes(b"\xff\xfe\x00garbage")
+    (machine / "c6-empty.json").write_text("")
+    wrong_length = json.loads(json.dumps(good))
+    wrong_length["commit_hash"], wrong_length["date"] = "d" * 40, 1796002837000
+    wrong_length["results"]["bench_probe.track_plain"][0] = [1.0, 2.0]
+    (machine / "dddddddd-existing-py_work_venv_bin_python3.json").write_text(json.dumps(wrong_length))
+
+    loaded = load_results(real_results)
+    reasons = {s.path.rsplit("/", 1)[-1]: s.reason for s in loaded.load_report.skipped}
+    assert reasons["c1-truncated.json"].startswith("truncated JSON")
+    assert reasons["c2-broken.json"].startswith("broken JSON")
+    assert reasons["c3-foreign.json"].startswith("not an asv result file")
+    assert reasons["c4-old.json"].startswith("unsupported asv result format version 1")
+    assert reasons["c5-binary.json"].startswith("not UTF-8")
+    assert reasons["c6-empty.json"] == "empty file"
+    assert len(loaded.load_report.problems) == 1
+    assert "track_plain" in loaded.load_report.problems[0] and "2 results for 1" in loaded.load_report.problems[0]
+    commits = loaded.frame["commit_hash"].astype(str)
+    assert set(commits) == {"7560f609c539dea8f1f155ac4ab34ed7f73ea22c", "b" * 40, "d" * 40}
+    assert not ((commits == "d" * 40) & (loaded.frame["benchmark"] == "bench_probe.track_plain")).any()
+    assert ((commits == "d" * 40) & (loaded.frame["benchmark"] == "bench_probe.Suite.track_tflops")).sum() == 4
+
+
+def test_without_benchmarks_json_params_get_asv_default_names(real_results):
+    (real_results / "benchmarks.json").unlink()
+    loaded = load_results(real_results)
+    assert {"param1", "param2"} <= set(loaded.param_columns)
+    row = _row(loaded.frame, "bench_probe.Suite.track_latency", param1=16, param2="fused")
+    assert row["params_key"] == "param1=16, param2='fused'" and pd.isna(row["unit"])
+
+
+def test_param_named_like_a_fixed_column_is_renamed(tmp_path):
+    write_history(tmp_path, [SeriesSpec("b.track_x", (1,), ("value",))], 3)
+    loaded = load_results(tmp_path)
+    assert "param_value" in loaded.param_columns
+    assert (loaded.frame["param_value"] == 1).all() and loaded.frame["value"].notna().all()
+
+
+def test_missing_results_dir_is_a_clear_error(tmp_path):
+    with pytest.raises(ResultsDirError, match="does not exist"):
+        load_results(tmp_path / "nope")
+
+
+def test_machine_filter(tmp_path):
+    write_history(tmp_path, [SeriesSpec("b.track_x")], 3, machine="m1")
+    write_history(tmp_path, [SeriesSpec("b.track_x")], 4, machine="m2", seed=1)
+    assert set(load_results(tmp_path, machine="m2").frame["machine"]) == {"m2"}
+    assert len(load_results(tmp_path).frame) == 7
+    assert np.isfinite(load_results(tmp_path).frame["value"]).all()

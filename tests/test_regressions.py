@@ -1,0 +1,142 @@
+"""dashboard.regressions: the detector on small hand-made series and on generated histories."""
+
+import numpy as np
+import pytest
+
+from dashboard.data import load_results
+from dashboard.regressions import (
+    HIGHER, IMPROVEMENT, LOWER, REGRESSION, DetectorSettings, detect_changes, find_changes,
+    findings_frame, metric_direction,
+)
+from tests.asv_fixtures import SeriesSpec, write_history
+
+
+def noisy(n, seed, sigma=0.02, level=1e-4):
+    return level * np.exp(np.random.default_rng(seed).normal(0.0, sigma, n))
+
+
+def test_clean_step_is_found_at_its_commit():
+    y = noisy(40, 1)
+    y[25:] *= 1.10
+    (change,) = detect_changes(y)
+    assert change.index == 25
+    assert change.relative_change == pytest.approx(0.10, abs=0.02)
+    assert change.confirmed and change.present_at_newest and change.p_value < 0.001
+
+
+def test_fixed_then_reverted_regression_is_not_present_any_more():
+    y = noisy(50, 2)
+    y[20:32] *= 1.15
+    up, down = detect_changes(y)
+    assert (up.index, down.index) == (20, 32)
+    assert up.relative_change > 0.1 and down.relative_change < -0.1
+    assert not up.present_at_newest  # the regression was fixed
+    assert down.present_at_newest  # the fix holds
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_pure_noise_reports_nothing(seed):
+    y = noisy(60, 100 + seed, sigma=0.03)
+    y[np.random.default_rng(seed).integers(0, 60)] *= 1.4  # one slow run
+    assert detect_changes(y) == []
+
+
+def test_small_change_below_threshold_is_ignored():
+    y = noisy(60, 3, sigma=0.003)
+    y[30:] *= 1.01  # real and significant, but 1 % < 5 %
+    assert detect_changes(y) == []
+    assert len(detect_changes(y, DetectorSettings(threshold=0.005))) == 1
+
+
+def test_change_at_newest_commits_is_suspected_then_confirmed():
+    y = noisy(40, 4)
+    y[-1] *= 1.3
+    assert detect_changes(y) == []  # one slow run is not a regression yet
+    y = noisy(40, 4)
+    y[-2:] *= 1.3
+    (suspected,) = detect_changes(y)
+    assert suspected.index == 38 and not suspected.confirmed
+    y = noisy(44, 4)
+    y[-6:] *= 1.3
+    (confirmed,) = detect_changes(y)
+    assert confirmed.index == 38 and confirmed.confirmed
+
+
+def test_gradual_drift_is_found_inside_the_ramp():
+    y = noisy(60, 5, sigma=0.01)
+    y *= np.exp(np.clip((np.arange(60) - 20) / 20, 0, 1) * np.log(1.12))
+    changes = detect_changes(y)
+    assert changes and all(20 <= c.index <= 41 and c.relative_change > 0.05 for c in changes)
+
+
+@pytest.mark.parametrize(("benchmark", "unit", "expected"), [
+    ("bench.Linear.track_latency", "seconds", LOWER),
+    ("bench.Linear.track_peak_memory", "bytes", LOWER),
+    ("bench.Linear.track_kernels", "count", LOWER),
+    ("bench.Linear.track_tflops", "TFLOP/s", HIGHER),
+    ("bench.Linear.track_bw", "GB/s", HIGHER),
+    ("bench.Linear.track_ratio", "speedup", HIGHER),
+    ("bench.Linear.track_speedup", "unit", HIGHER),
+    ("bench.Linear.track_throughput", None, HIGHER),
+    ("bench.Linear.time_forward", "seconds", LOWER),
+])
+def test_metric_direction(benchmark, unit, expected):
+    assert metric_direction(benchmark, unit) == expected
+
+
+def test_metric_direction_overrides_and_declared_attribute():
+    assert metric_direction("b.track_score", "unit", overrides={r"track_score$": HIGHER}) == HIGHER
+    assert metric_direction("b.track_tflops", "TFLOP/s", overrides=lambda name, unit: LOWER) == LOWER
+    assert metric_direction("b.track_score", "unit", metadata={"higher_is_better": True}) == HIGHER
+    with pytest.raises(ValueError, match="direction must be"):
+        metric_direction("b.x", None, overrides={"x": "up"})
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    root = tmp_path_factory.mktemp("results")
+    specs = [
+        SeriesSpec("bench.Mlp.track_latency", (16,), ("m",), steps=((30, 0.15),), run_noise=0.01),
+        SeriesSpec("bench.Mlp.track_tflops", (16,), ("m",), unit="TFLOP/s", higher_is_better=True, base=300.0,
+                   steps=((30, 0.15),), run_noise=0.01),
+        SeriesSpec("bench.Mlp.track_tflops", (64,), ("m",), unit="TFLOP/s", higher_is_better=True, base=300.0,
+                   steps=((20, -0.2),), run_noise=0.01),
+        SeriesSpec("bench.Mlp.track_latency", (64,), ("m",), run_noise=0.02, outlier_prob=0.05),
+    ]
+    return write_history(root, specs, 45, seed=7)
+
+
+def test_direction_flips_for_higher_is_better_metrics(history):
+    loaded = load_results(history.results_dir)
+    findings = find_changes(loaded.frame)
+    by_series = {(f.benchmark, f.params): f for f in findings}
+    assert len(findings) == 3, findings
+    latency = by_series[("bench.Mlp.track_latency", "m=16")]
+    rising_tflops = by_series[("bench.Mlp.track_tflops", "m=16")]
+    falling_tflops = by_series[("bench.Mlp.track_tflops", "m=64")]
+    assert latency.direction == REGRESSION and latency.better == LOWER
+    assert rising_tflops.direction == IMPROVEMENT and rising_tflops.better == HIGHER
+    assert falling_tflops.direction == REGRESSION
+    for finding, planted_at in ((latency, 30), (rising_tflops, 30), (falling_tflops, 20)):
+        assert finding.commit_hash == history.commits[planted_at]
+        assert finding.previous_commit == history.commits[planted_at - 1]
+        assert finding.present_at_newest and finding.series_last_commit == history.commits[-1]
+    assert latency.after / latency.before == pytest.approx(1.15, abs=0.03)
+
+
+def test_findings_frame_is_newest_first(history):
+    frame = findings_frame(find_changes(load_results(history.results_dir).frame))
+    assert list(frame["commit_hash"]) == [history.commits[30]] * 2 + [history.commits[20]]
+    assert {"benchmark", "params", "before", "after", "relative_change", "direction", "p_value",
+            "present_at_newest", "confirmed"} <= set(frame.columns)
+
+
+def test_skipped_and_failed_points_are_left_out(tmp_path):
+    spec = SeriesSpec("bench.track_latency", steps=((25, 0.2),), skip_prob=0.1, fail_prob=0.1, run_noise=0.01)
+    history = write_history(tmp_path, [spec], 45, seed=11)
+    frame = load_results(tmp_path).frame
+    assert set(frame["status"]) == {"ok", "skipped", "failed"}
+    (finding,) = find_changes(frame)
+    ok_commits = list(frame.loc[frame["status"] == "ok", "commit_hash"].astype(str))
+    first_after = next(c for c in history.commits[25:] if c in ok_commits)
+    assert finding.commit_hash == first_after and finding.direction == REGRESSION

@@ -1,0 +1,105 @@
+"""python -m dashboard.regressions: output formats, exit codes, bad results reported (no traceback)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dashboard.regressions import main, parse_threshold
+from tests.asv_fixtures import SeriesSpec, write_history
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def make(tmp_path, steps, n_commits=40, **kw):
+    spec = SeriesSpec("bench.Mlp.track_latency", (16, "fused"), ("m", "impl"), steps=steps, run_noise=0.01, **kw)
+    quiet = SeriesSpec("bench.Mlp.track_latency", (16, "eager"), ("m", "impl"), run_noise=0.01)
+    return write_history(tmp_path / "results", [spec, quiet], n_commits, seed=5)
+
+
+def run(capsys, *args):
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_regression_at_newest_commit_fails_the_gate(tmp_path, capsys):
+    history = make(tmp_path, steps=((30, 0.2),))
+    code, out, err = run(capsys, "--results", str(history.results_dir))
+    assert code == 1, out
+    assert f"commit {history.commits[30][:12]}" in out and "REGRESSION" in out
+    assert "bench.Mlp.track_latency(m=16, impl='fused')" in out and "+20" in out
+    assert "FAIL" in out and err == ""
+
+
+def test_fixed_regression_and_improvements_pass(tmp_path, capsys):
+    history = make(tmp_path, steps=((15, 0.2), (28, -1 / 6)))
+    code, out, _ = run(capsys, "--results", str(history.results_dir))
+    assert code == 0, out
+    # grouped by commit, newest first: the fix, then the regression it undid
+    assert out.index(history.commits[28][:12]) < out.index(history.commits[15][:12])
+    assert "not present now" in out and "pass" in out
+
+
+def test_since_limits_the_report_and_the_gate(tmp_path, capsys):
+    history = make(tmp_path, steps=((20, 0.2),))
+    assert run(capsys, "--results", str(history.results_dir), "--since", history.commits[10][:10])[0] == 1
+    code, out, _ = run(capsys, "--results", str(history.results_dir), "--since", history.commits[25])
+    assert code == 0 and "No level changes found." in out
+
+
+def test_json_and_markdown_formats(tmp_path, capsys):
+    history = make(tmp_path, steps=((30, 0.2),))
+    code, out, _ = run(capsys, "--results", str(history.results_dir), "--format", "json")
+    doc = json.loads(out)
+    assert code == 1 and doc["gate"] == {"failed": True, "regressions_present_at_newest": 1}
+    (group,) = doc["commits"]
+    (finding,) = group["findings"]
+    assert group["commit_hash"] == history.commits[30] == finding["commit_hash"]
+    assert finding["previous_commit"] == history.commits[29]
+    assert finding["direction"] == "regression" and finding["relative_change"] == pytest.approx(0.2, abs=0.03)
+    code, out, _ = run(capsys, "--results", str(history.results_dir), "--format", "markdown")
+    assert code == 1 and f"### `{history.commits[30][:12]}`" in out
+    assert "| regression | `bench.Mlp.track_latency` | m=16, impl='fused' |" in out
+
+
+def test_bad_and_partial_results_are_reported_not_crashed(tmp_path, capsys):
+    history = make(tmp_path, steps=())
+    machine_dir = history.results_dir / history.machine
+    (machine_dir / "deadbeef-broken.json").write_text('{"commit_hash": "dead", "results": {')
+    (machine_dir / "notes.json").write_text("[1, 2, 3]")
+    code, out, err = run(capsys, "--results", str(history.results_dir), "--format", "markdown")
+    assert code == 0
+    assert "deadbeef-broken.json: truncated JSON" in err and "notes.json: not an asv result" in err
+    assert "Results that could not be used" in out and "deadbeef-broken.json" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--results", "{tmp}/missing"], "does not exist"),
+    (["--results", "{results}", "--machine", "other-box"], "no usable asv results for machine 'other-box'"),
+    (["--results", "{results}", "--since", "0123456789abcdef"], "--since: commit '0123456789abcdef' is not in"),
+])
+def test_usage_errors_exit_2_with_a_clear_message(tmp_path, capsys, args, message):
+    history = make(tmp_path, steps=(), n_commits=12)
+    argv = [a.format(tmp=tmp_path, results=history.results_dir) for a in args]
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_threshold_parsing():
+    assert parse_threshold("5%") == pytest.approx(0.05)
+    assert parse_threshold("0.1") == pytest.approx(0.1)
+    assert parse_threshold("10") == pytest.approx(0.1)
+
+
+def test_module_entry_point_runs(tmp_path):
+    history = make(tmp_path, steps=((30, 0.2),))
+    proc = subprocess.run([sys.executable, "-m", "dashboard.regressions", "--results", str(history.results_dir),
+                           "--threshold", "5%", "--format", "text"], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    assert history.commits[30][:12] in proc.stdout
+    missing = subprocess.run([sys.executable, "-m", "dashboard.regressions", "--results", str(tmp_path / "nope")],
+                             cwd=REPO, capture_output=True, text=True)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr

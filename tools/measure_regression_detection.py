@@ -1,0 +1,285 @@
+"""Measure the regression detector against asv's own, on synthetic histories with planted changes.
+
+    python tools/measure_regression_detection.py [--seed 0] [--reps 25] [--commits 60] [--jobs 2]
+
+What is planted (tests/asv_fixtures.py writes it in asv's exact result format; it is then
+read back with dashboard.data like any results directory):
+- steps of 2, 5, 10 and 20 %, up and down, on a lower-is-better metric (seconds) and a
+  higher-is-better one (TFLOP/s), ``--reps`` series each, at a random commit in the
+  second half of the history;
+- noise everywhere: commit-to-commit jitter drawn per series from 1-3 %, 2 % jitter of
+  the samples within a run, 2 % of runs 15-50 % slow (outliers), slow first samples;
+- series with no change: plain noise, bimodal (a run lands 6 % higher with
+  probability 0.3), and a gradual drift (+-10 % spread over 20 commits).
+
+Scored per detector: recall per step size (a planted change counts as found when the
+detector reports it in the right direction within +-2 commits), false alarms per 1,000
+series x commits (findings that match nothing planted, in any series), findings with the
+wrong direction, and the delay: how many commits after the change the detector first
+reports it when run on the history as it grows (0 = at the commit itself).
+
+asv's detector is what ``asv publish`` runs: ``step_detect.detect_steps(values, weights)``
+with weights 2/|ci_99_b - ci_99_a|, then ``detect_regressions(steps, threshold=0.05)``. It
+treats every metric as lower-is-better and reports only regressions still present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
+
+from asv import step_detect  # noqa: E402
+
+from dashboard.data import load_results  # noqa: E402
+from dashboard.regressions import (  # noqa: E402
+    HIGHER, IMPROVEMENT, REGRESSION, DetectorSettings, detect_changes, metric_direction,
+)
+from tests.asv_fixtures import SeriesSpec, params_key, write_history  # noqa: E402
+
+STEP_SIZES = (0.02, 0.05, 0.10, 0.20)
+METRICS = (("bench_synth.Latency.track_latency", "seconds", False, 1e-4),
+           ("bench_synth.Throughput.track_tflops", "TFLOP/s", True, 300.0))
+TOLERANCE = 2  # commits either side of the planted one
+MAX_DELAY = 10  # commits after the change searched for the first report
+THRESHOLD = 0.05
+
+
+@dataclass(frozen=True)
+class Detection:
+    index: int
+    direction: str
+
+
+def build_series(reps: int, n_commits: int, rng: np.random.Generator) -> list[SeriesSpec]:
+    specs: list[SeriesSpec] = []
+
+    def add(name, unit, higher, base, case, **kw):
+        specs.append(SeriesSpec(
+            benchmark=name, params=(case,), param_names=("case",), unit=unit, higher_is_better=higher,
+            base=base * float(rng.uniform(0.5, 2.0)), run_noise=float(rng.uniform(0.01, 0.03)),
+            sample_noise=0.02, outlier_prob=0.02, **kw))
+
+    case = 0
+    for name, unit, higher, base in METRICS:
+        for size in STEP_SIZES:
+            for sign in (1, -1):
+                for _ in range(reps):
+                    at = int(rng.integers(n_commits // 3, n_commits - MAX_DELAY - 1))
+                    add(name, unit, higher, base, case, steps=((at, sign * size),))
+                    case += 1
+        for _ in range(6 * reps):
+            add(name, unit, higher, base, case)
+            case += 1
+        for _ in range(reps):
+            add(name, unit, higher, base, case, bimodal=(0.06, 0.3))
+            case += 1
+        for _ in range(reps):
+            start = int(rng.integers(n_commits // 4, n_commits - 25))
+            add(name, unit, higher, base, case, drift=(start, start + 19, float(rng.choice([0.1, -0.1]))))
+            case += 1
+    return specs
+
+
+def ours(values, ci_a, ci_b, samples, better) -> list[Detection]:
+    changes = detect_changes(values, DetectorSettings(threshold=THRESHOLD), ci_a, ci_b, samples)
+    out = []
+    for c in changes:
+        worse = c.relative_change < 0 if better == HIGHER else c.relative_change > 0
+        out.append(Detection(c.index, REGRESSION if worse else IMPROVEMENT))
+    return out
+
+
+def asv_publish(values, ci_a, ci_b, samples, better) -> list[Detection]:
+    """asv publish's pipeline; every reported jump is a 'regression' (asv has no direction)."""
+    with np.errstate(divide="ignore"):
+        w = 2.0 / np.abs(np.asarray(ci_b) - np.asarray(ci_a))
+    weights = [float(v) if np.isfinite(v) and v > 0 else None for v in w]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        steps = step_detect.detect_steps(list(map(float, values)), weights)
+        _, _, jumps = step_detect.detect_regressions(steps, threshold=THRESHOLD)
+    return [Detection(after, REGRESSION) for _, after, _, _ in (jumps or [])]
+
+
+DETECTORS = {"this detector": ours, "asv publish": asv_publish}
+
+
+def score_series(job) -> dict:
+    """Run both detectors on one series (full history, then growing prefixes for the delay)."""
+    values, ci_a, ci_b, samples, better, planted = job
+    out = {}
+    for name, detect in DETECTORS.items():
+        found = detect(values, ci_a, ci_b, samples, better)
+        matched, false_alarms, wrong_direction = set(), 0, 0
+        for d in found:
+            hit = next((i for i, p in enumerate(planted) if i not in matched and _matches(d, p)), None)
+            if hit is not None:
+                matched.add(hit)
+            elif any(_near(d, p) and d.direction != p["direction"] for p in planted):
+                wrong_direction += 1  # a real change, named the wrong way round
+            else:
+                false_alarms += 1  # nothing planted there (or a second report of one change)
+        delays = {}
+        for i in matched:
+            p = planted[i]
+            if p["kind"] != "step":
+                continue
+            for delay in range(MAX_DELAY + 1):
+                end = p["index"] + delay + 1
+                if any(_matches(d, p) for d in detect(values[:end], ci_a[:end], ci_b[:end],
+                                                      None if samples is None else samples[:end], better)):
+                    delays[i] = delay
+                    break
+            else:
+                delays[i] = None  # found in the full history only, > MAX_DELAY commits later
+        out[name] = {"matched": matched, "false_alarms": false_alarms, "wrong_direction": wrong_direction,
+                     "delays": delays}
+    return out
+
+
+def _near(d: Detection, p: dict) -> bool:
+    return p["index"] - TOLERANCE <= d.index <= p["end"] + TOLERANCE
+
+
+def _matches(d: Detection, p: dict) -> bool:
+    return _near(d, p) and d.direction == p["direction"]
+
+
+def series_jobs(results_dir: Path, history) -> list[tuple]:
+    loaded = load_results(results_dir)
+    if not loaded.load_report.ok:
+        raise SystemExit(f"generated results did not load cleanly: {loaded.load_report.lines()[:5]}")
+    frame = loaded.frame[loaded.frame["status"] == "ok"]
+    position = {c: i for i, c in enumerate(history.commits)}
+    planted_by_series: dict[tuple, list[dict]] = {}
+    for p in history.planted:
+        planted_by_series.setdefault((p.benchmark, p.params_key), []).append(
+            {"kind": p.kind, "index": p.commit_index, "end": p.end_index, "direction": p.direction,
+             "size": abs(p.relative_change), "higher": history.series[p.series_index].higher_is_better})
+    jobs, labels = [], []
+    for (bench, key), group in frame.groupby(["benchmark", "params_key"], observed=True, sort=True):
+        group = group.sort_values("date")
+        idx = [position[c] for c in group["commit_hash"].astype(str)]
+        if idx != list(range(len(history.commits))):
+            raise SystemExit(f"series {bench}({key}) lost commits on load")
+        unit = group["unit"].iloc[0]
+        better = metric_direction(str(bench), unit, metadata=loaded.benchmarks.get(str(bench)))
+        planted = planted_by_series.get((str(bench), str(key)), [])
+        jobs.append((group["value"].to_numpy(), group["ci_99_a"].to_numpy(), group["ci_99_b"].to_numpy(),
+                     list(group["samples"]), better, planted))
+        labels.append(_series_kind(history, str(bench), str(key)))
+    return jobs, labels
+
+
+def _series_kind(history, bench, key) -> str:
+    for spec in history.series:
+        if spec.benchmark == bench and params_key(("case",), (repr(spec.params[0]),)) == key:
+            if spec.steps:
+                return "step"
+            if spec.drift:
+                return "drift"
+            return "bimodal" if spec.bimodal else "noise"
+    raise KeyError(key)
+
+
+def summarise(jobs, labels, scored, n_commits) -> str:
+    lines = []
+    names = list(DETECTORS)
+    header = "| | " + " | ".join(names) + " |"
+    lines += [header, "|" + " --- |" * (len(names) + 1)]
+
+    def row(label, cells):
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+
+    for direction in (REGRESSION, IMPROVEMENT):
+        for size in STEP_SIZES:
+            cells = []
+            for name in names:
+                total = hits = 0
+                for job, res in zip(jobs, scored):
+                    for i, p in enumerate(job[5]):
+                        if p["kind"] == "step" and p["direction"] == direction and math.isclose(p["size"], size):
+                            total += 1
+                            hits += i in res[name]["matched"]
+                cells.append(f"{hits / total:.2f} ({hits}/{total})" if total else "-")
+            row(f"recall, {direction}s of {size:.0%}", cells)
+    cells = []
+    for name in names:
+        total = hits = 0
+        for job, res in zip(jobs, scored):
+            for i, p in enumerate(job[5]):
+                if p["kind"] == "drift" and p["direction"] == REGRESSION:
+                    total += 1
+                    hits += i in res[name]["matched"]
+        cells.append(f"{hits / total:.2f} ({hits}/{total})")
+    row("recall, gradual drift regressions (10 % over 20 commits)", cells)
+
+    points = len(jobs) * n_commits
+    for kind in (None, "noise", "bimodal", "drift", "step"):
+        cells = []
+        for name in names:
+            chosen = [r for r, lab in zip(scored, labels) if kind is None or lab == kind]
+            n_points = (points if kind is None else sum(lab == kind for lab in labels) * n_commits)
+            fa = sum(r[name]["false_alarms"] for r in chosen)
+            cells.append(f"{1000 * fa / n_points:.2f} ({fa})")
+        row(f"false alarms per 1,000 series x commits, {kind or 'all'} series", cells)
+    row("reported in the wrong direction (count)",
+        [str(sum(r[name]["wrong_direction"] for r in scored)) for name in names])
+    for size in STEP_SIZES:
+        cells = []
+        for name in names:
+            delays = [res[name]["delays"][i] for job, res in zip(jobs, scored) for i, p in enumerate(job[5])
+                      if p["kind"] == "step" and math.isclose(p["size"], size) and i in res[name]["delays"]]
+            known = sorted(d for d in delays if d is not None)
+            if not delays:
+                cells.append("-")
+                continue
+            late = len(delays) - len(known)
+            cells.append(f"median {np.median(known):.0f}, p90 {np.percentile(known, 90):.0f}"
+                         + (f", {late} later than {MAX_DELAY}" if late else "") if known else f"all > {MAX_DELAY}")
+        row(f"delay in commits, {size:.0%} steps found", cells)
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--reps", type=int, default=25, help="series per (step size, sign, metric)")
+    parser.add_argument("--commits", type=int, default=60)
+    parser.add_argument("--jobs", type=int, default=2)
+    args = parser.parse_args(argv)
+
+    started = time.time()
+    rng = np.random.default_rng(args.seed)
+    specs = build_series(args.reps, args.commits, rng)
+    with tempfile.TemporaryDirectory() as tmp:
+        results = Path(tmp) / "results"
+        history = write_history(results, specs, args.commits, seed=args.seed)
+        jobs, labels = series_jobs(results, history)
+    with ProcessPoolExecutor(args.jobs) as pool:
+        scored = list(pool.map(score_series, jobs, chunksize=8))
+
+    print(f"Command: python tools/measure_regression_detection.py --seed {args.seed} --reps {args.reps} "
+          f"--commits {args.commits} --jobs {args.jobs}")
+    counts = {k: labels.count(k) for k in ("step", "noise", "bimodal", "drift")}
+    print(f"{len(jobs)} series x {args.commits} commits ({counts}); threshold {THRESHOLD:.0%}; "
+          f"a change is found when reported in its direction within +-{TOLERANCE} commits\n")
+    print(summarise(jobs, labels, scored, args.commits))
+    print("\n(asv publish labels every reported step a regression; it does not report improvements.)")
+    print(f"Took {time.time() - started:.0f} s.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
