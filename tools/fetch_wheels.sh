@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Download the wheels asv needs, for a GPU runner with no network (run this where there is one).
+#
+#   tools/fetch_wheels.sh [DIR] [PYTHON_VERSION]      # default: wheelhouse/ 3.11
+#
+# Then copy DIR to the runner and: pip install --no-index --find-links DIR asv
+# torch and triton are not fetched: the runner's Python already has them.
+set -euo pipefail
+dir="${1:-wheelhouse}" py="${2:-3.11}"
+mkdir -p "$dir"
+# importlib_metadata < 9: 10.x needs a lazy_importer package that is not on the runner.
+python3 -m pip download --dest "$dir" --only-binary=:all: --python-version "$py" \
+  asv==0.6.6 asv_runner==0.3.2 json5 Pympler tabulate virtualenv distlib platformdirs \
+  "importlib_metadata<9" build pyproject_hooks packaging setuptools wheel
+ls "$dir"
