@@ -8,26 +8,12 @@ file's params, so results from different GPUs or software stacks never mix.
 """
 
 import argparse
-import subprocess
 import sys
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-def gpu_identity() -> dict[str, str]:
-    import torch
-    import triton
-
-    info = {"torch": torch.__version__, "triton": triton.__version__,
-            "gpu": "none", "cuda": "none", "driver": "none"}
-    if torch.cuda.is_available():
-        info["gpu"] = torch.cuda.get_device_name(0)
-        info["cuda"] = torch.version.cuda or "unknown"
-        try:
-            out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                                 capture_output=True, text=True, timeout=30, check=True)
-            info["driver"] = out.stdout.strip().splitlines()[0]
-        except (OSError, subprocess.SubprocessError, IndexError):
-            info["driver"] = "unknown"
-    return info
+from fused_mlp.environment import machine_identity  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -36,7 +22,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     from asv.machine import Machine, MachineCollection
 
-    info = {**Machine.get_defaults(), **gpu_identity(), "machine": args.machine}
+    info = {**Machine.get_defaults(), **machine_identity(), "machine": args.machine}
     MachineCollection.save(args.machine, info)
     print(f"asv machine {args.machine!r}: " + ", ".join(f"{k}={v}" for k, v in sorted(info.items())))
     return 0

@@ -1,0 +1,158 @@
+"""Print what each implementation launches for one Case, side by side (the seed article's view),
+or store a profile pass over a grid under results/profiles/.
+
+    python -m fused_mlp.profile --op gated --dtype bf16 --M 8192 --K 768 --N 3072 --activation gelu_tanh
+    python -m fused_mlp.profile --op linear --M 16 --K 4096 --N 14336 --impl fused,cublaslt --trace traces/
+    python -m fused_mlp.profile --op narrow --M 2097152 --widths 64x64x64x64x64x64 --dtype fp16 --activation relu
+    python -m fused_mlp.profile --grid default --machine h200-runner --save results/profiles
+
+On the CPU the tables list operators (aten::...), not device kernels; the Triton kernels are
+profiled on CUDA only.
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from . import implementations
+from .cases import Case
+from .environment import machine_identity
+from .grids import GRIDS, grid
+from .profiling import ProfileSummary, profile_call
+
+OP_ALIASES = {"linear": "linear_act", "gated": "gated_mlp", "narrow": "narrow_mlp",
+              **{op: op for op in implementations.OPS}}
+
+
+def _case_from_args(args) -> Case:
+    op = OP_ALIASES[args.op]
+    if op == "narrow_mlp":
+        if not args.widths:
+            raise SystemExit("--op narrow needs --widths, e.g. --widths 64x64x64x64x64x64")
+        return Case.narrow(args.M, args.widths.split("x"), args.dtype, args.activation, bias=args.bias)
+    if args.K is None or args.N is None:
+        raise SystemExit(f"--op {args.op} needs --K and --N")
+    return Case(op, args.M, args.K, args.N, args.dtype, args.activation, args.bias)
+
+
+def profile_case(case: Case, impls: list[str], device: str, trace_dir: str | None = None) -> dict[str, ProfileSummary | str]:
+    """impl -> its summary, or the reason it was not profiled."""
+    out: dict[str, ProfileSummary | str] = {}
+    inputs = None
+    for impl in impls:
+        reason = implementations.unavailable_reason(case.op, impl, device, case.activation)
+        if impl == "fused" and device == "cpu":
+            reason = "the Triton kernels are profiled on CUDA only"
+        if reason:
+            out[impl] = reason
+            continue
+        if inputs is None:
+            inputs = case.make_inputs(device)
+        fn = implementations.get(case.op, impl)
+        trace = str(Path(trace_dir) / f"{case.key.replace(' ', '_')}-{impl}.json.gz") if trace_dir else None
+        with torch.inference_mode():
+            out[impl] = profile_call(lambda: fn(**inputs), device, trace_path=trace)
+    return out
+
+
+def format_profiles(case: Case, profiles: dict[str, ProfileSummary | str]) -> str:
+    lines = [f"# {case.key}"]
+    what, whats = "kernel", "kernels"
+    for impl, summary in profiles.items():
+        if isinstance(summary, str):
+            lines.append(f"\n## {impl}: not profiled ({summary})")
+            continue
+        what, whats = ("kernel", "kernels") if summary.device == "cuda" else ("CPU op", "CPU ops")
+        overhead = ("" if summary.launch_overhead_seconds_per_call is None
+                    else f", launch API {summary.launch_overhead_seconds_per_call * 1e6:.1f} us")
+        lines.append(f"\n## {impl}: {summary.launches_per_call:g} {whats} per call, "
+                     f"{summary.seconds_per_call * 1e6:.1f} us in them; host {summary.host_seconds_per_call * 1e6:.1f} us per call{overhead}")
+        lines.append(f"| {what} | per call | us |")
+        lines.append("| --- | --- | --- |")
+        for k in summary.kernels:
+            lines.append(f"| {k.name[:90]} | {k.launches_per_call:g} | {k.seconds_per_call * 1e6:.1f} |")
+        if summary.trace:
+            lines.append(f"trace: {summary.trace}")
+    done = {i: s for i, s in profiles.items() if not isinstance(s, str)}
+    if done:
+        lines.append(f"\n| impl | {whats} per call | us in them | host us per call |")
+        lines.append("| --- | --- | --- | --- |")
+        for impl, s in done.items():
+            lines.append(f"| {impl} | {s.launches_per_call:g} | {s.seconds_per_call * 1e6:.1f} | {s.host_seconds_per_call * 1e6:.1f} |")
+    return "\n".join(lines)
+
+
+def _git(*args) -> str:
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
+
+
+def save_profile_pass(grid_name: str, machine: str, save_dir: str, device: str, force: bool = False) -> Path:
+    """Profile every Case of a grid with every implementation; write one JSON per machine and
+    commit: <save_dir>/<machine>/<commit>.json. Never overwrites an existing file unless force."""
+    if _git("status", "--porcelain", "--untracked-files=no"):
+        raise SystemExit("the working tree has uncommitted changes: a profile filed under HEAD would describe other code")
+    commit = _git("rev-parse", "HEAD")
+    path = Path(save_dir) / machine / f"{commit}.json"
+    if path.exists() and not force:
+        raise SystemExit(f"{path} exists; pass --force to replace it")
+    entries = []
+    for family_cases in grid(grid_name).values():
+        for case in family_cases:
+            for impl, summary in profile_case(case, implementations.names(case.op), device).items():
+                entry = {"case": case.key, "impl": impl}
+                entry.update({"skipped": summary} if isinstance(summary, str) else {"summary": summary.to_dict()})
+                entries.append(entry)
+    doc = {"version": 1, "machine": machine, "commit_hash": commit,
+           "date": int(_git("log", "-1", "--format=%at", commit)) * 1000, "grid": grid_name,
+           "machine_info": machine_identity(), "profiles": entries}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=1))
+    tmp.replace(path)  # never leave a half-written file behind
+    return path
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fused_mlp.profile", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--op", choices=sorted(OP_ALIASES))
+    parser.add_argument("--M", type=int, default=8192)
+    parser.add_argument("--K", type=int)
+    parser.add_argument("--N", type=int)
+    parser.add_argument("--widths", help="narrow MLP widths, e.g. 64x64x64")
+    parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16", "fp32"])
+    parser.add_argument("--activation", default="gelu_tanh")
+    parser.add_argument("--bias", action="store_true")
+    parser.add_argument("--impl", default="all", help="comma-separated implementations, or all")
+    parser.add_argument("--trace", metavar="DIR", help="keep gzipped Chrome traces (open in Perfetto)")
+    parser.add_argument("--grid", choices=sorted(GRIDS), help="profile pass over a grid (with --save)")
+    parser.add_argument("--machine", help="machine name for --save")
+    parser.add_argument("--save", metavar="DIR", help="store the pass as DIR/<machine>/<commit>.json")
+    parser.add_argument("--force", action="store_true", help="replace an existing stored pass")
+    args = parser.parse_args(argv)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+
+    if args.grid or args.save:
+        if not (args.grid and args.save and args.machine):
+            parser.error("a profile pass needs --grid, --machine and --save together")
+        print(f"wrote {save_profile_pass(args.grid, args.machine, args.save, device, args.force)}")
+        return 0
+    if not args.op:
+        parser.error("--op is required (or --grid/--machine/--save for a profile pass)")
+    try:
+        case = _case_from_args(args)
+        impls = implementations.names(case.op) if args.impl == "all" else args.impl.split(",")
+        for impl in impls:
+            implementations.get(case.op, impl)
+    except ValueError as e:
+        parser.error(str(e))
+    print(format_profiles(case, profile_case(case, impls, device, args.trace)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
