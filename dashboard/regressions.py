@@ -4,8 +4,9 @@ One series = one (machine, env_name, benchmark, parameter combination), its meas
 values in commit-date order. Per series:
 
 1. Candidate change points come from asv's own step fit
-   (``asv.step_detect.solve_potts_approx``: a weighted L1 Potts fit, points weighted by
-   their 99 % CI as ``asv publish`` does, penalty from the series' robust noise), run on
+   (``asv.step_detect.solve_potts_approx``: an L1 Potts fit, penalty from the series'
+   robust noise; points are not weighted by their 99 % CI by default, see
+   ``DetectorSettings.use_ci_weights``), run on
    log(value) so that noise and steps are relative. When the fit has no change among the last five commits, the
    best single split there is a candidate too, so a CI gate sees a change at the newest
    commits before the fit has the evidence to split.
@@ -16,12 +17,15 @@ values in commit-date order. Per series:
    Using per-commit values, not pooled samples, keeps run-to-run noise in the test.
    A change needs ``min_after`` commits after it to be *confirmed*; with fewer (only at
    the end of the history) it is *suspected* when it is far outside the series' robust
-   noise and, where samples were recorded, asv's own compare rule also calls it
+   noise, every one of those commits shows the change on its own (one slow run is not a
+   level) and, where samples were recorded, asv's own compare rule also calls it
    different (Mann-Whitney on the samples, p < 0.002).
 3. Slow drifts and small steps the fit left whole: in each stretch between accepted
-   changes, the best single split (least L1 cost) is judged the same way, both whole
-   sides compared; reported as kind "gradual". Same-direction changes fewer than
-   ``merge_gap`` commits apart (a drift fitted as a staircase) are merged into one.
+   changes, the best single split (by rank, standardised) is judged on both whole sides,
+   its significance by Pettitt's test (which allows for having picked the best of many
+   splits); reported as kind "gradual". Same-direction neighbours are merged into one
+   change (a drift fitted as a staircase) when fewer than ``merge_gap`` commits apart or
+   when a straight ramp fits the stretch as well as the staircase (BIC).
 4. Direction: :func:`metric_direction` says whether lower or higher is better, so a rising
    TFLOP/s is an improvement and a falling one a regression.
 
@@ -118,7 +122,9 @@ class DetectorSettings:
     min_after_suspected: int = 2  # one slow run at the newest commit is not a regression yet
     suspect_z: float = 5.0  # robust-noise units a not-yet-confirmed change needs
     sample_alpha: float = 0.002  # asv compare's Mann-Whitney threshold on raw samples
-    use_ci_weights: bool = True  # weight points by 1/CI width in the step fit, like asv
+    # Off: the 99 % CI of one run's samples says nothing about run-to-run noise (it is the
+    # min-max of 10 samples, blown up by one slow warm-up sample), so 1/CI weights mislead the fit.
+    use_ci_weights: bool = False  # True: weight points by 1/CI width in the step fit, like asv
     merge_gap: int = 10  # same-direction changes closer than this are one gradual change
     gamma_factor: float = 5.0  # step-fit penalty per level, in units of sigma * ln(n)
 
@@ -176,7 +182,7 @@ def detect_changes(
             accepted.append(change)
 
     accepted += _gradual(x, accepted, sigma, settings, logspace)
-    accepted = _merge_staircases(sorted(accepted, key=lambda c: c.index), settings)
+    accepted = _merge_staircases(sorted(accepted, key=lambda c: c.index), x, settings)
     return [_with_presence(c, x, accepted, settings, logspace) for c in accepted]
 
 
@@ -204,13 +210,18 @@ def _asv_steps(x: np.ndarray, weights: list | None, sigma: float, s: DetectorSet
 
 
 def _best_split(x: np.ndarray, first: int, stop: int, start: int, end: int) -> int:
-    """The k in [first, stop) where one level change fits x[start:end] best (least L1 cost)."""
+    """The k in [first, stop) where one level change fits x[start:end] best (least L1 cost).
 
-    def cost(k: int) -> float:
-        head, rest = x[start:k], x[k:end]
-        return float(np.abs(head - np.median(head)).sum() + np.abs(rest - np.median(rest)).sum())
-
-    return min(range(first, stop), key=cost)
+    O(n log n): prefix and suffix L1 deviations from a rolling median (asv's
+    ``rolling_median_dev``), instead of two medians per candidate split.
+    """
+    seg = x[start:end].tolist()
+    head = np.fromiter((d for _, d in step_detect.rolling_median_dev(seg)), float, len(seg))
+    tail = np.fromiter((d for _, d in step_detect.rolling_median_dev(seg[::-1])), float, len(seg))[::-1]
+    ks = np.arange(first, stop)
+    # cost(k) = dev(x[start:k]) + dev(x[k:end]); head[j] is the deviation of the first j+1 points
+    cost = head[ks - start - 1] + tail[ks - start]
+    return int(ks[int(np.argmin(cost))])
 
 
 def _robust_sigma(x: np.ndarray) -> float:
@@ -278,7 +289,14 @@ def _judge(before, after, k, at_tail, sigma, samples, s: DetectorSettings, logsp
         return Change(k, lb, la, rel, p, score, True, "step", True) if p < s.alpha else None
     if not at_tail:
         return None  # a short excursion inside the history: outliers, not a new level
-    z = score / math.sqrt(1 / len(before) + 1 / len(after))  # difference of levels in noise units
+    # Every commit after it must show the change on its own (a median of two points is one
+    # outlier away from anything): the weakest of them sets the size and the z.
+    sign = 1.0 if np.median(after) > np.median(before) else -1.0
+    weakest = float(np.min(sign * (after - np.median(before))))
+    needed = math.log1p(s.threshold) if logspace else s.threshold * (abs(float(np.median(before))) or 1.0)
+    if weakest < needed:
+        return None
+    z = weakest / sigma / math.sqrt(1 / len(before) + 1 / len(after)) if sigma > 0 else math.inf
     if z < s.suspect_z:
         return None
     p = _samples_p_value(samples, k, len(after))
@@ -308,11 +326,13 @@ def _gradual(x, accepted: list[Change], sigma, s: DetectorSettings, logspace) ->
     for start, end in zip(bounds[:-1], bounds[1:]):
         if end - start < 2 * s.min_before + s.min_after:
             continue
-        k = _best_split(x, start + s.min_before, end - s.min_after + 1, start, end)
+        k = _rank_split(x, start + s.min_before, end - s.min_after + 1, start, end)
         before, after = x[start:k], x[k:end]
         if not _big_enough(before, after, sigma, s, logspace):
             continue
-        p = float(mannwhitneyu(before, after, alternative="two-sided").pvalue)
+        # k is the best of many splits, so a plain two-sample test at k is far too
+        # optimistic; Pettitt's test asks whether *any* split of the stretch is a change.
+        p = _pettitt_p(x[start:end])
         if p >= s.alpha:
             continue
         lb, la = _level(before, logspace), _level(after, logspace)
@@ -321,21 +341,97 @@ def _gradual(x, accepted: list[Change], sigma, s: DetectorSettings, logspace) ->
     return found
 
 
-def _merge_staircases(changes: list[Change], s: DetectorSettings) -> list[Change]:
-    """A slow drift is fitted as a staircase: same-direction changes less than
-    ``merge_gap`` commits apart become one "gradual" change at the first of them."""
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """1-based ranks, ties given their average rank (as scipy.stats.rankdata)."""
+    order = np.argsort(x, kind="mergesort")
+    xs = x[order]
+    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
+    ends = np.r_[starts[1:], len(x)]
+    avg = (starts + ends + 1) / 2.0  # mean of ranks starts+1 .. ends
+    ranks = np.empty(len(x))
+    ranks[order] = np.repeat(avg, ends - starts)
+    return ranks
+
+
+def _rank_split(x: np.ndarray, first: int, stop: int, start: int, end: int) -> int:
+    """The k in [first, stop) where x[start:k] and x[k:end] differ most by rank
+    (the Mann-Whitney / Pettitt statistic): robust to outliers like a median split, but
+    as precise as a split by means under normal noise."""
+    r = _ranks(x[start:end])
+    n = end - start
+    t = np.arange(first, stop) - start  # points before the split
+    u = 2.0 * np.cumsum(r)[t - 1] - t * (n + 1)
+    return int(first + int(np.argmax(np.abs(u) / np.sqrt(t * (n - t)))))
+
+
+def _pettitt_p(x: np.ndarray) -> float:
+    """Pettitt's (1979) test for one change anywhere in x: approximate p-value of
+    K = max_t |U_t| (U_t the Mann-Whitney statistic of x[:t] vs x[t:], centred)."""
+    n = len(x)
+    if n < 3:
+        return 1.0
+    r = _ranks(x)
+    t = np.arange(1, n)
+    u = 2.0 * np.cumsum(r)[:-1] - t * (n + 1)
+    k = float(np.max(np.abs(u)))
+    return float(min(1.0, 2.0 * math.exp(-6.0 * k * k / (n ** 3 + n ** 2))))
+
+
+def _merge_staircases(changes: list[Change], x: np.ndarray, s: DetectorSettings) -> list[Change]:
+    """A slow drift is fitted as a staircase. Two consecutive same-direction changes become
+    one "gradual" change when they are less than ``merge_gap`` commits apart, or when a
+    straight ramp between the level before and the level after fits the stretch as well as
+    the staircase (BIC: the ramp has one level fewer). The merged change keeps the first
+    one's position (inside the ramp)."""
     merged: list[Change] = []
     for c in changes:
         prev = merged[-1] if merged else None
-        if (prev is not None and c.index - prev.index < s.merge_gap
-                and (c.relative_change > 0) == (prev.relative_change > 0)):
-            merged[-1] = dataclasses.replace(
-                prev, after=c.after, relative_change=_relative(prev.before, c.after), kind="gradual",
-                p_value=max(prev.p_value, c.p_value), score=prev.score + c.score,
-                confirmed=prev.confirmed and c.confirmed)
-        else:
+        if prev is None or (c.relative_change > 0) != (prev.relative_change > 0):
             merged.append(c)
+            continue
+        if c.index - prev.index < s.merge_gap:
+            start = prev.index
+        else:
+            left = merged[-2].index if len(merged) >= 2 else 0
+            right = next((d.index for d in changes if d.index > c.index), len(x))
+            start = _ramp_start(x, max(left, prev.index - s.window), prev.index, c.index,
+                                min(right, c.index + s.window))
+        if start is None:
+            merged.append(c)
+            continue
+        merged[-1] = dataclasses.replace(
+            prev, after=c.after, relative_change=_relative(prev.before, c.after), kind="gradual",
+            p_value=max(prev.p_value, c.p_value), score=prev.score + c.score,
+            confirmed=prev.confirmed and c.confirmed)
     return merged
+
+
+def _dev(v: np.ndarray, centre: float | None = None) -> float:
+    return float(np.abs(v - (np.median(v) if centre is None else centre)).sum())
+
+
+def _ramp_start(x: np.ndarray, a: int, k1: int, k2: int, b: int) -> int | None:
+    """Where a linear ramp from x[a:k1]'s level to x[k2:b]'s starts, if such a ramp fits
+    x[a:b] at least as well as the three levels split at k1 and k2 (L1 cost, plus the BIC
+    price of the staircase's extra level); None when the middle is a level of its own.
+    The ramp's ends are searched within half the middle's length of k1 and k2."""
+    if k1 - a < 2 or b - k2 < 2:
+        return None
+    n = b - a
+    staircase = _dev(x[a:k1]) + _dev(x[k1:k2]) + _dev(x[k2:b])
+    price = staircase / n * math.log(n) / 2  # Laplace scale x ln(n)/2 per parameter
+    half = max(1, (k2 - k1) // 2)
+    best, best_start = math.inf, None
+    for first in range(max(a + 2, k1 - half), k1 + 1):
+        m0 = float(np.median(x[a:first]))
+        head = _dev(x[a:first], m0)
+        for last in range(k2, min(b - 2, k2 + half) + 1):  # x[last] is the first point at the new level
+            m2 = float(np.median(x[last:b]))
+            frac = np.arange(1, last - first + 1) / (last - first + 1)
+            cost = head + float(np.abs(x[first:last] - (m0 + (m2 - m0) * frac)).sum()) + _dev(x[last:b], m2)
+            if cost < best:
+                best, best_start = cost, first
+    return best_start if best <= staircase + price else None
 
 
 def _with_presence(c: Change, x, accepted: list[Change], s: DetectorSettings, logspace) -> Change:
@@ -381,10 +477,13 @@ def find_changes(
     settings: DetectorSettings = DetectorSettings(),
     direction_overrides: Mapping[str, str] | Callable | None = None,
     benchmarks_meta: Mapping[str, Mapping] | None = None,
+    *,
+    jobs: int | None = 1,
 ) -> list[Finding]:
     """Every level change in every series of a frame from :func:`dashboard.data.load_results`.
 
     Only status "ok" points enter a series; skipped and failed commits are left out.
+    ``jobs``: worker processes for the per-series work (1: this process; None: one per CPU).
     """
     ok = frame[frame["status"] == STATUS_OK]
     ok = ok[np.isfinite(ok["value"].to_numpy())]
@@ -408,12 +507,30 @@ def find_changes(
     units = ok["unit"].astype(object).to_numpy()[order]
     meta = benchmarks_meta or {}
 
+    bounds = [(int(lo), int(hi)) for lo, hi in zip(np.r_[0, breaks], np.r_[breaks, len(order)])
+              if hi - lo >= settings.min_before + settings.min_after_suspected]  # too short: nothing to find
+    # Raw samples only matter for a suspected change among the newest commits (asv's compare
+    # rule), so only that tail is passed on: cheaper to copy and to send to workers.
+    keep = settings.min_after + 3
+    tasks = []
+    for lo, hi in bounds:
+        tail = samples[max(lo, hi - keep):hi]
+        has_samples = any(v is not None for v in tail)
+        series_samples = [None] * (hi - lo - len(tail)) + list(tail) if has_samples else None
+        tasks.append((values[lo:hi], ci_a[lo:hi], ci_b[lo:hi], series_samples))
+    if jobs is not None and jobs != 1 and len(tasks) > 1:
+        import os
+        from concurrent.futures import ProcessPoolExecutor
+
+        workers = jobs or os.cpu_count() or 1
+        with ProcessPoolExecutor(workers) as pool:
+            results = list(pool.map(_detect_task, [(settings, *t) for t in tasks],
+                                    chunksize=max(1, len(tasks) // (8 * workers))))
+    else:
+        results = [_detect_task((settings, *t)) for t in tasks]
+
     findings: list[Finding] = []
-    for lo, hi in zip(np.r_[0, breaks], np.r_[breaks, len(order)]):
-        series_samples = samples[lo:hi]
-        has_samples = any(s is not None for s in series_samples)
-        changes = detect_changes(values[lo:hi], settings, ci_a[lo:hi], ci_b[lo:hi],
-                                 list(series_samples) if has_samples else None)
+    for (lo, hi), changes in zip(bounds, results):
         if not changes:
             continue
         benchmark = labels["benchmark"][lo]
@@ -431,6 +548,11 @@ def find_changes(
                 present_at_newest=c.present_at_newest, series_last_commit=commits[hi - 1]))
     findings.sort(key=lambda f: (f.commit_date, f.commit_hash, f.benchmark, f.params), reverse=True)
     return findings
+
+
+def _detect_task(task) -> list[Change]:
+    settings, values, ci_a, ci_b, samples = task
+    return detect_changes(values, settings, ci_a, ci_b, samples)
 
 
 def _codes(column: pd.Series) -> np.ndarray:
