@@ -11,6 +11,8 @@ from fused_mlp.cases import DTYPES
 
 from fused_mlp.reference import assert_close
 
+from unfused_modules import LlamaStyleMLP, SeedGeGLU
+
 CASES = {
     "linear_act": lambda dtype, act: Case("linear_act", 9, 45, 70, dtype, act, bias=True),
     "gated_up": lambda dtype, act: Case("gated_up", 9, 45, 70, dtype, act),
@@ -83,28 +85,6 @@ def test_fused_mlp_from_module(dtype, device):
     fused = FusedMLP.from_module(unfused)
     assert fused.fc1.weight.dtype == dtype
     _same_output(unfused, fused, torch.randn(17, 32, device=device, dtype=dtype), dtype)
-
-
-class SeedGeGLU(nn.Module):
-    """The seed article's SimpleGeGLUMLP: F.gelu(tanh) inside forward, no activation submodule."""
-
-    def __init__(self, dim, hidden):
-        super().__init__()
-        self.gate_proj = nn.Linear(dim, hidden, bias=False)
-        self.up_proj = nn.Linear(dim, hidden, bias=False)
-        self.down_proj = nn.Linear(hidden, dim, bias=False)
-
-    def forward(self, x):
-        return self.down_proj(nn.functional.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
-
-
-class LlamaStyleMLP(SeedGeGLU):
-    def __init__(self, dim, hidden):
-        super().__init__(dim, hidden)
-        self.act_fn = nn.SiLU()
-
-    def forward(self, x):
-        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
 
 
 def test_fused_gated_mlp_from_module(device):

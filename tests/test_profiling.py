@@ -6,28 +6,16 @@ import subprocess
 
 import pytest
 import torch
-from torch import nn
 
 from fused_mlp import Case, implementations
 from fused_mlp import profile as profile_cli
 from fused_mlp.profiling import ProfileSummary, profile_call
 
-
-class SeedGeGLU(nn.Module):
-    """The seed article's SimpleGeGLUMLP."""
-
-    def __init__(self, dim=32, hidden=64):
-        super().__init__()
-        self.gate_proj = nn.Linear(dim, hidden, bias=False)
-        self.up_proj = nn.Linear(dim, hidden, bias=False)
-        self.down_proj = nn.Linear(hidden, dim, bias=False)
-
-    def forward(self, x):
-        return self.down_proj(nn.functional.gelu(self.gate_proj(x), approximate="tanh") * self.up_proj(x))
+from unfused_modules import SeedGeGLU
 
 
 def test_eager_geglu_dispatches_five_operators_on_cpu():
-    module, x = SeedGeGLU(), torch.randn(16, 32)
+    module, x = SeedGeGLU(32, 64), torch.randn(16, 32)
     with torch.no_grad():
         summary = profile_call(lambda: module(x), "cpu", calls=3)
     ops = {k.name: k.launches_per_call for k in summary.kernels}
@@ -38,7 +26,7 @@ def test_eager_geglu_dispatches_five_operators_on_cpu():
 
 
 def test_summary_round_trips_through_json(tmp_path):
-    module, x = SeedGeGLU(), torch.randn(4, 32)
+    module, x = SeedGeGLU(32, 64), torch.randn(4, 32)
     with torch.no_grad():
         summary = profile_call(lambda: module(x), "cpu", calls=2, trace_path=str(tmp_path / "t" / "trace.json.gz"))
     again = ProfileSummary.from_dict(json.loads(json.dumps(summary.to_dict())))
