@@ -12,7 +12,8 @@ from torch import nn
 from .activations import activation_of_module, get_activation
 from .ops.gated_up import gated_mlp
 from .ops.linear_act import linear_act
-from .ops.narrow_mlp import pack_layers, narrow_mlp_packed
+from ._validate import check_forward_only
+from .ops.narrow_mlp import PackedLayersCache, narrow_mlp_packed
 
 
 def _split_sequential(seq, what: str) -> list[tuple[nn.Linear, str | None]]:
@@ -164,23 +165,16 @@ class FusedNarrowMLP(nn.Module):
         self.layers = nn.ModuleList(
             nn.Linear(i, o, bias=bias, device=device, dtype=dtype) for i, o in zip(widths[:-1], widths[1:])
         )
-        self._packed_key = None
-        self._packed = None
-
-    def _packed_layers(self):
-        """Pack the weights once and reuse them until a parameter changes (new storage, dtype,
-        device, or an in-place update, seen through the tensor version counter)."""
-        params = list(self.parameters())
-        key = tuple((p.data_ptr(), p.dtype, p._version) for p in params)
-        if key != self._packed_key:
-            with torch.no_grad():
-                self._packed = pack_layers([l.weight for l in self.layers],
-                                           [l.bias for l in self.layers] if self.layers[0].bias is not None else None)
-            self._packed_key = key
-        return self._packed
+        self._packing = PackedLayersCache()
 
     def forward(self, x):
-        packed_w, packed_b = self._packed_layers()
+        # Packing runs without autograd, so check here that nobody expects a gradient.
+        check_forward_only(x, *self.parameters())
+        with torch.no_grad():
+            packed_w, packed_b = self._packing.get(
+                [layer.weight for layer in self.layers],
+                [layer.bias for layer in self.layers] if self.layers[0].bias is not None else None,
+            )
         return narrow_mlp_packed(x, packed_w, packed_b, self.layers[0].in_features,
                                  self.layers[-1].out_features, self.activation, self.output_activation)
 

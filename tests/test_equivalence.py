@@ -142,3 +142,21 @@ def test_modules_refuse_to_run_with_grad():
     fused = FusedLinear(8, 8)
     with pytest.raises(RuntimeError, match="forward-only"):
         fused(torch.randn(2, 8))
+
+
+def test_fused_narrow_mlp_refuses_to_run_with_grad():
+    fused = FusedNarrowMLP((4, 16, 2))
+    with pytest.raises(RuntimeError, match="forward-only"):
+        fused(torch.randn(3, 4))
+
+
+def test_fused_narrow_mlp_repacks_after_dtype_change(device):
+    fused = FusedNarrowMLP((4, 32, 2), activation="relu").to(device)
+    x = torch.randn(20, 4, device=device)
+    with torch.no_grad():
+        fused(x)
+        fused.half()
+        out = fused(x.half())
+    unfused = nn.Sequential(fused.layers[0], nn.ReLU(), fused.layers[1])
+    with torch.no_grad():
+        assert_close(out, unfused(x.half()).double(), torch.float16)

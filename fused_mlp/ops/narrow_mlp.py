@@ -127,34 +127,40 @@ def pack_layers(weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor |
     return packed_w, packed_b
 
 
-# The last packing, reused while the very same layer tensors come back unmodified (repeated calls
-# with one set of weights: inference, a benchmark loop). The cache holds the tensors themselves,
-# so their memory cannot be freed and handed to other weights while cached; object identity,
-# storage pointer and version counter (bumped by every in-place write) then prove the data is
-# unchanged. Inference-mode tensors have no version counter and are never cached.
-_last_packing: tuple | None = None
-
-
 def _stamp(tensors) -> tuple | None:
+    """What identifies these tensors' current contents while their storage is kept alive:
+    address, layout and version counter (bumped by every in-place write). None for
+    inference-mode tensors, which have no version counter and so are never cached."""
     if any(t.is_inference() for t in tensors):
         return None
-    return tuple((t.data_ptr(), t._version) for t in tensors)
+    return tuple((t.data_ptr(), t._version, t.dtype, t.device, tuple(t.shape), t.stride()) for t in tensors)
 
 
-def _pack_layers_cached(weights, biases):
-    global _last_packing
-    _check_layers(weights, biases)
-    tensors = [t for t in (*weights, *(biases or ())) if t is not None]
-    bias_layout = None if biases is None else tuple(b is None for b in biases)
-    stamp = _stamp(tensors)
-    if _last_packing is not None and stamp is not None:
-        cached_tensors, cached_layout, cached_stamp, cached = _last_packing
-        if (bias_layout, stamp) == (cached_layout, cached_stamp) and len(tensors) == len(cached_tensors) \
-                and all(a is b for a, b in zip(tensors, cached_tensors)):
-            return cached
-    packed = pack_layers(weights, biases)
-    _last_packing = (tensors, bias_layout, stamp, packed) if stamp is not None else None
-    return packed
+class PackedLayersCache:
+    """Packs layers once and hands the packing back while the same, unmodified tensors return.
+
+    The cache keeps the packed tensors' sources alive (detached aliases), so their memory cannot
+    be freed and handed to other weights while cached: an equal stamp then means equal data.
+    """
+
+    def __init__(self):
+        self._entry = None  # (kept-alive sources, bias layout, stamp, packing)
+
+    def get(self, weights, biases):
+        _check_layers(weights, biases)
+        tensors = [t for t in (*weights, *(biases or ())) if t is not None]
+        layout = None if biases is None else tuple(b is None for b in biases)
+        stamp = _stamp(tensors)
+        if stamp is not None and self._entry is not None and self._entry[1:3] == (layout, stamp):
+            return self._entry[3]
+        packed = pack_layers(weights, biases)
+        self._entry = ([t.detach() for t in tensors], layout, stamp, packed) if stamp is not None else None
+        return packed
+
+
+# The functional op's cache: repeated calls with one set of weights (inference, a benchmark
+# loop) pack once.
+_functional_cache = PackedLayersCache()
 
 
 def narrow_mlp_packed(x: torch.Tensor, packed_weights: torch.Tensor, packed_biases: torch.Tensor | None,
@@ -202,7 +208,7 @@ def narrow_mlp(x: torch.Tensor, weights: Sequence[torch.Tensor],
     get_activation(activation)
     get_activation(output_activation or "none", "output_activation")
     v.check_tensor("x", x, min_ndim=1)
-    packed_w, packed_b = _pack_layers_cached(weights, biases)
+    packed_w, packed_b = _functional_cache.get(weights, biases)
     v.check_same("x", x, **{"weights[0]": weights[0]})
     return narrow_mlp_packed(
         x, packed_w, packed_b, weights[0].shape[1], weights[-1].shape[0], activation, output_activation
