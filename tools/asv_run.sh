@@ -48,5 +48,5 @@ for sha in $(git rev-list --reverse "$commits"); do
   git worktree remove --force "$worktree" 2>/dev/null || true
   git worktree add --detach --force "$worktree" "$sha" >/dev/null
   echo "== $sha"
-  ASV_PYTHONPATH="$worktree" run_one "$sha"
+  ASV_PYTHONPATH="$worktree${ASV_PYTHONPATH:+:$ASV_PYTHONPATH}" run_one "$sha"
 done

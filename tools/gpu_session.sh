@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Everything a GPU session does, in one call (device time is scarce):
+#   1. asv from carried wheels (.whl/, made here by tools/fetch_wheels.sh .whl 3.12)
+#   2. correctness at real sizes for every op x dtype + first fused/peer ratios (tools/gpu_check.py)
+#   3. the asv suite for each given commit (tools/asv_run.sh)
+#   4. a profile pass of the quick grid (python -m fused_mlp.profile --save results/profiles)
+#   5. results/ packed into $OUT/results.tgz, logs into $OUT
+#
+#   tools/gpu_session.sh --machine h200 --grid default --commits "SHA1 SHA2 SHA3"
+#   tools/gpu_session.sh --machine cpu-test --grid tiny --small      # rehearsal on a CPU
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/gpu_session_out}
+mkdir -p "$OUT"
+machine="" grid="default" commits="" small=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --machine) machine="$2"; shift 2 ;;
+    --grid) grid="$2"; shift 2 ;;
+    --commits) commits="$2"; shift 2 ;;
+    --small) small="--small"; shift ;;
+    *) echo "unknown argument: $1" >&2; exit 2 ;;
+  esac
+done
+[ -n "$machine" ] || { echo "--machine NAME is required" >&2; exit 2; }
+export PYTHONUNBUFFERED=1
+log() { echo "== $(date +%T) $*" | tee -a "$OUT/session.log"; }
+
+if [ -d .whl ]; then
+  log "installing asv from .whl/"
+  python3 -m pip install -q --no-index --find-links .whl asv 2>&1 | tail -3
+fi
+python3 -c "import asv, torch, triton; print('asv', asv.__version__, 'torch', torch.__version__, 'triton', triton.__version__)" \
+  | tee -a "$OUT/session.log" || exit 1
+
+log "gpu_check"
+python3 tools/gpu_check.py --out "$OUT" $small 2>&1 | tee "$OUT/gpu_check.log"
+check_rc=${PIPESTATUS[0]}
+
+for sha in ${commits:-$(git rev-parse HEAD)}; do
+  log "asv run $sha ($grid)"
+  bash tools/asv_run.sh --machine "$machine" --grid "$grid" --commits "$sha^!" >>"$OUT/asv.log" 2>&1 \
+    || log "asv run for $sha exited $?"
+done
+
+log "profile pass (quick grid)"
+python3 -m fused_mlp.profile --grid "$( [ -n "$small" ] && echo tiny || echo quick )" --machine "$machine" \
+  --save results/profiles 2>&1 | tail -3 | tee -a "$OUT/session.log"
+
+tar czf "$OUT/results.tgz" results
+log "done; gpu_check exit $check_rc; results packed into $OUT/results.tgz"
+tail -25 "$OUT/gpu_check.log"
+exit "$check_rc"
