@@ -193,18 +193,27 @@ def write_history(
     machine: str = "synthetic-gpu",
     env_name: str = "existing-py_usr_bin_python3",
     warmup_outlier_prob: float = 0.1,
+    first_commit: int = 0,
+    machine_params: dict | None = None,
+    merge_benchmarks: bool = False,
 ) -> History:
     """Write ``n_commits`` result files for ``series`` and return what was planted.
 
     Series of one benchmark share one params grid (the product of the values seen per
     position); grid cells no series covers are written as skipped (NaN), as asv would.
+
+    ``first_commit`` continues an earlier history of the same seed (its commits and dates
+    follow on), so a suite whose grid changed can be written as two calls. ``machine_params``
+    adds identity keys (gpu, driver, cuda, torch, triton) to machine.json and every result's
+    params, as tools/asv_machine.py does. ``merge_benchmarks`` keeps the entries of an
+    existing benchmarks.json that this call does not write (several machines or grids).
     """
     rng = np.random.default_rng(seed)
     root = Path(results_dir)
     machine_dir = root / machine
     machine_dir.mkdir(parents=True, exist_ok=True)
-    commits = commit_hashes(n_commits, seed)
-    dates = [FIRST_COMMIT_DATE_MS + i * DAY_MS // 4 for i in range(n_commits)]
+    commits = commit_hashes(first_commit + n_commits, seed)[first_commit:]
+    dates = [FIRST_COMMIT_DATE_MS + i * DAY_MS // 4 for i in range(first_commit, first_commit + n_commits)]
 
     by_benchmark: dict[str, list[int]] = {}
     for i, spec in enumerate(series):
@@ -254,9 +263,12 @@ def write_history(
         }
         bench_data[name] = (samples, status, grid, version)
 
-    _write_json(root / "benchmarks.json", {**bench_meta, "version": 2}, pretty=True)
+    existing = {}
+    if merge_benchmarks and (root / "benchmarks.json").exists():
+        existing = json.loads((root / "benchmarks.json").read_text(encoding="utf-8"))
+    _write_json(root / "benchmarks.json", {**existing, **bench_meta, "version": 2}, pretty=True)
     machine_info = {"arch": "x86_64", "cpu": "Synthetic CPU", "gpu": "Synthetic GPU", "machine": machine,
-                    "num_cpu": "16", "os": "Linux", "ram": "137438953472"}
+                    "num_cpu": "16", "os": "Linux", "ram": "137438953472", **(machine_params or {})}
     _write_json(machine_dir / "machine.json", {**machine_info, "version": 1}, pretty=True)
 
     python = "/usr/bin/python3"

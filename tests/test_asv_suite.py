@@ -1,62 +1,16 @@
 """The asv suite: `asv check`, and a real CPU run of the tiny grid whose result files are read
 back (names, params, samples; skipped = NaN, failed = null)."""
 
-import json
 import math
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-from asv import util as asv_util
 
 from benchmarks import common
 from dashboard.data import load_results
 from fused_mlp import Case
 from fused_mlp.grids import FAMILIES, GRIDS, grid
 
-ROOT = Path(__file__).resolve().parents[1]
-BROKEN_BENCHMARK = '''
-from fused_mlp import implementations
-from .common import _CaseBenchmark
-
-
-class BrokenGate(_CaseBenchmark):
-    """An implementation that returns a wrong result: the gate must record a failure."""
-
-    params = (["linear_act M=8 K=16 N=32 fp32 relu"], ["eager"])
-
-    def implementation(self, case, impl):
-        real = implementations.get(case.op, impl)
-        return lambda **inputs: real(**inputs) * 1.01
-'''
-
-
-def _asv_env(tmp: Path, grid_name: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env.update(HOME=str(tmp / "home"), FUSED_MLP_GRID=grid_name)
-    return env
-
-
-def _asv_project(tmp: Path, extra_benchmark: str | None = None) -> Path:
-    """A copy of asv.conf.json whose repo is this checkout and whose outputs go under tmp."""
-    conf = asv_util.load_json(ROOT / "asv.conf.json", js_comments=True)
-    bench_dir = tmp / "benchmarks"
-    shutil.copytree(ROOT / "benchmarks", bench_dir, ignore=shutil.ignore_patterns("__pycache__"))
-    if extra_benchmark:
-        (bench_dir / "bench_broken.py").write_text(extra_benchmark)
-    conf.update(repo=str(ROOT), benchmark_dir=str(bench_dir), results_dir=str(tmp / "results"),
-                env_dir=str(tmp / "env"), html_dir=str(tmp / "html"))
-    (tmp / "asv.conf.json").write_text(json.dumps(conf))
-    (tmp / "home").mkdir(exist_ok=True)
-    return tmp / "asv.conf.json"
-
-
-def _asv(conf: Path, env: dict, *args, timeout=900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "asv", "--config", str(conf), *args],
-                          env=env, capture_output=True, text=True, timeout=timeout)
+from tests.suite_run import asv_env as _asv_env, asv_project as _asv_project, asv as _asv, run_tiny_suite
 
 
 @pytest.mark.parametrize("grid_name", ["default", "tiny"])
@@ -69,19 +23,7 @@ def test_asv_check(tmp_path, grid_name):
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("asv")
-    conf = _asv_project(tmp, BROKEN_BENCHMARK)
-    env = _asv_env(tmp, "tiny")
-    machine = subprocess.run([sys.executable, str(ROOT / "tools" / "asv_machine.py"), "--machine", "ci-cpu"],
-                             env=env, capture_output=True, text=True)
-    assert machine.returncode == 0, machine.stderr
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
-                            check=True).stdout.strip()
-    done = _asv(conf, env, "run", "-E", "existing:same", "--set-commit-hash", commit,
-                "--record-samples", "--machine", "ci-cpu")
-    files = [p for p in (tmp / "results" / "ci-cpu").glob("*.json") if p.name != "machine.json"]
-    assert len(files) == 1, done.stdout + done.stderr
-    return done, json.loads(files[0].read_text()), tmp / "results"
+    return run_tiny_suite(tmp_path_factory.getbasetemp())  # once per session, shared with the dashboard tests
 
 
 def _column(doc, name, benchmark):

@@ -1,9 +1,19 @@
 #!/usr/bin/env bash
 # Install everything the tests need into ./.venv (a fresh machine is fine), then run them.
+# Browser tests need Debian's chromium + chromium-driver; as root this installs them.
 # torch==2.13.0 goes first: it is a CPU build on local disk, and with it in place nothing
 # below pulls a multi-GB CUDA build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The dashboard's browser tests drive Debian's chromium through its chromedriver.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null
+  else
+    echo "chromium + chromium-driver are missing (sudo apt-get install chromium chromium-driver); browser tests will skip" >&2
+  fi
+fi
+export DASH_TEST_CHROMEPATH=${DASH_TEST_CHROMEPATH:-/usr/bin/chromium}
 PYTHON=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip

@@ -1,0 +1,126 @@
+"""The Dash app: a shell (navigation, theme, copy-link) around the pages of dashboard.pages.
+
+    app = create_app("results")      # or python -m dashboard --results DIR
+    server = app.server              # WSGI: dashboard.app:server serves the repo's results/
+
+Routing and URL state: one ``dcc.Location``. A page is rendered from the path and the query
+string; every control whose id is ``urlstate.qid(page, key)`` writes its value back to the
+query string, so a copied link reproduces the view.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import dash
+from dash import ALL, Dash, Input, Output, State, dcc, html
+
+from dashboard.components import empty_state, load_report_panel, message
+from dashboard.figures import THEMES
+from dashboard.model import DEFAULT_ASV_CONF, DEFAULT_RESULTS_DIR, ResultsStore
+from dashboard.pages import Page, discover_pages
+from dashboard.urlstate import QUERY_TYPE, SHELL, Query, encode_query, qid
+
+log = logging.getLogger(__name__)
+ALL_QUERY_CONTROLS = {"type": QUERY_TYPE, "page": ALL, "key": ALL}
+
+
+def shell(pages: list[Page]) -> html.Div:
+    nav = [dcc.Link(p.title, href=p.path, id=f"nav-{i}", title=p.description) for i, p in enumerate(pages)]
+    return html.Div([
+        dcc.Location(id="url", refresh=False),
+        dcc.Store(id="theme-applied"),
+        html.Header([
+            html.Span("fused-mlp-bench", className="brand"),
+            html.Nav(nav, className="pages"),
+            html.Div([
+                html.Span([dcc.Clipboard(id="copy-link", title="copy a link to this view"), "copy link"],
+                          className="copy-link"),
+                dcc.RadioItems(id=qid(SHELL, "theme"), options=[{"label": " light", "value": "light"},
+                                                               {"label": " dark", "value": "dark"}],
+                               value="light", inline=True),
+            ], className="topbar-right"),
+        ], className="topbar"),
+        html.Main(id="page"),
+    ])
+
+
+def render_page(store: ResultsStore, pages: list[Page], pathname: str | None, search: str | None):
+    """The content for a path and query string (also what the router callback returns)."""
+    data = store.get()
+    if data.empty:
+        return empty_state(data)
+    page = next((p for p in pages if p.path == (pathname or "/")), None)
+    if page is None:
+        return html.Div([html.H1("Page not found"),
+                         html.P(["No page at ", html.Code(str(pathname)), ". Pick one above."])])
+    try:
+        return html.Div([load_report_panel(data), page.layout(data, Query(search))])
+    except Exception as exc:  # a hand-edited link must not produce a traceback
+        log.exception("layout of %s failed", page.path)
+        return message(f"Could not build this page: {type(exc).__name__}: {exc}", "error")
+
+
+def nav_state(pages: list[Page], pathname: str | None, search: str | None) -> tuple[list[str], list[str]]:
+    """Navigation hrefs that carry the shared selections (machine, filters, theme), and active classes."""
+    shared = encode_query(Query(search).shared())
+    hrefs = [p.path + shared for p in pages]
+    classes = ["active" if (pathname or "/") == p.path else "" for p in pages]
+    return hrefs, classes
+
+
+def query_from_controls(values: list, ids: list[dict], current: str | None):
+    """The query string for the controls on screen (no_update until a page's controls exist)."""
+    if not any(i.get("page") != SHELL for i in ids):
+        return dash.no_update
+    search = encode_query({i["key"]: v for i, v in zip(ids, values)})
+    return search if search != (current or "") else dash.no_update
+
+
+def create_app(results_dir: str | Path | None = None, asv_conf: Path | None = DEFAULT_ASV_CONF,
+               detect_in_background: bool = True) -> Dash:
+    """A Dash app over one asv results directory (read only)."""
+    store = ResultsStore(results_dir if results_dir is not None else DEFAULT_RESULTS_DIR, asv_conf,
+                         detect_in_background)
+    pages = discover_pages()
+    app = Dash(__name__, title="fused-mlp-bench", suppress_callback_exceptions=True, update_title=None)
+    app.layout = shell(pages)
+    app.server.config["FUSED_MLP_STORE"] = store
+
+    @app.callback(Output("page", "children"), Output(qid(SHELL, "theme"), "value"),
+                  Input("url", "pathname"), State("url", "search"))
+    def _route(pathname, search):
+        return render_page(store, pages, pathname, search), Query(search).one("theme", "light", allowed=THEMES)
+
+    @app.callback(Output("url", "search"), Input(ALL_QUERY_CONTROLS, "value"), State(ALL_QUERY_CONTROLS, "id"),
+                  State("url", "search"), prevent_initial_call=True)
+    def _sync_url(values, ids, current):
+        return query_from_controls(values, ids, current)
+
+    @app.callback([Output(f"nav-{i}", "href") for i in range(len(pages))]
+                  + [Output(f"nav-{i}", "className") for i in range(len(pages))],
+                  Input("url", "pathname"), Input("url", "search"))
+    def _nav(pathname, search):
+        hrefs, classes = nav_state(pages, pathname, search)
+        return hrefs + classes
+
+    app.clientside_callback(
+        "function(theme) { document.documentElement.setAttribute('data-theme', theme || 'light'); return theme; }",
+        Output("theme-applied", "data"), Input(qid(SHELL, "theme"), "value"))
+    app.clientside_callback(
+        "function(n) { return window.location.href; }",
+        Output("copy-link", "content"), Input("copy-link", "n_clicks"), prevent_initial_call=True)
+
+    for page in pages:
+        page.register(app, store)
+    return app
+
+
+def __getattr__(name: str):
+    """``dashboard.app:server`` for WSGI servers, built on first use (importing stays cheap)."""
+    if name in ("app", "server"):
+        app = create_app()
+        globals().update(app=app, server=app.server)
+        return globals()[name]
+    raise AttributeError(name)

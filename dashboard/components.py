@@ -1,0 +1,223 @@
+"""Controls and panels shared by the pages, and the generic callbacks behind them.
+
+Pages build their controls here so that every control has a URL-backed id (urlstate.qid), the
+run selector (machine, environment, commits) and the facet filters (with case counts) behave the
+same everywhere, and bad input shows a message instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import traceback
+
+import dash
+from dash import Input, Output, State, dcc, html
+
+from dashboard import metrics
+from dashboard.figures import build_empty_figure, impl_sort_key
+from dashboard.model import DashboardData, ResultsStore, Run
+from dashboard.urlstate import Query, qid
+
+log = logging.getLogger(__name__)
+FACET_LABELS = {"op": "Op", "dtype": "dtype", "activation": "Activation", "shape": "Shape", "impl": "Implementation"}
+GRAPH_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
+
+
+def graph(page: str, name: str, figure=None) -> dcc.Graph:
+    """A figure with Plotly's own modebar (image export stays available)."""
+    return dcc.Loading(dcc.Graph(id=f"{page}-{name}", figure=figure or {}, config={
+        **GRAPH_CONFIG, "toImageButtonOptions": {**GRAPH_CONFIG["toImageButtonOptions"],
+                                                 "filename": f"fused-mlp-{page}-{name}"}}), delay_show=400)
+
+
+def labelled(label: str, control, width: str = "12rem") -> html.Div:
+    return html.Div([html.Label(label, className="control-label"), control], className="control",
+                    style={"width": width})
+
+
+def dropdown(page: str, key: str, options, value, multi=False, clearable=None, placeholder=None) -> dcc.Dropdown:
+    return dcc.Dropdown(id=qid(page, key), options=options, value=value, multi=multi,
+                        clearable=multi if clearable is None else clearable, placeholder=placeholder)
+
+
+# --------------------------------------------------------------------------- run selection
+
+
+def commit_label(commit: str, date) -> str:
+    return f"{commit[:8]} · {date:%Y-%m-%d %H:%M}"
+
+
+def commit_options(run: Run | None) -> list[dict]:
+    if run is None:
+        return []
+    commits = run.commits.iloc[::-1]  # newest first
+    return [{"label": commit_label(h, d), "value": h} for h, d in zip(commits["commit_hash"], commits["date"])]
+
+
+def resolve_commit(run: Run | None, wanted: str | None, offset_from_newest: int = 0) -> str | None:
+    """A commit of the run: the wanted one (a hash prefix is enough), else newest minus offset."""
+    if run is None or run.commits.empty:
+        return None
+    hashes = run.commits["commit_hash"].tolist()
+    if wanted:
+        for h in hashes:
+            if h.startswith(wanted):
+                return h
+    return hashes[max(len(hashes) - 1 - offset_from_newest, 0)]
+
+
+def run_controls(page: str, data: DashboardData, query: Query, commit_keys: dict[str, int] | None = None):
+    """Machine, environment and commit dropdowns. ``commit_keys``: key -> default offset from the
+    newest commit (Compare: {"a": 1, "b": 0})."""
+    run = data.run(query.one("machine"), query.one("env"))
+    machines = data.machine_names()
+    controls = [
+        labelled("Machine", dropdown(page, "machine", _counted(machines, _machine_counts(data)),
+                                     run.machine if run else None, clearable=False), "17rem"),
+        labelled("Environment", dropdown(page, "env", data.envs_of(run.machine) if run else [],
+                                         run.env_name if run else None, clearable=False), "16rem"),
+    ]
+    for key, offset in (commit_keys or {}).items():
+        label = {"commit": "Commit", "a": "Commit A (old)", "b": "Commit B (new)"}.get(key, key)
+        controls.append(labelled(label, dropdown(page, key, commit_options(run),
+                                                 resolve_commit(run, query.one(key), offset), clearable=False),
+                                 "15rem"))
+    return controls
+
+
+def _machine_counts(data: DashboardData) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for (m, _), run in data.runs.items():
+        counts[m] = counts.get(m, 0) + len(run.commits)
+    return counts
+
+
+def _counted(values, counts: dict[str, int], noun: str = "commits") -> list[dict]:
+    return [{"label": f"{v} ({counts.get(v, 0)} {noun})", "value": v} for v in values]
+
+
+def register_run_controls(app: dash.Dash, store: ResultsStore, page: str, commit_keys: dict[str, int] | None = None):
+    """Changing the machine refreshes the environments; changing either refreshes the commits."""
+
+    @app.callback(Output(qid(page, "env"), "options"), Output(qid(page, "env"), "value"),
+                  Input(qid(page, "machine"), "value"), State(qid(page, "env"), "value"), prevent_initial_call=True)
+    def _envs(machine, env):
+        data = store.get()
+        envs = data.envs_of(machine) if machine else []
+        return envs, env if env in envs else (envs[0] if envs else None)
+
+    if commit_keys:
+        keys = list(commit_keys)
+
+        @app.callback([Output(qid(page, k), "options") for k in keys] + [Output(qid(page, k), "value") for k in keys],
+                      Input(qid(page, "machine"), "value"), Input(qid(page, "env"), "value"),
+                      [State(qid(page, k), "value") for k in keys], prevent_initial_call=True)
+        def _commits(machine, env, *current):
+            run = store.get().run(machine, env)
+            options = commit_options(run)
+            values = [resolve_commit(run, c, commit_keys[k]) for k, c in zip(keys, current)]
+            return [options] * len(keys) + values
+
+
+# --------------------------------------------------------------------------- facet filters
+
+
+def facet_options(values, counts: dict[str, int]) -> list[dict]:
+    ordered = sorted(values, key=impl_sort_key) if values and set(values) <= {"fused", "eager", "compile",
+                                                                               "cublaslt"} else values
+    return [{"label": f"{v} ({counts.get(v, 0)})", "value": v, "disabled": counts.get(v, 0) == 0}
+            for v in ordered]
+
+
+def facet_values(catalog) -> dict[str, list[str]]:
+    out = {}
+    for facet in metrics.FACETS:
+        values = catalog[facet].astype(str).unique() if len(catalog) else []
+        out[facet] = (sorted(values, key=impl_sort_key) if facet == "impl"
+                      else metrics.sort_values_naturally(values))
+    return out
+
+
+def facet_controls(page: str, run: Run | None, query: Query, facets=metrics.FACETS) -> list:
+    """Multi-select filters for op, dtype, activation, shape, implementation; labels count cases."""
+    catalog = run.catalog if run is not None else metrics.case_catalog(metrics._empty_cases_frame())
+    values = facet_values(catalog)
+    selections = {f: query.many(f, allowed=values[f]) for f in metrics.FACETS}
+    counts = metrics.facet_counts(catalog, selections)
+    return [labelled(FACET_LABELS[f], dropdown(page, f, facet_options(values[f], counts[f]), selections[f],
+                                               multi=True, placeholder="all"),
+                     "22rem" if f == "shape" else "13rem") for f in facets]
+
+
+def register_facet_counts(app: dash.Dash, store: ResultsStore, page: str, facets=metrics.FACETS):
+    """Keep each filter's counts in step with the other filters and the run."""
+
+    @app.callback([Output(qid(page, f), "options") for f in facets],
+                  Input(qid(page, "machine"), "value"), Input(qid(page, "env"), "value"),
+                  [Input(qid(page, f), "value") for f in facets], prevent_initial_call=True)
+    def _counts(machine, env, *chosen):
+        return facet_option_lists(store.get(), machine, env, dict(zip(facets, chosen)), facets)
+
+
+def facet_option_lists(data: DashboardData, machine, env, selections: dict, facets=metrics.FACETS) -> list:
+    run = data.run(machine, env)
+    if run is None:
+        return [[] for _ in facets]
+    values = facet_values(run.catalog)
+    counts = metrics.facet_counts(run.catalog, selections)
+    return [facet_options(values[f], counts[f]) for f in facets]
+
+
+# --------------------------------------------------------------------------- panels
+
+
+def empty_state(data: DashboardData) -> html.Div:
+    return html.Div([
+        html.H2("No benchmark results to show"),
+        html.P(f"{data.problem}."),
+        html.P(["Produce results with the asv suite on a machine with a GPU (",
+                html.Code("asv run"), " with this repository's asv.conf.json writes them into ",
+                html.Code("results/"), "), or point the dashboard at a directory that has them: ",
+                html.Code("python -m dashboard --results DIR"), "."]),
+        load_report_panel(data, open_=True),
+    ], className="empty-state", id="empty-state")
+
+
+def load_report_panel(data: DashboardData, open_: bool = False):
+    report = data.report
+    if report.ok:
+        return html.Div(id="load-report")
+    items = [html.Li([html.Code(s.path), f": {s.reason}"]) for s in report.skipped]
+    items += [html.Li(p) for p in report.problems]
+    summary = (f"{len(report.skipped)} file(s) skipped" if report.skipped else "") + (
+        f"{', ' if report.skipped else ''}{len(report.problems)} partial" if report.problems else "")
+    return html.Details([html.Summary(f"⚠ {summary} while loading {data.results_dir}"), html.Ul(items)],
+                        open=open_, className="load-report", id="load-report")
+
+
+def message(text: str, kind: str = "info") -> html.Div:
+    return html.Div(text, className=f"message message-{kind}")
+
+
+def guarded(*fallback_factories):
+    """Wrap a callback body: on an unexpected error, log it and return the fallbacks built from the
+    error text (a message in the UI, never a traceback)."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def inner(*args):
+            try:
+                return fn(*args)
+            except Exception as exc:  # the UI shows the reason; the log keeps the traceback
+                log.error("callback %s failed:\n%s", fn.__name__, traceback.format_exc())
+                text = f"Could not build this view: {type(exc).__name__}: {exc}"
+                outs = [f(text) for f in fallback_factories]
+                return outs[0] if len(outs) == 1 else tuple(outs)
+        return inner
+
+    return wrap
+
+
+def error_figure(theme_getter=lambda: "light"):
+    return lambda text: build_empty_figure(text, theme_getter())

@@ -1,0 +1,399 @@
+"""What the dashboard derives from stored measurements (pure: pandas + the cost model, no Dash).
+
+The suite stores latency, peak memory and kernel counts per (Case, implementation), and the
+device ceilings per run. Everything else — TFLOP/s, GB/s, roofline fraction, fused-vs-unfused
+speedup, A-vs-B significance — is derived here, on the rows in view, never stored.
+
+Each distinct Case key is parsed once (``fused_mlp.Case.from_key``) into a small table; the
+large frame only carries the key and gets the Case fields by a categorical lookup.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from fused_mlp import Case, cost
+
+from dashboard.data import STATUS_OK
+
+COPY_BENCHMARK = "bench_device.CopyCeiling.track_copy_seconds"
+MATMUL_BENCHMARK = "bench_device.MatmulCeiling.track_matmul_seconds"
+FUSED = "fused"
+CASE_FIELDS = ("op", "M", "K", "N", "dtype", "activation", "shape")
+# Filters shared by the pages, in the order they are shown.
+FACETS = ("op", "dtype", "activation", "shape", "impl")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One quantity the Trends page can plot."""
+
+    name: str
+    label: str
+    unit: str  # axis suffix
+    source: str  # the stored benchmark method it is derived from
+    better: str  # "lower" or "higher"
+
+
+METRICS: dict[str, Metric] = {m.name: m for m in (
+    Metric("latency", "Latency", "s", "track_latency", "lower"),
+    Metric("tflops", "Throughput", "TFLOP/s", "track_latency", "higher"),
+    Metric("gbps", "Achieved bandwidth", "GB/s", "track_latency", "higher"),
+    Metric("roofline", "Fraction of roofline", "", "track_latency", "higher"),
+    Metric("peak_memory", "Peak memory", "B", "track_peak_memory", "lower"),
+    Metric("kernels", "Kernels per call", "", "track_kernels_per_call", "lower"),
+)}
+STORED_METRICS = ("latency", "peak_memory", "kernels")  # what Compare compares (derived ones follow)
+_METRIC_OF_SOURCE = {m.source: m.name for m in METRICS.values() if m.name in STORED_METRICS}
+
+
+# --------------------------------------------------------------------------- cases
+
+
+def case_shape(case: Case) -> str:
+    """The shape part of a Case key (no op, dtype or activation): the heatmap row label."""
+    if case.op == "narrow_mlp":
+        if len(set(case.widths)) == 1:  # the usual uniform MLP: say it short
+            return f"M={case.M} width={case.N} layers={len(case.widths) - 1}"
+        return f"M={case.M} widths={'x'.join(map(str, case.widths))}"
+    return f"M={case.M} K={case.K} N={case.N}"
+
+
+@lru_cache(maxsize=8192)
+def _case_row(key: str) -> dict | None:
+    try:
+        case = Case.from_key(key)
+    except ValueError:
+        return None  # a foreign or retired key: the row keeps its key but gets no Case fields
+    return {"op": case.op, "M": case.M, "K": case.K, "N": case.N, "dtype": case.dtype,
+            "activation": case.activation, "shape": case_shape(case), "flops": float(cost.flops(case)),
+            "min_bytes": float(cost.min_bytes(case)), "intensity": cost.arithmetic_intensity(case)}
+
+
+def case_table(keys) -> pd.DataFrame:
+    """One row per distinct Case key (index), with its fields and cost-model numbers."""
+    rows = {k: _case_row(k) for k in dict.fromkeys(keys) if isinstance(k, str)}
+    good = {k: r for k, r in rows.items() if r is not None}
+    table = pd.DataFrame.from_dict(good, orient="index")
+    if table.empty:
+        table = pd.DataFrame(columns=[*CASE_FIELDS, "flops", "min_bytes", "intensity"])
+    table.index.name = "case"
+    return table
+
+
+def cases_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the Case benchmarks, with ``metric``, ``impl`` and the Case fields added.
+
+    Rows whose case key does not parse are dropped (they cannot be placed on any view).
+    """
+    if "case" not in frame.columns or "impl" not in frame.columns:
+        return _empty_cases_frame()
+    # map each distinct benchmark name once, then spread by categorical codes (1M rows at scale)
+    bench = frame["benchmark"].astype("category")
+    per_name = pd.Series([_METRIC_OF_SOURCE.get(str(b).rsplit(".", 1)[-1]) for b in bench.cat.categories],
+                         dtype=object)
+    codes = bench.cat.codes.to_numpy()
+    metric = pd.Series(np.where(codes >= 0, per_name.to_numpy()[np.maximum(codes, 0)], None), index=frame.index)
+    keep = metric.notna().to_numpy() & frame["case"].notna().to_numpy()
+    base_cols = ["machine", "env_name", "commit_hash", "date", "benchmark", "params_key", "value", "status",
+                 "unit", "ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat", "samples"]
+    out = frame.loc[keep, base_cols].copy()
+    out["metric"] = pd.Categorical(metric[keep], categories=list(STORED_METRICS))
+    case_codes, case_keys = pd.factorize(frame["case"].to_numpy()[keep])
+    case_cat = pd.Categorical.from_codes(case_codes, [str(k) for k in case_keys])
+    out["case"] = case_cat
+    impl_codes, impl_names = pd.factorize(frame["impl"].to_numpy()[keep])
+    out["impl"] = pd.Categorical.from_codes(impl_codes, [str(i) for i in impl_names])
+    table = case_table(case_cat.categories)
+    position = table.index.get_indexer(case_cat.categories)  # -1: key did not parse
+    codes = np.asarray(case_cat.codes)
+    row_pos = np.where(codes >= 0, position[np.maximum(codes, 0)], -1)
+    out = out[row_pos >= 0]
+    row_pos = row_pos[row_pos >= 0]
+    for col in CASE_FIELDS:
+        values = table[col].to_numpy()[row_pos]
+        out[col] = pd.Categorical(values) if col in ("op", "dtype", "activation", "shape") else values
+    for col in ("flops", "min_bytes", "intensity"):
+        out[col] = table[col].to_numpy(dtype=float)[row_pos]
+    return out.reset_index(drop=True)
+
+
+def _empty_cases_frame() -> pd.DataFrame:
+    cols = ["machine", "env_name", "commit_hash", "date", "benchmark", "params_key", "value", "status", "unit",
+            "ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat", "samples", "metric", "case", "impl",
+            *CASE_FIELDS, "flops", "min_bytes", "intensity"]
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+
+
+# --------------------------------------------------------------------------- ceilings
+
+
+def ceilings_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Measured ceilings per run: machine, env_name, commit_hash, copy_gbps, tflops_<dtype>..."""
+    keys = ["machine", "env_name", "commit_hash"]
+    ok = frame[(frame["status"] == STATUS_OK) & frame["benchmark"].isin([COPY_BENCHMARK, MATMUL_BENCHMARK])]
+    columns: list[pd.Series] = []
+    copy = ok[ok["benchmark"] == COPY_BENCHMARK]
+    if len(copy) and "bytes" in copy.columns:
+        gbps = [cost.copy_gbps(int(b), s) for b, s in zip(copy["bytes"], copy["value"])]
+        columns.append(copy.assign(copy_gbps=gbps).groupby(keys, observed=True)["copy_gbps"].max())
+    matmul = ok[ok["benchmark"] == MATMUL_BENCHMARK]
+    if len(matmul) and {"dtype", "n"} <= set(matmul.columns):
+        tflops = [cost.matmul_tflops(int(n), s) for n, s in zip(matmul["n"], matmul["value"])]
+        per_dtype = (matmul.assign(tflops=tflops, dt=matmul["dtype"].astype(str))
+                     .groupby([*keys, "dt"], observed=True)["tflops"].max().unstack("dt"))
+        per_dtype.columns = [f"tflops_{d}" for d in per_dtype.columns]
+        columns.extend(per_dtype[c] for c in per_dtype.columns)
+    if not columns:
+        return pd.DataFrame(columns=[*keys, "copy_gbps"])
+    table = pd.concat(columns, axis=1).reset_index()
+    for col in keys:
+        table[col] = table[col].astype(str)
+    return table
+
+
+def ceilings_by_run(table: pd.DataFrame) -> dict[tuple[str, str, str], cost.Ceilings]:
+    """(machine, env_name, commit_hash) -> the Ceilings measured in that run (runs with a copy
+    bandwidth only). Cached per table object: a table is built once per results set."""
+    cached = _CEILINGS_CACHE.get(id(table))
+    if cached is not None and cached[0] is table:
+        return cached[1]
+    out = {}
+    tflops_cols = [c for c in table.columns if str(c).startswith("tflops_")]
+    for row in table.to_dict("records"):
+        if not np.isfinite(row.get("copy_gbps", np.nan)):
+            continue
+        matmul = {c.removeprefix("tflops_"): float(row[c]) for c in tflops_cols if np.isfinite(row[c])}
+        out[(row["machine"], row["env_name"], row["commit_hash"])] = cost.Ceilings(float(row["copy_gbps"]), matmul)
+    _CEILINGS_CACHE.clear()  # one results set at a time
+    _CEILINGS_CACHE[id(table)] = (table, out)
+    return out
+
+
+_CEILINGS_CACHE: dict[int, tuple] = {}
+
+
+def ceilings_of(table: pd.DataFrame, machine: str, env: str, commit: str) -> cost.Ceilings | None:
+    """The ceilings measured in one run, or None when that run measured no copy bandwidth."""
+    return ceilings_by_run(table).get((str(machine), str(env), str(commit)))
+
+
+# --------------------------------------------------------------------------- derived metrics
+
+
+def _ceilings_per_row(rows: pd.DataFrame, ceilings: pd.DataFrame) -> list[cost.Ceilings | None]:
+    runs = rows[["machine", "env_name", "commit_hash"]].astype(str).drop_duplicates()
+    found = {tuple(r): ceilings_of(ceilings, *r) for r in runs.itertuples(index=False)}
+    return [found[(m, e, c)] for m, e, c in zip(rows["machine"].astype(str), rows["env_name"].astype(str),
+                                                  rows["commit_hash"].astype(str))]
+
+
+def floor_seconds_per_row(rows: pd.DataFrame, ceilings: pd.DataFrame) -> np.ndarray:
+    """fused_mlp.cost.floor_seconds for each row's Case against its own run's ceilings (NaN if none).
+
+    Called per distinct (case, run) in view, a few hundred at most.
+    """
+    per_row = _ceilings_per_row(rows, ceilings)
+    memo: dict = {}
+    out = np.full(len(rows), np.nan)
+    for i, (key, ceil) in enumerate(zip(rows["case"].astype(str), per_row)):
+        if ceil is None:
+            continue
+        memo_key = (key, id(ceil))
+        if memo_key not in memo:
+            case = Case.from_key(key)
+            memo[memo_key] = cost.floor_seconds(case, ceil) if case.dtype in ceil.matmul_tflops else np.nan
+        out[i] = memo[memo_key]
+    return out
+
+
+def derive(rows: pd.DataFrame, metric: str, ceilings: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Rows of the metric's stored source with ``y`` (the metric), ``y_lo``/``y_hi`` (99 % CI
+    band) and ``q_lo``/``q_hi`` (quartiles) in the metric's units. Non-finite bounds become NaN."""
+    spec = METRICS[metric]
+    out = rows.copy()
+    value = out["value"].to_numpy(dtype=float)
+    bounds = {k: out[k].to_numpy(dtype=float) for k in ("ci_99_a", "ci_99_b", "q_25", "q_75")}
+    if metric in STORED_METRICS:
+        factor, invert = np.ones(len(out)), False
+    elif metric == "tflops":
+        factor, invert = out["flops"].to_numpy(dtype=float) / 1e12, True
+    elif metric == "gbps":
+        factor, invert = out["min_bytes"].to_numpy(dtype=float) / 1e9, True
+    else:  # roofline fraction = floor / latency
+        factor = floor_seconds_per_row(out, ceilings if ceilings is not None else pd.DataFrame(
+            columns=["machine", "env_name", "commit_hash", "copy_gbps"]))
+        invert = True
+    with np.errstate(divide="ignore", invalid="ignore"):
+        def convert(x):
+            y = factor / x if invert else factor * x
+            return np.where(np.isfinite(y) & (y > 0) if invert else np.isfinite(y), y, np.nan)
+
+        out["y"] = convert(value)
+        lo, hi = convert(bounds["ci_99_a"]), convert(bounds["ci_99_b"])
+        qlo, qhi = convert(bounds["q_25"]), convert(bounds["q_75"])
+    # dividing swaps the ends of an interval
+    out["y_lo"], out["y_hi"] = (hi, lo) if invert else (lo, hi)
+    out["q_lo"], out["q_hi"] = (qhi, qlo) if invert else (qlo, qhi)
+    out["better"] = spec.better
+    return out
+
+
+# --------------------------------------------------------------------------- speedups
+
+
+def speedups(latency_rows: pd.DataFrame, baselines: list[str] | None = None) -> pd.DataFrame:
+    """Fused vs the best (fastest) unfused baseline per case, from latency rows of ONE run.
+
+    Returns one row per case with a measured fused time: case fields, fused, best_baseline,
+    baseline_impl, speedup = t_baseline / t_fused (NaN when no baseline ran).
+    """
+    ok = latency_rows[(latency_rows["status"] == STATUS_OK) & np.isfinite(latency_rows["value"])]
+    cols = ["case", *CASE_FIELDS, "fused", "best_baseline", "baseline_impl", "speedup"]
+    if ok.empty:
+        return pd.DataFrame(columns=cols)
+    table = ok.pivot_table(index="case", columns="impl", values="value", aggfunc="min", observed=True)
+    if FUSED not in table.columns:
+        return pd.DataFrame(columns=cols)
+    others = [c for c in table.columns if c != FUSED and (baselines is None or c in baselines)]
+    out = pd.DataFrame({"fused": table[FUSED]})
+    if others:
+        base = table[others]
+        out["best_baseline"] = base.min(axis=1, skipna=True)
+        has = base.notna().any(axis=1)
+        out["baseline_impl"] = base.fillna(np.inf).idxmin(axis=1).where(has)
+    else:
+        out["best_baseline"], out["baseline_impl"] = np.nan, None
+    out = out[out["fused"].notna()]
+    out["speedup"] = out["best_baseline"] / out["fused"]
+    fields = ok.drop_duplicates("case").set_index("case")[list(CASE_FIELDS)]
+    out = out.join(fields.astype(object))
+    return out.reset_index()[cols]
+
+
+# --------------------------------------------------------------------------- A vs B
+
+
+def _stats_of(row) -> tuple[dict, list | None]:
+    stats = {"ci_99_a": row.ci_99_a, "ci_99_b": row.ci_99_b, "repeat": row.repeat}
+    samples = row.samples if isinstance(row.samples, list) else None
+    return stats, samples
+
+
+def compare_rows(old: pd.DataFrame, new: pd.DataFrame, factor: float = 1.1, better: str = "lower") -> pd.DataFrame:
+    """Every series present in either run: old -> new, ratio and asv's verdict.
+
+    Significance is asv's own rule (``asv compare``: ``_is_result_better``): the two results
+    must differ by more than ``factor`` AND ``asv._stats.is_different`` must hold — Mann-Whitney U
+    on the samples (p < 0.002) when both runs recorded samples, else non-overlapping 99 % CIs.
+    """
+    from asv.commands.compare import _is_result_better  # asv==0.6.6 pinned; the rule asv compare applies
+
+    key = ["metric", "case", "impl"]
+    keep = [*key, *CASE_FIELDS, "value", "status", "ci_99_a", "ci_99_b", "repeat", "samples", "unit"]
+    merged = old[keep].merge(new[keep], on=key, how="outer", suffixes=("_old", "_new"))
+    for col in CASE_FIELDS:
+        merged[col] = merged[f"{col}_old"].astype(object).where(merged[f"{col}_old"].notna(),
+                                                                merged[f"{col}_new"].astype(object))
+    v_old = merged["value_old"].to_numpy(dtype=float)
+    v_new = merged["value_new"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = v_new / v_old
+    both = np.isfinite(v_old) & np.isfinite(v_new) & (v_old > 0) & (v_new > 0)
+    # Only rows beyond the factor can be significant, so asv's test runs on those alone.
+    candidates = both & ((ratio > factor) | (ratio < 1 / factor))
+    change = np.full(len(merged), "", dtype=object)
+    change[both & ~candidates] = "unchanged"
+    cols_old = merged[["ci_99_a_old", "ci_99_b_old", "repeat_old", "samples_old"]].set_axis(
+        ["ci_99_a", "ci_99_b", "repeat", "samples"], axis=1)
+    cols_new = merged[["ci_99_a_new", "ci_99_b_new", "repeat_new", "samples_new"]].set_axis(
+        ["ci_99_a", "ci_99_b", "repeat", "samples"], axis=1)
+    for i in np.flatnonzero(candidates):
+        a_ss, b_ss = _stats_of(cols_old.iloc[i]), _stats_of(cols_new.iloc[i])
+        o, n = v_old[i], v_new[i]
+        lower_better = better == "lower"
+        if _is_result_better(n, o, b_ss, a_ss, factor):  # new smaller than old, significantly
+            change[i] = "better" if lower_better else "worse"
+        elif _is_result_better(o, n, a_ss, b_ss, factor):
+            change[i] = "worse" if lower_better else "better"
+        else:
+            change[i] = "unchanged (not significant)"
+    status_old = merged["status_old"].astype(object).fillna("absent")
+    status_new = merged["status_new"].astype(object).fillna("absent")
+    change = np.where(both, change, [f"{o} \u2192 {n}" for o, n in zip(status_old, status_new)])
+    out = merged[key + list(CASE_FIELDS)].copy()
+    out["old"], out["new"], out["ratio"] = v_old, v_new, np.where(both, ratio, np.nan)
+    out["change"] = change
+    out["significant"] = np.isin(change, ["better", "worse"])
+    out["unit"] = merged["unit_old"].astype(object).where(merged["unit_old"].notna(), merged["unit_new"].astype(object))
+    for col in key:
+        out[col] = out[col].astype(str)
+    return out.sort_values(["significant", "ratio"], ascending=[False, False], key=_abs_log_key).reset_index(drop=True)
+
+
+def _abs_log_key(column: pd.Series):
+    if column.name == "ratio":
+        return np.abs(np.log(column.astype(float)))
+    return column
+
+
+def change_counts(table: pd.DataFrame) -> dict[str, int]:
+    """Counts of a compare table's verdicts: better / worse / unchanged / other."""
+    changes = table["change"].astype(str)
+    return {"better": int((changes == "better").sum()), "worse": int((changes == "worse").sum()),
+            "unchanged": int(changes.str.startswith("unchanged").sum()),
+            "other": int((~changes.isin(["better", "worse"]) & ~changes.str.startswith("unchanged")).sum())}
+
+
+# --------------------------------------------------------------------------- facets
+
+
+def apply_filters(rows: pd.DataFrame, selections: dict[str, list | None]) -> pd.DataFrame:
+    """Rows whose facet values are in each non-empty selection (an empty selection = all)."""
+    mask = np.ones(len(rows), dtype=bool)
+    for facet, chosen in selections.items():
+        if chosen:
+            mask &= rows[facet].astype(str).isin([str(c) for c in chosen]).to_numpy()
+    return rows[mask]
+
+
+def facet_counts(catalog: pd.DataFrame, selections: dict[str, list | None]) -> dict[str, dict[str, int]]:
+    """For each facet, how many distinct cases each value has given the OTHER facets' selections.
+
+    ``catalog`` has one row per (case, impl) with the case fields, e.g. from :func:`case_catalog`.
+    """
+    out = {}
+    for facet in FACETS:
+        others = {f: v for f, v in selections.items() if f != facet}
+        rows = apply_filters(catalog, others)
+        counts = rows.groupby(rows[facet].astype(str), observed=True)["case"].nunique()
+        out[facet] = {str(k): int(v) for k, v in counts.items()}
+    return out
+
+
+def case_catalog(rows: pd.DataFrame) -> pd.DataFrame:
+    """Distinct (case, impl) pairs with their Case fields (what filters count)."""
+    cols = ["case", "impl", *CASE_FIELDS]
+    if rows.empty:
+        return pd.DataFrame(columns=cols)
+    return rows[cols].drop_duplicates(["case", "impl"]).astype({c: str for c in ("case", "impl", "op", "dtype",
+                                                                                   "activation", "shape")})
+
+
+def sort_values_naturally(values) -> list[str]:
+    """Facet values in a readable order: shapes by their numbers, the rest alphabetically."""
+    def key(v: str):
+        parts = []
+        for token in str(v).replace("=", " ").replace("x", " ").split():
+            parts.append((0, int(token), "") if token.isdigit() else (1, 0, token))
+        return parts
+    return sorted({str(v) for v in values}, key=key)
+
+
+def finite_or_none(x) -> float | None:
+    return float(x) if x is not None and isinstance(x, (int, float)) and math.isfinite(x) else None

@@ -1,0 +1,139 @@
+"""Compare: commit A vs commit B for every case and implementation — old -> new, ratio and
+whether the change is significant by asv's own rule; sortable, filterable, "significant only",
+CSV export."""
+
+from __future__ import annotations
+
+import pandas as pd
+from dash import Input, Output, State, dash_table, dcc, html
+from dash.dash_table.Format import Format, Scheme
+
+from dashboard import metrics
+from dashboard.components import (
+    facet_controls, guarded, labelled, dropdown, message, register_facet_counts, register_run_controls, run_controls,
+)
+from dashboard.model import DashboardData, ResultsStore
+from dashboard.pages import Page
+from dashboard.urlstate import Query, qid
+
+ID = "compare"
+COMMITS = {"a": 1, "b": 0}
+FACTORS = ("1.02", "1.05", "1.1", "1.2", "1.5")
+DEFAULT_FACTOR = "1.1"  # asv compare's default
+COLUMNS = ["case", "impl", "op", "dtype", "activation", "shape", "old", "new", "ratio", "change"]
+
+
+def layout(data: DashboardData, query: Query):
+    run = data.run(query.one("machine"), query.one("env"))
+    return html.Div([
+        html.H1("Compare two commits"),
+        html.Div(run_controls(ID, data, query, COMMITS), className="controls"),
+        html.Div(facet_controls(ID, run, query), className="controls"),
+        html.Div([
+            labelled("Metric", dropdown(ID, "metric", [{"label": metrics.METRICS[m].label, "value": m}
+                                                        for m in metrics.STORED_METRICS],
+                                        query.one("metric", "latency", allowed=metrics.STORED_METRICS),
+                                        clearable=False)),
+            labelled("Factor", dropdown(ID, "factor", [{"label": f"{f}×", "value": f} for f in FACTORS],
+                                        query.one("factor", DEFAULT_FACTOR, allowed=FACTORS), clearable=False),
+                     "8rem"),
+            labelled("Show", dcc.Checklist(id=qid(ID, "sig"), options=[{"label": " significant only",
+                                                                         "value": "only"}],
+                                           value=query.many("sig", allowed=("only",)), inline=True), "12rem"),
+            html.Div([html.Button("Download CSV", id="compare-csv-button", className="button"),
+                      dcc.Download(id="compare-download")], className="control"),
+        ], className="controls"),
+        html.P("Significant = differs by more than the factor AND asv's test agrees (Mann-Whitney U on the "
+               "samples, p < 0.002; non-overlapping 99 % CIs where no samples). Ratio = new / old.",
+               className="hint"),
+        html.Div(id="compare-summary"),
+        dash_table.DataTable(
+            id="compare-table", columns=_columns("s"), data=[], sort_action="native", filter_action="native",
+            page_action="native", page_size=25, sort_by=[], style_table={"overflowX": "auto"},
+            style_cell={"fontFamily": "inherit", "fontSize": "13px", "padding": "4px 8px", "textAlign": "left"},
+            style_data_conditional=[
+                {"if": {"filter_query": '{change} = "worse"'}, "backgroundColor": "rgba(214,39,40,0.18)"},
+                {"if": {"filter_query": '{change} = "better"'}, "backgroundColor": "rgba(44,160,44,0.18)"},
+            ],
+            css=[{"selector": ".dash-spreadsheet-container .dash-spreadsheet-inner th",
+                  "rule": "background-color: var(--panel-2); color: var(--text);"},
+                 {"selector": ".dash-spreadsheet-container .dash-spreadsheet-inner td",
+                  "rule": "background-color: var(--panel); color: var(--text);"}]),
+    ])
+
+
+def _columns(unit: str) -> list[dict]:
+    si = Format(precision=3, scheme=Scheme.decimal_si_prefix)
+    out = []
+    for c in COLUMNS:
+        col = {"name": c, "id": c}
+        if c in ("old", "new"):
+            col.update(type="numeric", format=si.symbol_suffix(f" {unit}" if unit else ""),
+                       name=f"{c} ({unit})" if unit else c)
+        elif c == "ratio":
+            col.update(type="numeric", format=Format(precision=3, scheme=Scheme.fixed))
+        out.append(col)
+    return out
+
+
+def compare_table(data: DashboardData, machine, env, a, b, metric, factor, op, dtype, activation, shape, impl
+                  ) -> tuple[pd.DataFrame, str]:
+    """The table (all rows, filters applied) and the unit of its values."""
+    run = data.run(machine, env)
+    if run is None or not a or not b:
+        return pd.DataFrame(columns=COLUMNS + ["significant"]), ""
+    metric = metric if metric in metrics.STORED_METRICS else "latency"
+    selections = {"op": op, "dtype": dtype, "activation": activation, "shape": shape, "impl": impl}
+    old = metrics.apply_filters(run.at_commit(a), selections)
+    new = metrics.apply_filters(run.at_commit(b), selections)
+    old, new = old[old["metric"] == metric], new[new["metric"] == metric]
+    table = metrics.compare_rows(old, new, float(factor or DEFAULT_FACTOR), metrics.METRICS[metric].better)
+    unit = next((str(u) for u in table["unit"] if isinstance(u, str)), "")
+    return table, {"seconds": "s", "bytes": "B"}.get(unit, "")
+
+
+def update(data: DashboardData, machine, env, a, b, metric, factor, sig, op, dtype, activation, shape, impl):
+    """(table rows, table columns, summary) for the page."""
+    table, unit = compare_table(data, machine, env, a, b, metric, factor, op, dtype, activation, shape, impl)
+    if not a or not b:
+        return [], _columns(unit), message("Pick two commits.")
+    counts = metrics.change_counts(table)
+    shown = table[table["significant"]] if "only" in (sig or []) else table
+    summary = html.P([f"{a[:8]} → {b[:8]}: {len(table)} series; ",
+                      html.Span(f"{counts['worse']} worse", className="bad", id="compare-worse"), ", ",
+                      html.Span(f"{counts['better']} better", className="good", id="compare-better"),
+                      f", {counts['unchanged']} unchanged, {counts['other']} not comparable. Showing {len(shown)}."],
+                     id="compare-summary-text")
+    rows = shown[COLUMNS].astype(object).where(shown[COLUMNS].notna(), None).to_dict("records")
+    return rows, _columns(unit), summary
+
+
+def csv_text(data: DashboardData, *args) -> str:
+    """The whole (filtered) comparison as CSV, significance included."""
+    sig = args[6]  # args: machine, env, a, b, metric, factor, sig, op, dtype, activation, shape, impl
+    table, _ = compare_table(data, *args[:6], *args[7:])
+    if "only" in (sig or []):
+        table = table[table["significant"]]
+    return table.to_csv(index=False)
+
+
+def register(app, store: ResultsStore):
+    register_run_controls(app, store, ID, COMMITS)
+    register_facet_counts(app, store, ID)
+    inputs = [Input(qid(ID, k), "value") for k in ("machine", "env", "a", "b", "metric", "factor", "sig",
+                                                    *metrics.FACETS[:4], "impl")]
+
+    @app.callback(Output("compare-table", "data"), Output("compare-table", "columns"),
+                  Output("compare-summary", "children"), *inputs)
+    @guarded(lambda t: [], lambda t: _columns(""), message)
+    def _update(*args):
+        return update(store.get(), *args)
+
+    @app.callback(Output("compare-download", "data"), Input("compare-csv-button", "n_clicks"),
+                  [State(i.component_id, i.component_property) for i in inputs], prevent_initial_call=True)
+    def _download(_, *args):
+        machine, env, a, b = args[:4]
+        return dcc.send_string(csv_text(store.get(), *args), f"compare-{machine}-{(a or '')[:8]}-{(b or '')[:8]}.csv")
+
+
+PAGE = Page("/compare", "Compare", 2, layout, register, "commit A vs commit B")

@@ -1,0 +1,66 @@
+"""Roofline: achieved TFLOP/s against arithmetic intensity for each case at one commit, under the
+ceilings measured on that machine in that run; fused and unfused side by side."""
+
+from __future__ import annotations
+
+from dash import Input, Output, html
+
+from dashboard import metrics
+from dashboard.components import (
+    error_figure, facet_controls, graph, guarded, register_facet_counts, register_run_controls, run_controls,
+)
+from dashboard.figures import build_roofline_figure
+from dashboard.model import DashboardData, ResultsStore
+from dashboard.pages import Page
+from dashboard.urlstate import SHELL, Query, qid
+
+ID = "roofline"
+COMMITS = {"commit": 0}
+
+
+def layout(data: DashboardData, query: Query):
+    run = data.run(query.one("machine"), query.one("env"))
+    return html.Div([
+        html.H1("Roofline"),
+        html.Div(run_controls(ID, data, query, COMMITS), className="controls"),
+        html.Div(facet_controls(ID, run, query), className="controls"),
+        html.P("Roof = min(measured matmul TFLOP/s of the dtype, intensity × measured copy GB/s). Intensity uses the "
+               "minimum bytes a fully fused kernel must move (fused_mlp.cost), so unfused points sit lower.",
+               className="hint"),
+        graph(ID, "figure"),
+    ])
+
+
+def roofline_points(data: DashboardData, machine, env, commit, selections: dict):
+    run = data.run(machine, env)
+    if run is None:
+        return None, None
+    rows = metrics.apply_filters(run.at_commit(commit), selections)
+    rows = rows[rows["metric"] == "latency"]
+    points = metrics.derive(rows, "tflops")
+    points["tflops"] = points["y"]
+    points["roofline"] = metrics.derive(rows, "roofline", data.ceilings)["y"].to_numpy()
+    return points, metrics.ceilings_of(data.ceilings, run.machine, run.env_name, commit)
+
+
+def update(data: DashboardData, machine, env, commit, op, dtype, activation, shape, impl, theme="light"):
+    points, ceilings = roofline_points(data, machine, env, commit, {
+        "op": op, "dtype": dtype, "activation": activation, "shape": shape, "impl": impl})
+    if points is None or not commit:
+        return error_figure(lambda: theme)("Pick a machine, environment and commit.")
+    return build_roofline_figure(points, ceilings, theme, title=f"Roofline — {machine}, commit {commit[:8]}")
+
+
+def register(app, store: ResultsStore):
+    register_run_controls(app, store, ID, COMMITS)
+    register_facet_counts(app, store, ID)
+
+    @app.callback(Output(f"{ID}-figure", "figure"),
+                  Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"), Input(qid(ID, "commit"), "value"),
+                  *[Input(qid(ID, f), "value") for f in metrics.FACETS], Input(qid(SHELL, "theme"), "value"))
+    @guarded(error_figure())
+    def _update(*args):
+        return update(store.get(), *args)
+
+
+PAGE = Page("/roofline", "Roofline", 3, layout, register, "achieved TFLOP/s vs arithmetic intensity")

@@ -1,0 +1,158 @@
+"""Trends: one metric of one case against commits in order, every implementation overlaid, asv's
+99 % CI as a band, markers where the regression detector found a change, hover with the commit
+hash and date, and a link to the commit (click a point)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import pandas as pd
+from dash import Input, Output, State, dcc, html
+
+from dashboard import metrics
+from dashboard.components import (
+    commit_options, error_figure, facet_controls, graph, guarded, labelled, dropdown, message, register_facet_counts,
+    register_run_controls, resolve_commit, run_controls,
+)
+from dashboard.figures import build_trend_figure
+from dashboard.model import DashboardData, ResultsStore, Run
+from dashboard.pages import Page
+from dashboard.regressions import find_changes, findings_frame
+from dashboard.urlstate import SHELL, Query, link, qid
+
+ID = "trends"
+CASE_FACETS = ("op", "dtype", "activation", "shape")
+
+
+def case_choices(run: Run | None, selections: dict) -> list[str]:
+    if run is None:
+        return []
+    catalog = metrics.apply_filters(run.catalog, selections)
+    return metrics.sort_values_naturally(catalog["case"].unique())
+
+
+def layout(data: DashboardData, query: Query):
+    run = data.run(query.one("machine"), query.one("env"))
+    selections = {f: query.many(f) for f in CASE_FACETS}
+    cases = case_choices(run, selections)
+    case = query.one("case") if query.one("case") in cases else (cases[0] if cases else None)
+    metric = query.one("metric", "latency", allowed=metrics.METRICS)
+    return html.Div([
+        html.H1("Trends"),
+        html.Div(run_controls(ID, data, query), className="controls"),
+        html.Div(facet_controls(ID, run, query), className="controls"),
+        html.Div([
+            labelled("Case", dropdown(ID, "case", cases, case, clearable=False), "34rem"),
+            labelled("Metric", dropdown(ID, "metric", [{"label": m.label + (f" ({m.unit})" if m.unit else ""),
+                                                         "value": m.name} for m in metrics.METRICS.values()],
+                                        metric, clearable=False), "15rem"),
+            labelled("x axis", dcc.RadioItems(id=qid(ID, "x"), options=[{"label": " commit order", "value": "commit"},
+                                                                         {"label": " date", "value": "date"}],
+                                              value=query.one("x", "commit", allowed=("commit", "date")),
+                                              inline=True), "13rem"),
+            labelled("y axis", dcc.Checklist(id=qid(ID, "logy"), options=[{"label": " log", "value": "log"}],
+                                             value=query.many("logy", allowed=("log",)), inline=True), "6rem"),
+            labelled("Mark commit", dropdown(ID, "commit", commit_options(run),
+                                             resolve_commit(run, query.one("commit")) if query.one("commit") else None,
+                                             clearable=True, placeholder="none"), "15rem"),
+        ], className="controls"),
+        graph(ID, "figure"),
+        html.Div(id="trends-commit-info", className="card"),
+    ])
+
+
+@lru_cache(maxsize=256)
+def _series_changes(signature_key: int, run: Run, case: str, source: str) -> pd.DataFrame:
+    """The detector on the series in view (a few per case): same algorithm as the inbox."""
+    rows = run.of_case(case)
+    rows = rows[rows["metric"] == source]
+    found = findings_frame(find_changes(rows))
+    if found.empty:
+        return pd.DataFrame(columns=["impl", "commit_hash", "direction", "relative_change", "confirmed"])
+    lookup = run.series_of_params
+    found["impl"] = [lookup.get((b, p), (None, None))[1] for b, p in zip(found["benchmark"], found["params"])]
+    return found
+
+
+def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, commit, theme="light"):
+    """The trend figure for one case and metric."""
+    run = data.run(machine, env)
+    if run is None or not case:
+        return error_figure(lambda: theme)("No case matches the filters.")
+    metric = metric if metric in metrics.METRICS else "latency"
+    source = metrics.METRICS[metric].source
+    source_metric = {m.source: m.name for m in metrics.METRICS.values() if m.name in metrics.STORED_METRICS}[source]
+    rows = run.of_case(case)
+    rows = rows[rows["metric"] == source_metric]
+    if impl:
+        rows = rows[rows["impl"].astype(str).isin(impl)]
+    rows = rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash", how="left") if len(rows) else rows
+    if rows.empty:
+        return error_figure(lambda: theme)(f"{case}: nothing measured for this selection.")
+    derived = metrics.derive(rows, metric, data.ceilings)
+    changes = _series_changes(hash(data.signature), run, case, source_metric)
+    if impl:
+        changes = changes[changes["impl"].isin(impl)]
+    spec = metrics.METRICS[metric]
+    return build_trend_figure(derived, metric, changes, resolve_commit(run, commit) if commit else None,
+                              x_axis or "commit", "log" in (logy or []), theme,
+                              title=f"{spec.label} — {case} — {run.machine}")
+
+
+def commit_info(data: DashboardData, machine, env, click, marked, theme="light"):
+    """A link to the clicked (or marked) commit and to Compare against its predecessor."""
+    run = data.run(machine, env)
+    chosen = None
+    if click and click.get("points"):
+        custom = click["points"][0].get("customdata")
+        chosen = custom[0] if isinstance(custom, list) and custom else None
+    chosen = resolve_commit(run, chosen or marked) if (chosen or marked) and run is not None else None
+    if chosen is None:
+        return html.Span("Click a point to get a link to its commit.", className="hint")
+    row = run.commits[run.commits["commit_hash"] == chosen].iloc[0]
+    parts = [html.B(f"commit {chosen[:10]}"), f" · {row['date']:%Y-%m-%d %H:%M} · #{row['position']} "]
+    url = data.commit_link(chosen)
+    if url:
+        parts += [" · ", html.A("open commit ↗", href=url, target="_blank", id="trends-commit-link")]
+    previous = run.previous_commit(chosen)
+    if previous:
+        parts += [" · ", dcc.Link("compare with previous", href=link("/compare", {
+            "machine": run.machine, "env": run.env_name, "a": previous, "b": chosen, "theme": theme}))]
+    return html.Span(parts)
+
+
+def register(app, store: ResultsStore):
+    register_run_controls(app, store, ID)
+    register_facet_counts(app, store, ID)
+    theme = Input(qid(SHELL, "theme"), "value")
+
+    @app.callback(Output(qid(ID, "case"), "options"), Output(qid(ID, "case"), "value"),
+                  Output(qid(ID, "commit"), "options"),
+                  Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"),
+                  *[Input(qid(ID, f), "value") for f in CASE_FACETS], State(qid(ID, "case"), "value"),
+                  prevent_initial_call=True)
+    @guarded(lambda t: [], lambda t: None, lambda t: [])
+    def _cases(machine, env, *rest):
+        *chosen, current = rest
+        data = store.get()
+        run = data.run(machine, env)
+        cases = case_choices(run, dict(zip(CASE_FACETS, chosen)))
+        return cases, current if current in cases else (cases[0] if cases else None), commit_options(run)
+
+    @app.callback(Output(f"{ID}-figure", "figure"),
+                  Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"), Input(qid(ID, "case"), "value"),
+                  Input(qid(ID, "metric"), "value"), Input(qid(ID, "impl"), "value"), Input(qid(ID, "x"), "value"),
+                  Input(qid(ID, "logy"), "value"), Input(qid(ID, "commit"), "value"), theme)
+    @guarded(error_figure())
+    def _figure(*args):
+        return update(store.get(), *args)
+
+    @app.callback(Output("trends-commit-info", "children"),
+                  Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"),
+                  Input(f"{ID}-figure", "clickData"), Input(qid(ID, "commit"), "value"), theme)
+    @guarded(message)
+    def _commit_info(*args):
+        return commit_info(store.get(), *args)
+
+
+PAGE = Page("/trends", "Trends", 1, layout, register, "one metric across commits")

@@ -1,0 +1,67 @@
+"""The URL query string <-> the selections of a view (pure; no Dash).
+
+Every control a person would share has an id ``{"type": "q", "page": <page>, "key": <key>}``;
+its value is written to ``?key=value`` (lists comma-joined), so a copied link restores the view.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlencode
+
+QUERY_TYPE = "q"
+SHELL = "shell"  # controls outside any page (the theme)
+# Selections that follow the user from page to page through the navigation links.
+SHARED_KEYS = ("machine", "env", "op", "dtype", "activation", "shape", "impl", "theme")
+
+
+def qid(page: str, key: str) -> dict:
+    """The id of a control whose value lives in the URL under ``key``."""
+    return {"type": QUERY_TYPE, "page": page, "key": key}
+
+
+def encode_query(values: dict[str, object]) -> str:
+    """``{"impl": ["fused", "eager"], "metric": "latency", "x": None}`` -> ``?impl=fused,eager&metric=latency``."""
+    pairs = []
+    for key, value in values.items():
+        if value is None or value == "" or value == []:
+            continue
+        if isinstance(value, (list, tuple)):
+            value = ",".join(str(v) for v in value)
+        elif isinstance(value, bool):
+            value = "1" if value else "0"
+        pairs.append((key, str(value)))
+    return "?" + urlencode(pairs) if pairs else ""
+
+
+class Query:
+    """Read access to a query string, tolerant of anything a hand-edited link may hold."""
+
+    def __init__(self, search: str | None):
+        self.raw: dict[str, str] = {}
+        for key, value in parse_qsl((search or "").lstrip("?"), keep_blank_values=False):
+            self.raw[key] = value
+
+    def one(self, key: str, default=None, allowed=None):
+        """A single value; ``default`` when absent or not among ``allowed``."""
+        value = self.raw.get(key)
+        if value is None or (allowed is not None and value not in allowed):
+            return default
+        return value
+
+    def many(self, key: str, allowed=None) -> list[str]:
+        """A comma-joined list; values not in ``allowed`` are dropped."""
+        value = self.raw.get(key)
+        if not value:
+            return []
+        items = [v for v in value.split(",") if v]
+        return [v for v in items if allowed is None or v in allowed]
+
+    def flag(self, key: str) -> bool:
+        return self.raw.get(key, "") not in ("", "0", "false", "no")
+
+    def shared(self) -> dict[str, str]:
+        return {k: v for k, v in self.raw.items() if k in SHARED_KEYS}
+
+
+def link(path: str, values: dict[str, object]) -> str:
+    return path + encode_query(values)

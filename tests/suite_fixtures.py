@@ -1,0 +1,167 @@
+"""Synthetic asv histories in the exact shape of OUR suite, for the dashboard's tests and scale runs.
+
+Built on tests/asv_fixtures.write_history (asv's exact on-disk format). Benchmark names, params
+and units are the suite's: ``bench_<family>.<Class>.track_latency|track_peak_memory|
+track_kernels_per_call`` with params ``case`` (a ``fused_mlp.Case`` key) and ``impl``; device
+ceilings ``bench_device.CopyCeiling.track_copy_seconds`` (``bytes``) and
+``bench_device.MatmulCeiling.track_matmul_seconds`` (``dtype``, ``n``).
+
+Levels come from the cost model: latency = roofline floor x a per-implementation factor, so
+derived TFLOP/s, GB/s and roofline fractions look like a real GPU's; they are synthetic, not
+measurements.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from fused_mlp import Case, cost, implementations
+from fused_mlp.grids import grid
+
+from tests.asv_fixtures import History, SeriesSpec, write_history
+
+FAMILY_CLASS = {"linear_act": "LinearAct", "gated_mlp": "GatedMLP", "narrow_mlp": "NarrowMLP"}
+METRIC_UNITS = {"track_latency": "seconds", "track_peak_memory": "bytes", "track_kernels_per_call": "kernels"}
+COPY_BENCHMARK = "bench_device.CopyCeiling.track_copy_seconds"
+MATMUL_BENCHMARK = "bench_device.MatmulCeiling.track_matmul_seconds"
+# Synthetic device (H200-like, DESIGN.md anchors) and how far above the floor each implementation sits.
+SYNTH_CEILINGS = cost.Ceilings(copy_gbps=4270.0, matmul_tflops={"bf16": 680.0, "fp16": 680.0, "fp32": 60.0})
+IMPL_FACTOR = {"fused": 1.15, "eager": 1.6, "compile": 1.45, "cublaslt": 1.35}
+KERNELS = {"fused": {"linear_act": 1, "gated_mlp": 2, "narrow_mlp": 1},
+           "eager": {"linear_act": 2, "gated_mlp": 5, "narrow_mlp": 10},
+           "compile": {"linear_act": 2, "gated_mlp": 4, "narrow_mlp": 6},
+           "cublaslt": {"linear_act": 1}}
+COPY_BYTES, MATMUL_N = 1 << 30, 8192
+IDENTITY = {"gpu": "NVIDIA H200", "driver": "570.86.15", "cuda": "12.8", "torch": "2.11.0", "triton": "3.6.0"}
+
+
+def benchmark_name(family: str, method: str) -> str:
+    return f"bench_{family}.{FAMILY_CLASS[family]}.{method}"
+
+
+def case_series(cases: list[Case], *, ceilings: cost.Ceilings = SYNTH_CEILINGS, steps: dict | None = None,
+                failing: set | None = None, methods=tuple(METRIC_UNITS), run_noise: float = 0.015) -> list[SeriesSpec]:
+    """Series for every (case, impl, metric) of ``cases``.
+
+    ``steps``: {(case_key, impl): ((commit_index, relative_change), ...)} planted in latency.
+    ``failing``: {(case_key, impl)} whose latency fails (null) at every commit.
+    cuBLASLt has only relu/gelu_tanh epilogues: other activations are skipped (NaN), as on a GPU.
+    """
+    steps, failing = steps or {}, failing or set()
+    specs = []
+    for case in cases:
+        floor = cost.floor_seconds(case, ceilings)
+        for impl in implementations.names(case.op):
+            unsupported = impl == "cublaslt" and case.activation not in ("relu", "gelu_tanh")
+            for method in methods:
+                base = {"track_latency": floor * IMPL_FACTOR[impl],
+                        "track_peak_memory": float(cost.min_bytes(case)) * (1.0 if impl == "fused" else 2.5),
+                        "track_kernels_per_call": float(KERNELS[impl][case.op])}[method]
+                latency = method == "track_latency"
+                specs.append(SeriesSpec(
+                    benchmark=benchmark_name(case.op, method), params=(case.key, impl), param_names=("case", "impl"),
+                    unit=METRIC_UNITS[method], base=base, run_noise=run_noise if latency else 0.0,
+                    sample_noise=0.01 if latency else 0.0,
+                    steps=tuple(steps.get((case.key, impl), ())) if latency else (),
+                    skip_prob=1.0 if unsupported else 0.0,
+                    fail_prob=1.0 if latency and (case.key, impl) in failing else 0.0))
+    return specs
+
+
+def ceiling_series(ceilings: cost.Ceilings = SYNTH_CEILINGS) -> list[SeriesSpec]:
+    """The device ceilings as the suite stores them: seconds for one copy / one n^3 matmul."""
+    specs = [SeriesSpec(COPY_BENCHMARK, (COPY_BYTES,), ("bytes",), "seconds",
+                        base=2 * COPY_BYTES / (ceilings.copy_gbps * 1e9), run_noise=0.005)]
+    specs += [SeriesSpec(MATMUL_BENCHMARK, (dtype, MATMUL_N), ("dtype", "n"), "seconds",
+                         base=2 * MATMUL_N**3 / (tflops * 1e12), run_noise=0.005)
+              for dtype, tflops in sorted(ceilings.matmul_tflops.items())]
+    return specs
+
+
+def all_cases(grid_name: str = "default") -> list[Case]:
+    return [c for family in FAMILY_CLASS for c in grid(grid_name)[family]]
+
+
+@dataclass
+class DashboardFixture:
+    results_dir: Path
+    main: History  # newest part of the main machine's history
+    old_grid_cases: list[Case]
+    new_grid_cases: list[Case]
+    regressed: tuple[str, str]  # (case key, impl) with a planted +30 % latency step
+    regression_commit: str
+    failing: tuple[str, str]
+    broken_files: list[str]
+
+
+MAIN_MACHINE, MAIN_ENV = "h200-runner", "virtualenv-py3.12"
+SECOND_MACHINE, SECOND_ENV = "a100-runner", "virtualenv-py3.12"
+OTHER_ENV = "existing-py_usr_bin_python3"
+
+
+def write_dashboard_fixture(results_dir: str | Path, seed: int = 7) -> DashboardFixture:
+    """A small results dir in our suite's shape, with everything a dashboard meets in practice:
+
+    - two machines (different GPU identity and ceilings) and a second env on the main machine;
+    - a grid that grew: the first 8 commits of the main machine lack some cases;
+    - skipped (NaN: cuBLASLt without that epilogue) and failed (null) values;
+    - a planted +30 % fused-latency regression at global commit 16;
+    - a truncated result file and a foreign JSON file (both must be listed as skipped).
+    """
+    root = Path(results_dir)
+    new_cases = all_cases("default")
+    old_cases = [c for c in new_cases if c.op != "narrow_mlp" and c.M != 128]
+    regressed_case = next(c for c in new_cases if c.op == "gated_mlp")
+    regressed = (regressed_case.key, "fused")
+    failing = (next(c for c in new_cases if c.op == "linear_act" and c.activation == "silu").key, "compile")
+    ident = dict(IDENTITY)
+    write_history(root, case_series(old_cases, failing={failing}) + ceiling_series(), 8, seed=seed,
+                  machine=MAIN_MACHINE, env_name=MAIN_ENV, machine_params=ident, n_samples=12)
+    main = write_history(root, case_series(new_cases, steps={regressed: ((8, 0.30),)}, failing={failing})
+                         + ceiling_series(), 16, seed=seed, first_commit=8, machine=MAIN_MACHINE,
+                         env_name=MAIN_ENV, machine_params=ident, n_samples=12, merge_benchmarks=True)
+    write_history(root, case_series(new_cases[:10]) + ceiling_series(), 4, seed=seed, first_commit=20,
+                  machine=MAIN_MACHINE, env_name=OTHER_ENV, machine_params=ident, merge_benchmarks=True)
+    a100 = cost.Ceilings(copy_gbps=1700.0, matmul_tflops={"bf16": 290.0, "fp16": 290.0, "fp32": 19.0})
+    write_history(root, case_series(all_cases("quick"), ceilings=a100) + ceiling_series(a100), 10, seed=seed,
+                  first_commit=14, machine=SECOND_MACHINE, env_name=SECOND_ENV,
+                  machine_params={**IDENTITY, "gpu": "NVIDIA A100-SXM4-80GB"}, merge_benchmarks=True)
+    machine_dir = root / MAIN_MACHINE
+    sample = sorted(p for p in machine_dir.glob("*.json") if p.name != "machine.json")[0]
+    truncated = machine_dir / "0badf00d-truncated.json"
+    truncated.write_text(sample.read_text()[:5000])
+    foreign = machine_dir / "notes.json"
+    foreign.write_text(json.dumps({"note": "not an asv result"}))
+    return DashboardFixture(root, main, old_cases, new_cases, regressed, main.commits[8], failing,
+                            [str(truncated), str(foreign)])
+
+
+def scale_cases(n_series: int) -> list[Case]:
+    """Cases of the full grid, families interleaved, until they make ``n_series`` series
+    (every impl x latency, peak memory, kernels), ceilings included."""
+    full = grid("full")
+    pools = [list(full[f]) for f in FAMILY_CLASS]
+    chosen, total = [], len(ceiling_series())
+    while total < n_series and any(pools):
+        for pool in pools:
+            if pool and total < n_series:
+                case = pool.pop(0)
+                chosen.append(case)
+                total += len(implementations.names(case.op)) * len(METRIC_UNITS)
+    return chosen
+
+
+def write_scale_history(results_dir: str | Path, n_commits: int = 500, n_series: int = 2000, seed: int = 0) -> History:
+    """One machine, ``n_commits`` commits x about ``n_series`` series in our suite's shape."""
+    cases = scale_cases(n_series)
+    steps = {(c.key, "fused"): ((n_commits // 2 + i % 50, 0.2),) for i, c in enumerate(cases[::25])}
+    return write_history(results_dir, case_series(cases, steps=steps) + ceiling_series(), n_commits, seed=seed,
+                         machine=MAIN_MACHINE, env_name=MAIN_ENV, machine_params=dict(IDENTITY), n_samples=10)
+
+
+def copy_results(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst

@@ -1,0 +1,82 @@
+"""Run the project's own asv suite on the CPU (the "tiny" grid) into a temporary results dir.
+
+Shared by tests/test_asv_suite.py and the dashboard tests: ``run_tiny_suite`` runs asv once per
+test session (memoised on the base temp dir) and both read the same results.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from asv import util as asv_util
+
+ROOT = Path(__file__).resolve().parents[1]
+MACHINE = "ci-cpu"
+BROKEN_BENCHMARK = '''
+from fused_mlp import implementations
+from .common import _CaseBenchmark
+
+
+class BrokenGate(_CaseBenchmark):
+    """An implementation that returns a wrong result: the gate must record a failure."""
+
+    params = (["linear_act M=8 K=16 N=32 fp32 relu"], ["eager"])
+
+    def implementation(self, case, impl):
+        real = implementations.get(case.op, impl)
+        return lambda **inputs: real(**inputs) * 1.01
+'''
+
+
+def asv_env(tmp: Path, grid_name: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env.update(HOME=str(tmp / "home"), FUSED_MLP_GRID=grid_name)
+    return env
+
+
+def asv_project(tmp: Path, extra_benchmark: str | None = None) -> Path:
+    """A copy of asv.conf.json whose repo is this checkout and whose outputs go under tmp."""
+    conf = asv_util.load_json(ROOT / "asv.conf.json", js_comments=True)
+    bench_dir = tmp / "benchmarks"
+    shutil.copytree(ROOT / "benchmarks", bench_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    if extra_benchmark:
+        (bench_dir / "bench_broken.py").write_text(extra_benchmark)
+    conf.update(repo=str(ROOT), benchmark_dir=str(bench_dir), results_dir=str(tmp / "results"),
+                env_dir=str(tmp / "env"), html_dir=str(tmp / "html"))
+    (tmp / "asv.conf.json").write_text(json.dumps(conf))
+    (tmp / "home").mkdir(exist_ok=True)
+    return tmp / "asv.conf.json"
+
+
+def asv(conf: Path, env: dict, *args, timeout=900) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "asv", "--config", str(conf), *args],
+                          env=env, capture_output=True, text=True, timeout=timeout)
+
+
+_RUNS: dict = {}
+
+
+def run_tiny_suite(base_tmp: Path):
+    """(completed asv process, the result document, the results dir) of one tiny-grid CPU run
+    with a planted failing benchmark; runs once per ``base_tmp`` (the session's temp root)."""
+    key = str(base_tmp)
+    if key in _RUNS:
+        return _RUNS[key]
+    tmp = Path(base_tmp) / "asv-tiny-run"
+    tmp.mkdir(parents=True, exist_ok=True)
+    conf = asv_project(tmp, BROKEN_BENCHMARK)
+    env = asv_env(tmp, "tiny")
+    machine = subprocess.run([sys.executable, str(ROOT / "tools" / "asv_machine.py"), "--machine", MACHINE],
+                             env=env, capture_output=True, text=True)
+    assert machine.returncode == 0, machine.stderr
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    done = asv(conf, env, "run", "-E", "existing:same", "--set-commit-hash", commit,
+               "--record-samples", "--machine", MACHINE)
+    files = [p for p in (tmp / "results" / MACHINE).glob("*.json") if p.name != "machine.json"]
+    assert len(files) == 1, done.stdout + done.stderr
+    _RUNS[key] = (done, json.loads(files[0].read_text()), tmp / "results")
+    return _RUNS[key]

@@ -1,0 +1,289 @@
+"""The dashboard without a browser: metrics, figure builders, page callbacks called as plain
+functions, the app's routing and URL state — on a generated history in our suite's shape and on
+one real CPU run of the suite."""
+
+import numpy as np
+import pytest
+
+from dashboard import metrics
+from dashboard.app import create_app, nav_state, query_from_controls, render_page
+from dashboard.figures import build_roofline_figure, build_speedup_heatmap_figure
+from dashboard.model import FindingsState, ResultsStore, build_data, results_signature
+from dashboard.pages import discover_pages, overview, regressions as inbox_page, roofline, trends, compare
+from dashboard.regressions import find_changes
+from dashboard.urlstate import Query, encode_query
+from fused_mlp import Case, cost
+from fused_mlp.grids import grid
+from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, SECOND_MACHINE, SYNTH_CEILINGS, write_dashboard_fixture
+from tests.suite_run import run_tiny_suite
+
+
+@pytest.fixture(scope="module")
+def fx(tmp_path_factory):
+    return write_dashboard_fixture(tmp_path_factory.mktemp("dash") / "results")
+
+
+@pytest.fixture(scope="module")
+def data(fx):
+    return build_data(fx.results_dir)
+
+
+@pytest.fixture(scope="module")
+def main_run(data):
+    return data.runs[(MAIN_MACHINE, MAIN_ENV)]
+
+
+def texts(component) -> str:
+    """All text in a Dash component tree."""
+    if component is None:
+        return ""
+    if isinstance(component, (str, int, float)):
+        return str(component)
+    if isinstance(component, (list, tuple)):
+        return " ".join(texts(c) for c in component)
+    return texts(getattr(component, "children", None))
+
+
+# --------------------------------------------------------------------------- data and metrics
+
+
+def test_broken_files_are_listed_and_the_rest_loads(fx, data):
+    skipped = {s.path: s.reason for s in data.report.skipped}
+    assert set(skipped) == set(fx.broken_files)
+    assert "truncated" in skipped[fx.broken_files[0]]
+    assert set(data.runs) == {(MAIN_MACHINE, MAIN_ENV), (MAIN_MACHINE, "existing-py_usr_bin_python3"),
+                              (SECOND_MACHINE, MAIN_ENV)}
+    panel = texts(render_page(ResultsStore(fx.results_dir), discover_pages(), "/", ""))
+    assert "2 file(s) skipped" in panel and "truncated JSON" in panel
+
+
+def test_case_fields_come_from_case_keys(main_run):
+    rows = main_run.rows.drop_duplicates("case")
+    for key, op, m, k, n, dtype, act in rows[["case", "op", "M", "K", "N", "dtype", "activation"]].itertuples(index=False):
+        case = Case.from_key(key)
+        assert (case.op, case.M, case.K, case.N, case.dtype, case.activation) == (op, m, k, n, dtype, act)
+
+
+def test_derived_metrics_follow_the_cost_model(data, main_run, fx):
+    rows = main_run.of_case(fx.regressed[0])
+    rows = rows[(rows["metric"] == "latency") & (rows["status"] == "ok")].head(5)
+    case = Case.from_key(fx.regressed[0])
+    tflops = metrics.derive(rows, "tflops")
+    np.testing.assert_allclose(tflops["y"], cost.flops(case) / rows["value"] / 1e12)
+    assert (tflops["y_lo"] <= tflops["y"]).all() and (tflops["y"] <= tflops["y_hi"]).all()
+    gbps = metrics.derive(rows, "gbps")
+    np.testing.assert_allclose(gbps["y"], cost.min_bytes(case) / rows["value"] / 1e9)
+    frac = metrics.derive(rows, "roofline", data.ceilings)
+    for (_, r), f in zip(rows.iterrows(), frac["y"]):
+        ceil = metrics.ceilings_of(data.ceilings, r["machine"], r["env_name"], r["commit_hash"])
+        assert f == pytest.approx(cost.floor_seconds(case, ceil) / r["value"])
+
+
+def test_ceilings_are_derived_per_run(data, main_run):
+    ceil = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, main_run.commits["commit_hash"].iloc[-1])
+    assert ceil.copy_gbps == pytest.approx(SYNTH_CEILINGS.copy_gbps, rel=0.05)
+    assert set(ceil.matmul_tflops) == {"bf16", "fp16", "fp32"}
+    assert metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, "not-a-commit") is None
+
+
+def test_speedup_is_best_baseline_over_fused(main_run):
+    newest = main_run.commits["commit_hash"].iloc[-1]
+    latency = main_run.at_commit(newest)
+    latency = latency[latency["metric"] == "latency"]
+    table = metrics.speedups(latency).set_index("case")
+    key = table.index[0]
+    times = latency[(latency["case"] == key) & (latency["status"] == "ok")].set_index("impl")["value"]
+    best = times.drop("fused").min()
+    assert table.loc[key, "speedup"] == pytest.approx(best / times["fused"])
+    assert table.loc[key, "baseline_impl"] == times.drop("fused").idxmin()
+    only_eager = metrics.speedups(latency, ["eager"]).set_index("case")
+    assert only_eager.loc[key, "baseline_impl"] == "eager"
+
+
+def test_compare_flags_the_planted_regression_with_asvs_rule(data, main_run, fx):
+    before = main_run.commits["commit_hash"].iloc[15]
+    table, _ = compare.compare_table(data, MAIN_MACHINE, MAIN_ENV, before, fx.regression_commit, "latency", "1.1",
+                                     None, None, None, None, None)
+    row = table[(table["case"] == fx.regressed[0]) & (table["impl"] == "fused")].iloc[0]
+    assert row["change"] == "worse" and row["significant"] and row["ratio"] == pytest.approx(1.3, abs=0.06)
+    assert table["significant"].sum() == 1  # noise (1.5 %) never passes a 10 % factor
+    failing = table[(table["case"] == fx.failing[0]) & (table["impl"] == "compile")].iloc[0]
+    assert failing["change"] == "failed → failed" and not failing["significant"]
+
+
+def test_grids_that_differ_between_commits(data, main_run, fx):
+    first, newest = main_run.commits["commit_hash"].iloc[0], main_run.commits["commit_hash"].iloc[-1]
+    table, _ = compare.compare_table(data, MAIN_MACHINE, MAIN_ENV, first, newest, "latency", "1.1",
+                                     ["narrow_mlp"], None, None, None, None)
+    assert len(table) and set(table["change"]) == {"absent → ok"}
+    narrow = next(c.key for c in fx.new_grid_cases if c.op == "narrow_mlp")
+    fig = trends.update(data, MAIN_MACHINE, MAIN_ENV, narrow, "latency", ["fused"], "commit", [], None)
+    line = next(t for t in fig.data if t.name == "fused")
+    assert min(line.x) == 8 and len(line.x) == 16  # measured only since the grid grew
+
+
+def test_facet_counts_count_cases_given_the_other_filters(main_run):
+    counts = metrics.facet_counts(main_run.catalog, {"op": ["gated_mlp"]})
+    assert counts["dtype"] == {"bf16": 3}
+    assert counts["op"]["linear_act"] == main_run.catalog[main_run.catalog["op"] == "linear_act"]["case"].nunique()
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def test_heatmap_has_one_panel_per_op_and_dtype(main_run):
+    newest = main_run.commits["commit_hash"].iloc[-1]
+    latency = main_run.at_commit(newest)
+    table = metrics.speedups(latency[latency["metric"] == "latency"])
+    fig = build_speedup_heatmap_figure(table, "dark")
+    assert {t.name for t in fig.data} == {f"{o} {d}" for o, d in table[["op", "dtype"]].drop_duplicates().itertuples(index=False)}
+    assert fig.layout.template.layout.paper_bgcolor is not None or fig.layout.paper_bgcolor == "#1e2127"
+    assert "No case" in build_speedup_heatmap_figure(table.iloc[:0]).layout.annotations[0].text
+
+
+def test_trend_figure_marks_detected_changes_and_the_linked_commit(data, fx):
+    fig = trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "latency", None, "commit", ["log"],
+                        fx.regression_commit)
+    names = [t.name for t in fig.data]
+    assert {"fused", "eager", "compile", "regressions"} <= set(names)
+    marker = fig.data[names.index("regressions")]
+    assert list(marker.x) == [16] and "+" in marker.text[0]
+    assert fig.layout.yaxis.type == "log"
+    assert any(s.x0 == 16 for s in fig.layout.shapes)  # the marked commit
+    fused = fig.data[names.index("fused")]
+    assert fused.customdata[16][0] == fx.regression_commit  # hover: hash and date
+    higher = trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "tflops", ["fused"], "date", [], None)
+    assert higher.layout.xaxis.title.text == "commit date" and "TFLOP/s" in higher.layout.yaxis.title.text
+
+
+def test_roofline_figure_draws_the_measured_roof(data, main_run):
+    newest = main_run.commits["commit_hash"].iloc[-1]
+    fig = roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest, None, None, None, None, None)
+    roofs = [t for t in fig.data if (t.name or "").startswith("roof")]
+    assert {t.name for t in roofs} == {"roof bf16", "roof fp16", "roof fp32"}
+    ceil = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, newest)
+    bf16 = roofs[[t.name for t in roofs].index("roof bf16")]
+    assert max(bf16.y) == pytest.approx(ceil.matmul_tflops["bf16"])
+    assert {t.xaxis for t in fig.data if t.name == "fused"} == {"x"}  # fused left, unfused right
+    assert "no roof" in build_roofline_figure(fig_points(data, newest), None).layout.title.text
+
+
+def fig_points(data, commit):
+    points, _ = roofline.roofline_points(data, MAIN_MACHINE, MAIN_ENV, commit, {})
+    return points
+
+
+# --------------------------------------------------------------------------- callbacks and app
+
+
+def test_overview_callback(data, main_run):
+    newest = main_run.commits["commit_hash"].iloc[-1]
+    fig, device, changes = overview.update(data, MAIN_MACHINE, MAIN_ENV, newest, ["gated_mlp"], None, None, None, None)
+    assert {t.name for t in fig.data} == {"gated_mlp bf16"}
+    assert "NVIDIA H200" in texts(device) and "GB/s" in texts(device)
+    assert "cases faster" in texts(changes)
+    fig, _, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, "nonsense", None, None, None, None, None)
+    assert "Pick" in fig.layout.annotations[0].text
+
+
+def test_compare_callback_and_csv(data, main_run, fx):
+    before = main_run.commits["commit_hash"].iloc[15]
+    rows, columns, summary = compare.update(data, MAIN_MACHINE, MAIN_ENV, before, fx.regression_commit, "latency", "1.1",
+                                            ["only"], None, None, None, None, None)
+    assert len(rows) == 1 and rows[0]["case"] == fx.regressed[0] and "1 worse" in texts(summary)
+    assert [c["id"] for c in columns] == compare.COLUMNS
+    csv = compare.csv_text(data, MAIN_MACHINE, MAIN_ENV, before, fx.regression_commit, "latency", "1.1", ["only"],
+                           None, None, None, None, None)
+    assert csv.splitlines()[0].startswith("metric,case,impl") and len(csv.splitlines()) == 2
+
+
+def test_regressions_inbox_groups_by_commit_and_links_to_trends(data, fx):
+    findings = find_changes(data.cases)
+    state = FindingsState("done", 0.0, findings, 1.0)
+    children, poll_disabled = inbox_page.inbox(data, state, None, "regression", [], "dark")
+    assert poll_disabled
+    text = texts(children)
+    assert fx.regression_commit[:10] in text and "1 series affected" in text
+    links = [c.href for c in _walk(children) if getattr(c, "href", None) and c.href.startswith("/trends")]
+    q = Query(links[0].split("?", 1)[1])
+    assert (q.one("case"), q.one("commit"), q.one("machine"), q.one("theme")) == (
+        fx.regressed[0], fx.regression_commit, MAIN_MACHINE, "dark")
+    running, disabled = inbox_page.inbox(data, FindingsState("running", 0.0), None, "regression", [])
+    assert not disabled and "Finding changes" in texts(running)
+
+
+def _walk(component):
+    if isinstance(component, (list, tuple)):
+        for c in component:
+            yield from _walk(c)
+    elif component is not None and not isinstance(component, str):
+        yield component
+        yield from _walk(getattr(component, "children", None))
+
+
+def test_url_state_round_trip_and_navigation():
+    search = encode_query({"machine": "h200", "impl": ["fused", "eager"], "case": "linear_act M=1 K=8 N=8 fp32 relu",
+                           "empty": [], "none": None})
+    q = Query(search)
+    assert q.many("impl") == ["fused", "eager"] and q.one("case") == "linear_act M=1 K=8 N=8 fp32 relu"
+    assert q.one("impl", allowed=["x"]) is None and "empty" not in search
+    ids = [{"type": "q", "page": "shell", "key": "theme"}, {"type": "q", "page": "trends", "key": "metric"}]
+    assert query_from_controls(["dark", "tflops"], ids, "") == "?theme=dark&metric=tflops"
+    hrefs, classes = nav_state(discover_pages(), "/trends", "?machine=h200&metric=tflops&theme=dark")
+    assert hrefs[1] == "/trends?machine=h200&theme=dark" and classes[1] == "active"
+
+
+def test_every_page_renders_from_a_link_and_bad_links_degrade(fx):
+    store = ResultsStore(fx.results_dir, detect_in_background=False)
+    pages = discover_pages()
+    assert [p.path for p in pages] == ["/", "/trends", "/compare", "/roofline", "/regressions"]
+    for page in pages:
+        assert "Could not build" not in texts(render_page(store, pages, page.path, "?machine=nope&commit=zzz&op=bogus"))
+    restored = render_page(store, pages, "/trends", f"?metric=gbps&case={fx.regressed[0]}&logy=log".replace(" ", "+"))
+    values = {c.id["key"]: c.value for c in _walk(restored) if isinstance(getattr(c, "id", None), dict)}
+    assert values["metric"] == "gbps" and values["case"] == fx.regressed[0] and values["logy"] == ["log"]
+    assert "not found" in texts(render_page(store, pages, "/nowhere", ""))
+
+
+def test_missing_or_empty_results_dir_shows_how_to_produce_results(tmp_path):
+    for path in (tmp_path / "missing", tmp_path):
+        text = texts(render_page(ResultsStore(path), discover_pages(), "/trends", ""))
+        assert "No benchmark results" in text and "asv run" in text and "--results" in text
+
+
+def test_app_never_writes_into_results(fx):
+    before = results_signature(fx.results_dir)
+    app = create_app(fx.results_dir, detect_in_background=False)
+    store = app.server.config["FUSED_MLP_STORE"]
+    assert store.findings().status == "done"
+    client = app.server.test_client()
+    assert client.get("/").status_code == 200 and client.get("/_dash-layout").status_code == 200
+    assert results_signature(fx.results_dir) == before
+
+
+# --------------------------------------------------------------------------- the real suite's output
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory):
+    return run_tiny_suite(tmp_path_factory.getbasetemp())[2]
+
+
+def test_real_cpu_run_of_the_suite_feeds_every_view(real_run):
+    data = build_data(real_run)
+    assert not data.empty and data.report.skipped == []
+    (machine, env), run = next(iter(data.runs.items()))
+    commit = run.commits["commit_hash"].iloc[-1]
+    ceil = metrics.ceilings_of(data.ceilings, machine, env, commit)
+    assert ceil is not None and set(ceil.matmul_tflops) == {"fp32"}  # the CPU run measures fp32 only
+    fig, device, _ = overview.update(data, machine, env, commit, None, None, None, None, None)
+    assert "No case has a fused" in fig.layout.annotations[0].text  # Triton skips without CUDA
+    case = grid("tiny")["linear_act"][0].key  # (the planted broken benchmark's case fails everywhere)
+    trend = trends.update(data, machine, env, case, "roofline", None, "commit", [], None)
+    eager = next(t for t in trend.data if t.name == "eager")
+    assert 0 < eager.y[0] < 1  # a CPU run is below its own roof
+    roof = roofline.update(data, machine, env, commit, None, None, None, None, None)
+    assert any(t.name == "roof fp32" for t in roof.data)
+    rows, _, _ = compare.update(data, machine, env, commit, commit, "latency", "1.1", [], None, None, None, None, None)
+    statuses = {r["impl"]: r["change"] for r in rows if r["case"] == case}
+    assert statuses["eager"] == "unchanged" and statuses["fused"] == "skipped → skipped"
