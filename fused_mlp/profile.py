@@ -4,14 +4,16 @@ or store a profile pass over a grid under results/profiles/.
     python -m fused_mlp.profile --op gated --dtype bf16 --M 8192 --K 768 --N 3072 --activation gelu_tanh
     python -m fused_mlp.profile --op linear --M 16 --K 4096 --N 14336 --impl fused,cublaslt --trace traces/
     python -m fused_mlp.profile --op narrow --M 2097152 --widths 64x64x64x64x64x64 --dtype fp16 --activation relu
-    python -m fused_mlp.profile --grid default --machine h200-runner --save results/profiles
+    python -m fused_mlp.profile --grid quick --machine h200-runner --save results/profiles [--trace]
 
 On the CPU the tables list operators (aten::...), not device kernels; the Triton kernels are
 profiled on CUDA only.
 """
 
 import argparse
+import dataclasses
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -90,21 +92,30 @@ def _git(*args) -> str:
     return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
 
 
-def save_profile_pass(grid_name: str, machine: str, save_dir: str, device: str, force: bool = False) -> Path:
+def save_profile_pass(grid_name: str, machine: str, save_dir: str, device: str, force: bool = False,
+                      traces: bool = False) -> Path:
     """Profile every Case of a grid with every implementation; write one JSON per machine and
-    commit: <save_dir>/<machine>/<commit>.json. Never overwrites an existing file unless force."""
+    commit: <save_dir>/<machine>/<commit>.json (with traces: gzipped Chrome traces under
+    <save_dir>/<machine>/<commit>/, each named in its summary relative to save_dir, those over
+    the size cap dropped). Never overwrites an existing pass unless force."""
     if _git("status", "--porcelain", "--untracked-files=no"):
         raise SystemExit("the working tree has uncommitted changes: a profile filed under HEAD would describe other code")
     commit = _git("rev-parse", "HEAD")
     path = Path(save_dir) / machine / f"{commit}.json"
     if path.exists() and not force:
         raise SystemExit(f"{path} exists; pass --force to replace it")
+    trace_dir = path.parent / commit if traces else None
     entries = []
     for family_cases in grid(grid_name).values():
         for case in family_cases:
-            for impl, summary in profile_case(case, implementations.names(case.op), device).items():
+            for impl, summary in profile_case(case, implementations.names(case.op), device, trace_dir).items():
                 entry = {"case": case.key, "impl": impl}
-                entry.update({"skipped": summary} if isinstance(summary, str) else {"summary": summary.to_dict()})
+                if isinstance(summary, str):
+                    entry["skipped"] = summary
+                else:
+                    if summary.trace:
+                        summary = dataclasses.replace(summary, trace=os.path.relpath(summary.trace, save_dir))
+                    entry["summary"] = summary.to_dict()
                 entries.append(entry)
     doc = {"version": 1, "machine": machine, "commit_hash": commit,
            "date": int(_git("log", "-1", "--format=%at", commit)) * 1000, "grid": grid_name,
@@ -128,7 +139,8 @@ def main(argv=None) -> int:
     parser.add_argument("--activation", default="gelu_tanh")
     parser.add_argument("--bias", action="store_true")
     parser.add_argument("--impl", default="all", help="comma-separated implementations, or all")
-    parser.add_argument("--trace", metavar="DIR", help="keep gzipped Chrome traces (open in Perfetto)")
+    parser.add_argument("--trace", metavar="DIR", nargs="?", const="",
+                        help="keep gzipped Chrome traces (open in Perfetto) in DIR; with --save, beside the pass")
     parser.add_argument("--grid", choices=sorted(GRIDS), help="profile pass over a grid (with --save)")
     parser.add_argument("--machine", help="machine name for --save")
     parser.add_argument("--save", metavar="DIR", help="store the pass as DIR/<machine>/<commit>.json")
@@ -139,10 +151,12 @@ def main(argv=None) -> int:
     if args.grid or args.save:
         if not (args.grid and args.save and args.machine):
             parser.error("a profile pass needs --grid, --machine and --save together")
-        print(f"wrote {save_profile_pass(args.grid, args.machine, args.save, device, args.force)}")
+        print(f"wrote {save_profile_pass(args.grid, args.machine, args.save, device, args.force, args.trace is not None)}")
         return 0
     if not args.op:
         parser.error("--op is required (or --grid/--machine/--save for a profile pass)")
+    if args.trace == "":
+        parser.error("--trace needs a folder here (only a profile pass with --save keeps traces beside it)")
     try:
         case = _case_from_args(args)
         impls = implementations.names(case.op) if args.impl == "all" else args.impl.split(",")
@@ -150,7 +164,7 @@ def main(argv=None) -> int:
             implementations.get(case.op, impl)
     except ValueError as e:
         parser.error(str(e))
-    print(format_profiles(case, profile_case(case, impls, device, args.trace)))
+    print(format_profiles(case, profile_case(case, impls, device, args.trace or None)))
     return 0
 
 

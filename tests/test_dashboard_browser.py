@@ -1,31 +1,13 @@
-"""Real-browser tests: headless Debian chromium + chromedriver through dash's testing tools.
+"""Real-browser tests of the pages (machinery in tests/browser_support.py)."""
 
-Needs /usr/bin/chromium (or DASH_TEST_CHROMEPATH) and chromedriver on PATH; nothing is
-downloaded. Without them the tests skip locally but FAIL when CI=true: a skipped browser test in
-CI would hide a broken UI.
-"""
-
-import os
-import shutil
-import time
 from urllib.parse import quote_plus
 
 import pytest
 
-CHROME = os.environ.get("DASH_TEST_CHROMEPATH") or shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-MISSING = None if CHROME and os.path.exists(CHROME) and DRIVER else (
-    f"headless browser tests need chromium and chromedriver (found chromium={CHROME!r}, chromedriver={DRIVER!r}); "
-    "apt-get install -y chromium chromium-driver")
-IN_CI = os.environ.get("CI", "").lower() == "true"
+from tests.browser_support import browser_on, figure_value, poll, severe_logs, skip_module_without_browser
 
-if MISSING and not IN_CI:
-    pytest.skip(MISSING, allow_module_level=True)
+skip_module_without_browser()
 
-from dash.testing.application_runners import ThreadedRunner  # noqa: E402
-from dash.testing.composite import DashComposite  # noqa: E402
-
-from dashboard.app import create_app  # noqa: E402
 from tests.suite_fixtures import write_dashboard_fixture  # noqa: E402
 
 
@@ -36,39 +18,8 @@ def fx(tmp_path_factory):
 
 @pytest.fixture
 def duo(fx, tmp_path):
-    if MISSING:
-        pytest.fail(f"CI=true but {MISSING}")
-    os.environ.setdefault("DASH_TEST_CHROMEPATH", CHROME)
-    app = create_app(fx.results_dir)
-    with ThreadedRunner() as server:
-        with DashComposite(server, browser="Chrome", headless=True, download_path=str(tmp_path),
-                           percy_finalize=False) as dc:
-            dc.start_server(app)
-            yield dc
-    app.server.config["FUSED_MLP_STORE"].close()
-
-
-def poll(fn, timeout=20.0, what="condition"):
-    """Wait until fn() is truthy (the UI updates asynchronously); return its value."""
-    end = time.time() + timeout
-    while time.time() < end:
-        try:
-            value = fn()
-        except Exception:  # element not rendered yet
-            value = None
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def figure_value(duo, graph_id, expr):
-    return duo.driver.execute_script(
-        f"const g = document.querySelector('#{graph_id} .js-plotly-plot'); return g && g.layout ? {expr} : null;")
-
-
-def severe_logs(duo):
-    return [e for e in duo.get_logs() or [] if e.get("level") == "SEVERE"]
+    with browser_on(fx.results_dir, tmp_path) as dc:
+        yield dc
 
 
 def test_brw001_every_page_opens_without_console_errors(duo):

@@ -1,0 +1,67 @@
+"""Shared machinery of the real-browser tests: headless Debian chromium + chromedriver through
+dash's testing tools. Nothing is downloaded. Without the browser a test skips locally but FAILS
+when CI=true: a skipped browser test in CI would hide a broken UI."""
+
+import os
+import shutil
+import time
+from contextlib import contextmanager
+
+import pytest
+
+CHROME = os.environ.get("DASH_TEST_CHROMEPATH") or shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+MISSING = None if CHROME and os.path.exists(CHROME) and DRIVER else (
+    f"headless browser tests need chromium and chromedriver (found chromium={CHROME!r}, chromedriver={DRIVER!r}); "
+    "apt-get install -y chromium chromium-driver")
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def skip_module_without_browser():
+    if MISSING and not IN_CI:
+        pytest.skip(MISSING, allow_module_level=True)
+
+
+@contextmanager
+def browser_on(results_dir, download_dir):
+    """A dash_duo-like composite driving the app over ``results_dir``."""
+    if MISSING:
+        pytest.fail(f"CI=true but {MISSING}")
+    from dash.testing.application_runners import ThreadedRunner
+    from dash.testing.composite import DashComposite
+
+    from dashboard.app import create_app
+
+    os.environ.setdefault("DASH_TEST_CHROMEPATH", CHROME)
+    app = create_app(results_dir)
+    try:
+        with ThreadedRunner() as server:
+            with DashComposite(server, browser="Chrome", headless=True, download_path=str(download_dir),
+                               percy_finalize=False) as dc:
+                dc.start_server(app)
+                yield dc
+    finally:
+        app.server.config["FUSED_MLP_STORE"].close()
+
+
+def poll(fn, timeout=20.0, what="condition"):
+    """Wait until fn() is truthy (the UI updates asynchronously); return its value."""
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            value = fn()
+        except Exception:  # element not rendered yet
+            value = None
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def figure_value(duo, graph_id, expr):
+    return duo.driver.execute_script(
+        f"const g = document.querySelector('#{graph_id} .js-plotly-plot'); return g && g.layout ? {expr} : null;")
+
+
+def severe_logs(duo):
+    return [e for e in duo.get_logs() or [] if e.get("level") == "SEVERE"]
