@@ -17,7 +17,7 @@ import dash
 from dash import ALL, Dash, Input, Output, State, dcc, html
 
 from dashboard.components import empty_state, load_report_panel, message
-from dashboard.figures import THEMES
+from dashboard.figures import THEMES, warm_up
 from dashboard.model import DEFAULT_ASV_CONF, DEFAULT_RESULTS_DIR, ResultsStore
 from dashboard.pages import Page, discover_pages
 from dashboard.urlstate import QUERY_TYPE, SHELL, Query, encode_query, qid
@@ -84,6 +84,7 @@ def create_app(results_dir: str | Path | None = None, asv_conf: Path | None = DE
     store = ResultsStore(results_dir if results_dir is not None else DEFAULT_RESULTS_DIR, asv_conf,
                          detect_in_background)
     pages = discover_pages()
+    warm_up()
     app = Dash(__name__, title="fused-mlp-bench", suppress_callback_exceptions=True, update_title=None)
     app.layout = shell(pages)
     app.server.config["FUSED_MLP_STORE"] = store

@@ -19,7 +19,7 @@ import pandas as pd
 
 from fused_mlp import Case, cost
 
-from dashboard.data import STATUS_OK
+from dashboard.data import SAMPLE_ROW, STATUS_OK
 
 COPY_BENCHMARK = "bench_device.CopyCeiling.track_copy_seconds"
 MATMUL_BENCHMARK = "bench_device.MatmulCeiling.track_matmul_seconds"
@@ -93,34 +93,62 @@ def cases_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """
     if "case" not in frame.columns or "impl" not in frame.columns:
         return _empty_cases_frame()
-    # map each distinct benchmark name once, then spread by categorical codes (1M rows at scale)
+    # Everything per row is done on integer codes: each distinct benchmark name, case key and
+    # Case field value is looked at once (1M rows at scale; hashing them all cost ~0.5 s).
     bench = frame["benchmark"].astype("category")
-    per_name = pd.Series([_METRIC_OF_SOURCE.get(str(b).rsplit(".", 1)[-1]) for b in bench.cat.categories],
-                         dtype=object)
-    codes = bench.cat.codes.to_numpy()
-    metric = pd.Series(np.where(codes >= 0, per_name.to_numpy()[np.maximum(codes, 0)], None), index=frame.index)
-    keep = metric.notna().to_numpy() & frame["case"].notna().to_numpy()
-    base_cols = ["machine", "env_name", "commit_hash", "date", "benchmark", "params_key", "value", "status",
-                 "unit", "ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat", "samples"]
-    out = frame.loc[keep, base_cols].copy()
-    out["metric"] = pd.Categorical(metric[keep], categories=list(STORED_METRICS))
-    case_codes, case_keys = pd.factorize(frame["case"].to_numpy()[keep])
-    case_cat = pd.Categorical.from_codes(case_codes, [str(k) for k in case_keys])
-    out["case"] = case_cat
-    impl_codes, impl_names = pd.factorize(frame["impl"].to_numpy()[keep])
-    out["impl"] = pd.Categorical.from_codes(impl_codes, [str(i) for i in impl_names])
+    metric_of_name = [_METRIC_OF_SOURCE.get(str(b).rsplit(".", 1)[-1]) for b in bench.cat.categories]
+    metric_code = np.array([-1 if m is None else STORED_METRICS.index(m) for m in metric_of_name] + [-1],
+                           dtype=np.int8)  # the last entry serves code -1 (no benchmark)
+    metric_codes = metric_code[bench.cat.codes.to_numpy()]
+    keep = (metric_codes >= 0) & frame["case"].notna().to_numpy()
+    case_cat = _factorized(frame["case"], keep)
     table = case_table(case_cat.categories)
     position = table.index.get_indexer(case_cat.categories)  # -1: key did not parse
     codes = np.asarray(case_cat.codes)
     row_pos = np.where(codes >= 0, position[np.maximum(codes, 0)], -1)
-    out = out[row_pos >= 0]
-    row_pos = row_pos[row_pos >= 0]
+    parsed = row_pos >= 0  # of the kept rows
+    rows = np.flatnonzero(keep)[parsed]
+    row_pos = row_pos[parsed]
+    base_cols = ["machine", "env_name", "commit_hash", "date", "benchmark", "params_key", "value", "status",
+                 "unit", "ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat"]
+    # samples as lists, or (load_results(samples="compact")) the row number in the SampleStore
+    base_cols += [c for c in ("samples", SAMPLE_ROW) if c in frame.columns]
+    out = frame[base_cols].take(rows)
+    out["metric"] = pd.Categorical.from_codes(metric_codes[rows], categories=list(STORED_METRICS))
+    out["case"] = pd.Categorical.from_codes(codes[parsed], dtype=case_cat.dtype)
+    impl = _factorized(frame["impl"], keep)
+    out["impl"] = pd.Categorical.from_codes(np.asarray(impl.codes)[parsed], dtype=impl.dtype)
+    used = np.unique(row_pos)  # the case-table rows in view
     for col in CASE_FIELDS:
-        values = table[col].to_numpy()[row_pos]
-        out[col] = pd.Categorical(values) if col in ("op", "dtype", "activation", "shape") else values
+        values = table[col].to_numpy()
+        if col in ("op", "dtype", "activation", "shape"):  # categories: the sorted values present
+            small = pd.Categorical(values[used])
+            code_of = np.full(len(table), -1, dtype=np.int64)
+            code_of[used] = small.codes
+            out[col] = pd.Categorical.from_codes(code_of[row_pos], dtype=small.dtype)
+        else:
+            out[col] = values[row_pos]
     for col in ("flops", "min_bytes", "intensity"):
         out[col] = table[col].to_numpy(dtype=float)[row_pos]
     return out.reset_index(drop=True)
+
+
+def _factorized(column: pd.Series, keep: np.ndarray) -> pd.Categorical:
+    """The kept values as a Categorical of their str(), categories in order of appearance.
+
+    A categorical column (``load_results(samples="compact")``) is recoded from its integer
+    codes; anything else is hashed (pd.factorize). Both give the same result.
+    """
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        codes = column.cat.codes.to_numpy()[keep]
+        present, first_seen = np.unique(codes[codes >= 0], return_index=True)
+        present = present[np.argsort(first_seen, kind="stable")]  # order of appearance
+        remap = np.full(len(column.cat.categories) + 1, -1, dtype=np.int64)
+        remap[present] = np.arange(len(present))
+        categories = column.cat.categories.to_numpy(dtype=object)[present]
+        return pd.Categorical.from_codes(remap[codes], [str(k) for k in categories])
+    codes, uniques = pd.factorize(column.to_numpy()[keep])
+    return pd.Categorical.from_codes(codes, [str(k) for k in uniques])
 
 
 def _empty_cases_frame() -> pd.DataFrame:

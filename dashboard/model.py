@@ -5,6 +5,11 @@ Case rows with their fields (``metrics.cases_frame``), the ceilings per run, eac
 order and the commit URL. It reloads only when the files under the results dir change, and it
 never writes there.
 
+Raw samples stay compact (``dashboard.data.SampleStore``, one flat float array): rows carry a
+``sample_row`` number, and ``Run.at_commit`` / ``Run.of_case`` hand out their rows with the
+``samples`` column built for just those rows (Compare's significance test, the detector on the
+series in view). ``DashboardData.cases`` builds it for every row, on first use.
+
 Regression detection over every series takes tens of seconds at scale (find_changes is
 ~41 s for 500 commits x 2,000 series), so it runs once per results set in a separate process
 (no GIL contention with the web server) and pages poll for it; the Trends page runs the same
@@ -27,7 +32,8 @@ import numpy as np
 import pandas as pd
 
 from dashboard import metrics
-from dashboard.data import LoadReport, ResultsDirError, commit_order, load_results
+from dashboard.data import (SAMPLE_ROW, SAMPLES_COMPACT, LoadReport, ResultsDirError, SampleStore,
+                            commit_order, load_results)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RESULTS_DIR = REPO_ROOT / "results"
@@ -56,7 +62,8 @@ class Run:
     machine: str
     env_name: str
     commits: pd.DataFrame  # commit_hash, date, position
-    rows: pd.DataFrame  # metrics.cases_frame rows of this run
+    rows: pd.DataFrame  # metrics.cases_frame rows of this run (``sample_row``, no ``samples``)
+    samples: SampleStore | None = None  # what ``sample_row`` indexes
 
     @cached_property
     def catalog(self) -> pd.DataFrame:
@@ -77,13 +84,19 @@ class Run:
         pairs = self.rows[["benchmark", "params_key", "case", "impl"]].drop_duplicates(["benchmark", "params_key"])
         return {(str(b), str(p)): (str(c), str(i)) for b, p, c, i in pairs.itertuples(index=False)}
 
+    def warm(self) -> None:
+        """Build the cached indexes (part of loading, not of the first callback)."""
+        self.catalog, self._by_commit, self._by_case  # noqa: B018 (cached_property side effect)
+
     def at_commit(self, commit: str | None) -> pd.DataFrame:
+        """The rows measured at one commit, with their ``samples``."""
         positions = self._by_commit.get(commit)
-        return self.rows.iloc[positions] if positions is not None else self.rows.iloc[:0]
+        return with_samples(self.rows.iloc[positions] if positions is not None else self.rows.iloc[:0], self.samples)
 
     def of_case(self, case: str | None) -> pd.DataFrame:
+        """Every row of one case (all commits, impls and metrics), with their ``samples``."""
         positions = self._by_case.get(case)
-        return self.rows.iloc[positions] if positions is not None else self.rows.iloc[:0]
+        return with_samples(self.rows.iloc[positions] if positions is not None else self.rows.iloc[:0], self.samples)
 
     def previous_commit(self, commit: str) -> str | None:
         hashes = self.commits["commit_hash"].tolist()
@@ -91,18 +104,33 @@ class Run:
         return hashes[i - 1] if i > 0 else None
 
 
+def with_samples(rows: pd.DataFrame, samples: SampleStore | None) -> pd.DataFrame:
+    """``rows`` with a ``samples`` column (lists or None, as asv stored them) built from the store."""
+    if SAMPLE_ROW not in rows.columns or samples is None:
+        return rows
+    out = rows.drop(columns=SAMPLE_ROW)
+    out.insert(rows.columns.get_loc(SAMPLE_ROW), "samples", samples.lists(rows[SAMPLE_ROW].to_numpy()))
+    return out
+
+
 @dataclass
 class DashboardData:
     results_dir: Path
     problem: str | None  # why there is nothing to show (missing dir, no result files), else None
     report: LoadReport = field(default_factory=LoadReport)
-    cases: pd.DataFrame = field(default_factory=pd.DataFrame)
+    case_rows: pd.DataFrame = field(default_factory=pd.DataFrame)  # every run's Case rows, ``sample_row``
     ceilings: pd.DataFrame = field(default_factory=pd.DataFrame)
     runs: dict[tuple[str, str], Run] = field(default_factory=dict)
     machines: dict = field(default_factory=dict)
     benchmarks: dict = field(default_factory=dict)
     commit_url: str | None = None
     signature: tuple = ()
+    samples: SampleStore | None = None
+
+    @cached_property
+    def cases(self) -> pd.DataFrame:
+        """Every Case row with its ``samples`` (built on first use: a list per row is ~1 s at scale)."""
+        return with_samples(self.case_rows, self.samples)
 
     @property
     def empty(self) -> bool:
@@ -158,15 +186,19 @@ def build_data(results_dir: str | Path, asv_conf: Path | None = DEFAULT_ASV_CONF
     """Load and index a results dir; never raises for bad input (the problem is reported)."""
     root = Path(results_dir)
     signature = results_signature(root)
-    commit_url = read_commit_url(asv_conf)
-    try:
-        loaded = load_results(root)
-    except ResultsDirError as exc:
-        return DashboardData(root, str(exc), commit_url=commit_url, signature=signature)
+    # Reading asv.conf.json imports asv (~0.2 s): done in a thread while the files are parsed
+    # (in worker processes at scale, so this process only waits meanwhile).
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        url_future = pool.submit(read_commit_url, asv_conf)
+        try:
+            loaded = load_results(root, samples=SAMPLES_COMPACT)
+        except ResultsDirError as exc:
+            return DashboardData(root, str(exc), commit_url=url_future.result(), signature=signature)
+        commit_url = url_future.result()
     cases = metrics.cases_frame(loaded.frame)
     data = DashboardData(root, None, loaded.load_report, cases, metrics.ceilings_table(loaded.frame),
                          machines=loaded.machines, benchmarks=loaded.benchmarks, commit_url=commit_url,
-                         signature=signature)
+                         signature=signature, samples=loaded.samples)
     if cases.empty:
         n_files = len(loaded.load_report.loaded_files)
         data.problem = (f"no benchmark results of this suite in {str(root)!r}" if n_files
@@ -178,7 +210,10 @@ def build_data(results_dir: str | Path, asv_conf: Path | None = DEFAULT_ASV_CONF
         commits = commits[commits["commit_hash"].isin(rows["commit_hash"].unique())]
         commits = commits[["commit_hash", "date"]].astype({"commit_hash": str}).reset_index(drop=True)
         commits["position"] = np.arange(len(commits))
-        data.runs[(str(machine), str(env))] = Run(str(machine), str(env), commits, rows.reset_index(drop=True))
+        data.runs[(str(machine), str(env))] = Run(str(machine), str(env), commits, rows.reset_index(drop=True),
+                                                  loaded.samples)
+    for run in data.runs.values():  # index now, so no page's first callback pays for it
+        run.warm()
     return data
 
 
@@ -190,8 +225,9 @@ def _detect_in_subprocess(results_dir: str) -> list:
     from dashboard.data import load_results as load
     from dashboard.regressions import find_changes
 
-    loaded = load(results_dir)
-    return find_changes(metrics.cases_frame(loaded.frame), benchmarks_meta=loaded.benchmarks)
+    loaded = load(results_dir, samples=SAMPLES_COMPACT)
+    cases = with_samples(metrics.cases_frame(loaded.frame), loaded.samples)
+    return find_changes(cases, benchmarks_meta=loaded.benchmarks)
 
 
 @dataclass

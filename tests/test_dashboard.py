@@ -236,7 +236,7 @@ def test_url_state_round_trip_and_navigation():
 def test_every_page_renders_from_a_link_and_bad_links_degrade(fx):
     store = ResultsStore(fx.results_dir, detect_in_background=False)
     pages = discover_pages()
-    assert [p.path for p in pages] == ["/", "/trends", "/compare", "/roofline", "/regressions"]
+    assert [p.path for p in pages] == ["/", "/trends", "/compare", "/roofline", "/regressions", "/profile"]
     for page in pages:
         assert "Could not build" not in texts(render_page(store, pages, page.path, "?machine=nope&commit=zzz&op=bogus"))
     restored = render_page(store, pages, "/trends", f"?metric=gbps&case={fx.regressed[0]}&logy=log".replace(" ", "+"))
@@ -287,3 +287,22 @@ def test_real_cpu_run_of_the_suite_feeds_every_view(real_run):
     rows, _, _ = compare.update(data, machine, env, commit, commit, "latency", "1.1", [], None, None, None, None, None)
     statuses = {r["impl"]: r["change"] for r in rows if r["case"] == case}
     assert statuses["eager"] == "unchanged" and statuses["fused"] == "skipped → skipped"
+
+
+def test_samples_are_built_for_the_rows_a_view_asks_for(fx, data, main_run):
+    """Rows keep samples compact; at_commit / of_case / data.cases give asv's lists, the same
+    as load_results' samples column."""
+    from dashboard.data import load_results
+
+    assert "samples" not in main_run.rows.columns and "sample_row" in main_run.rows.columns
+    lists = load_results(fx.results_dir).frame
+    keys = ["commit_hash", "benchmark", "params_key"]
+    expected = {tuple(map(str, k)): s for *k, s in lists[[*keys, "samples"]].itertuples(index=False)}
+    commit = fx.regression_commit
+    for rows in (main_run.at_commit(commit), main_run.of_case(fx.regressed[0]), data.cases.head(500)):
+        assert "samples" in rows.columns and "sample_row" not in rows.columns and len(rows)
+        for *k, s in rows[[*keys, "samples"]].itertuples(index=False):
+            assert s == expected[tuple(map(str, k))]
+    at = main_run.at_commit(commit)
+    assert at["samples"].map(lambda s: isinstance(s, list)).any() and at["samples"].isna().any()  # skipped: None
+    assert list(main_run.at_commit("no-such-commit").columns) == list(at.columns)

@@ -156,3 +156,70 @@ def test_machine_filter(tmp_path):
     assert set(load_results(tmp_path, machine="m2").frame["machine"]) == {"m2"}
     assert len(load_results(tmp_path).frame) == 7
     assert np.isfinite(load_results(tmp_path).frame["value"]).all()
+
+
+# --------------------------------------------------------------------------- speed paths: same results
+
+
+def _assert_same_load(a, b):
+    assert list(a.frame.columns) == list(b.frame.columns) and a.param_columns == b.param_columns
+    assert a.load_report.lines() == b.load_report.lines() and a.load_report.loaded_files == b.load_report.loaded_files
+    samples_a, samples_b = a.frame["samples"].tolist(), b.frame["samples"].tolist()
+    pd.testing.assert_frame_equal(a.frame.drop(columns="samples"), b.frame.drop(columns="samples"), check_exact=True)
+    assert samples_a == samples_b
+
+
+def test_parsing_on_several_processes_gives_the_same_frame_and_report(tmp_path):
+    specs = [SeriesSpec("b.S.track_latency", (m, impl), ("m", "impl")) for m in (1, 7) for impl in ("a", "b")]
+    write_history(tmp_path, specs, 40, seed=5, n_samples=4)
+    machine = tmp_path / "synthetic-gpu"
+    (machine / "c1-truncated.json").write_text(REAL_RESULT[:300])
+    (machine / "c2-foreign.json").write_text('{"hello": "world"}')
+    (machine / "machine.json").write_text("{")
+    one = load_results(tmp_path, jobs=1)
+    two = load_results(tmp_path, jobs=2)  # 42 files: a spawned worker pool parses them
+    _assert_same_load(one, two)
+    reasons = [s.reason.split(" (")[0] for s in two.load_report.skipped]
+    assert reasons == ["truncated JSON", "truncated JSON", "not an asv result file"]  # machine.json first, then files
+    assert len(two.frame) == 40 * 4
+
+
+def test_compact_samples_are_the_same_samples(real_results):
+    lists = load_results(real_results)
+    compact = load_results(real_results, samples="compact")
+    assert "samples" not in compact.frame.columns and lists.samples is None
+    assert compact.samples.lists(compact.frame["sample_row"]) == lists.frame["samples"].tolist()
+    assert compact.samples.lists([]) == [] and compact.samples.lists([2, 0]) == [
+        lists.frame["samples"].iloc[2], lists.frame["samples"].iloc[0]]
+    # same values, parameters as categories
+    for column in compact.param_columns:
+        assert compact.frame[column].astype(object).where(compact.frame[column].notna(), None).tolist() == \
+            lists.frame[column].astype(object).where(lists.frame[column].notna(), None).tolist()
+    shared = [c for c in lists.frame.columns if c not in ("samples", *lists.param_columns)]
+    pd.testing.assert_frame_equal(lists.frame[shared], compact.frame[shared], check_exact=True)
+    with pytest.raises(ValueError, match="samples must be"):
+        load_results(real_results, samples="lazy")
+
+
+def test_null_nan_and_infinity_keep_their_meaning_in_every_path(real_results):
+    for kwargs in ({"jobs": 1}, {"samples": "compact"}):
+        frame = load_results(real_results, **kwargs).frame
+        statuses = frame.sort_values(["benchmark", "params_key"])["status"].astype(str).tolist()
+        assert statuses.count("failed") == 2 and statuses.count("skipped") == 2
+        inf = _row(frame, "bench_probe.Suite.track_latency", m=16, impl="unfused")
+        assert inf["ci_99_a"] == -math.inf and inf["ci_99_b"] == math.inf
+
+
+def test_odd_values_become_nan_not_errors(tmp_path):
+    doc = json.loads(REAL_RESULT.replace("NaN", "null").replace("-Infinity", "null").replace("Infinity", "null"))
+    doc["results"]["bench_probe.track_plain"] = [["5.0"], [], "v", 1, 0.1, [True], None, None, None, None, None,
+                                                 [[1, "x", 2.5]]]
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "a-env.json").write_text(json.dumps(doc))
+    for kwargs in ({}, {"samples": "compact"}):
+        loaded = load_results(tmp_path, **kwargs)
+        plain = _row(loaded.frame, "bench_probe.track_plain")
+        assert plain["status"] == "skipped" and math.isnan(plain["value"]) and plain["ci_99_a"] == 1.0
+    assert plain is not None and loaded.load_report.ok
+    samples = load_results(tmp_path)
+    assert _row(samples.frame, "bench_probe.track_plain")["samples"][::2] == [1.0, 2.5]
