@@ -37,14 +37,14 @@ def skip(reason: str):
 
 
 class _CaseBenchmark:  # underscore: asv discovers only the concrete families
-    """One workload family: params = (case key, implementation). Subclasses set `family`.
+    """One workload family: params = (case key, implementation); subclasses set
+    `params = _CaseBenchmark.family_params(<family>)`.
 
     setup() refuses what cannot run here (skip = NaN) and checks the implementation's output
     against the float64 reference before anything is timed: a wrong result raises, so asv
     records a failure (null), never a time.
     """
 
-    family = ""
     param_names = ["case", "impl"]
     timeout = 900  # one process per combination: import, CUDA init, Triton/Inductor compile, samples
     version = "1"  # bump when what a metric means changes; old results are then set apart
@@ -68,8 +68,10 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete families
             raise NotImplementedError(f"{cost.flops(case):.2g} flops is too large for a CPU run")
         fn = self.implementation(case, impl)
         try:
+            # Inputs are made outside inference mode: inference tensors carry no version counter,
+            # so narrow_mlp could not keep its packed weights between calls.
+            self.inputs = case.make_inputs(self.device)
             with torch.inference_mode():
-                self.inputs = case.make_inputs(self.device)
                 out = fn(**self.inputs)  # first call: compiles and autotunes
                 problem = mismatch(out, REFERENCES[case.op](**self.inputs), case.torch_dtype)
         except torch.cuda.OutOfMemoryError as e:

@@ -140,3 +140,12 @@ class TestSetup:
         out = bench.track_latency(key, "eager")
         assert out["number"] == 1 and len(out["samples"]) == bench.samples
         assert all(0 < s < 1 for s in out["samples"])
+
+
+def test_benchmark_inputs_keep_version_counters():
+    """Inference-mode tensors have no version counter, and narrow_mlp would then repack its
+    weights inside every timed call; setup must make its inputs outside inference mode."""
+    bench = common._CaseBenchmark()
+    bench.setup(grid("tiny")["narrow_mlp"][0].key, "eager")
+    tensors = [bench.inputs["x"], *bench.inputs["weights"], *bench.inputs["biases"]]
+    assert not any(t.is_inference() for t in tensors)
