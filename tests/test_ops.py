@@ -86,8 +86,9 @@ def test_non_contiguous_inputs(device, poisoned_empty):
     x = base[:, 5:45]  # row stride 80, not 40
     weight = torch.randn(40, 29, device=device).t()  # (29, 40) with strides (1, 29)
     assert not x.is_contiguous() and not weight.is_contiguous()
-    out = fused_mlp.linear_act(x, weight, None, "relu")
-    assert_close(out, REFERENCES["linear_act"](x, weight, None, "relu"), torch.float32)
+    bias = torch.randn(29, 3, device=device)[:, 1]  # a strided view: stride 3
+    out = fused_mlp.linear_act(x, weight, bias, "relu")
+    assert_close(out, REFERENCES["linear_act"](x, weight, bias, "relu"), torch.float32)
     w_up = torch.randn(40, 29, device=device).t()
     out = fused_mlp.gated_up(x, weight, w_up, "silu")
     assert_close(out, REFERENCES["gated_up"](x, weight, w_up, "silu"), torch.float32)

@@ -15,7 +15,7 @@ from ._matmul_common import check_activation_input, gemm_configs, grouped_tile, 
 def _linear_act_kernel(
     x_ptr, w_ptr, b_ptr, out_ptr,
     M, N, K, M_BUCKET,
-    stride_xm, stride_xk, stride_wn, stride_wk, stride_om, stride_on,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
     DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
@@ -42,7 +42,7 @@ def _linear_act_kernel(
 
     # Epilogue on the fp32 accumulator; one cast at the store.
     if HAS_BIAS:
-        bias = tl.load(b_ptr + offs_n, mask=offs_n < N, other=0.0)
+        bias = tl.load(b_ptr + offs_n * stride_b, mask=offs_n < N, other=0.0)
         acc += bias.to(tl.float32)[None, :]
     acc = ACTIVATION(acc)
     out_ptrs = out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on
@@ -79,7 +79,7 @@ def linear_act(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None 
             x2, weight, bias if bias is not None else weight, out,
             M, N, K, m_bucket(M),
             x2.stride(0), x2.stride(1), weight.stride(0), weight.stride(1),
-            out.stride(0), out.stride(1),
+            bias.stride(0) if bias is not None else 0, out.stride(0), out.stride(1),
             HAS_BIAS=bias is not None, ACTIVATION=act.triton_fn,
             DOT_UPCAST=dot_upcast_needed(x.dtype), INPUT_PRECISION=v.dot_precision(x.dtype),
         )
