@@ -12,8 +12,7 @@ from torch import nn
 from .activations import activation_of_module, get_activation
 from .ops.gated_up import gated_mlp
 from .ops.linear_act import linear_act
-from ._validate import check_forward_only
-from .ops.narrow_mlp import PackedLayersCache, narrow_mlp_packed
+from .ops.narrow_mlp import narrow_mlp
 
 
 def _split_sequential(seq, what: str) -> list[tuple[nn.Linear, str | None]]:
@@ -165,18 +164,11 @@ class FusedNarrowMLP(nn.Module):
         self.layers = nn.ModuleList(
             nn.Linear(i, o, bias=bias, device=device, dtype=dtype) for i, o in zip(widths[:-1], widths[1:])
         )
-        self._packing = PackedLayersCache()
 
     def forward(self, x):
-        # Packing runs without autograd, so check here that nobody expects a gradient.
-        check_forward_only(x, *self.parameters())
-        with torch.no_grad():
-            packed_w, packed_b = self._packing.get(
-                [layer.weight for layer in self.layers],
-                [layer.bias for layer in self.layers] if self.layers[0].bias is not None else None,
-            )
-        return narrow_mlp_packed(x, packed_w, packed_b, self.layers[0].in_features,
-                                 self.layers[-1].out_features, self.activation, self.output_activation)
+        biases = [layer.bias for layer in self.layers] if self.layers[0].bias is not None else None
+        return narrow_mlp(x, [layer.weight for layer in self.layers], biases,
+                          self.activation, self.output_activation)
 
     @classmethod
     def from_module(cls, m: nn.Module) -> "FusedNarrowMLP":

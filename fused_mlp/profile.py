@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from . import implementations
+from . import baselines, implementations
 from .cases import Case
 from .environment import machine_identity
 from .grids import GRIDS, grid
@@ -45,6 +45,7 @@ def profile_case(case: Case, impls: list[str], device: str, trace_dir: str | Non
     """impl -> its summary, or the reason it was not profiled."""
     out: dict[str, ProfileSummary | str] = {}
     inputs = None
+    baselines.reset_compiled()  # a fresh graph per case: a pass over a grid must not hit the recompile limit
     for impl in impls:
         reason = implementations.unavailable_reason(case.op, impl, device, case.activation)
         if impl == "fused" and device == "cpu":
@@ -54,10 +55,9 @@ def profile_case(case: Case, impls: list[str], device: str, trace_dir: str | Non
             continue
         if inputs is None:
             inputs = case.make_inputs(device)
-        fn = implementations.get(case.op, impl)
         trace = str(Path(trace_dir) / f"{case.key.replace(' ', '_')}-{impl}.json.gz") if trace_dir else None
         with torch.inference_mode():
-            out[impl] = profile_call(lambda: fn(**inputs), device, trace_path=trace)
+            out[impl] = profile_call(implementations.prepare(case.op, impl, inputs), device, trace_path=trace)
     return out
 
 

@@ -25,9 +25,9 @@ class BrokenGate(_CaseBenchmark):
 
     params = (["linear_act M=8 K=16 N=32 fp32 relu"], ["eager"])
 
-    def implementation(self, case, impl):
-        real = implementations.get(case.op, impl)
-        return lambda **inputs: real(**inputs) * 1.01
+    def prepared_call(self, case, impl, inputs):
+        real = implementations.prepare(case.op, impl, inputs)
+        return lambda: real() * 1.01
 '''
 
 

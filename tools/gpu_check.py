@@ -23,7 +23,7 @@ if not torch.cuda.is_available():
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from fused_mlp import Case, implementations  # noqa: E402
+from fused_mlp import Case, baselines, implementations  # noqa: E402
 from fused_mlp.cost import floor_seconds  # noqa: E402
 from fused_mlp.timing import measure_ceilings, median, time_samples  # noqa: E402
 from fused_mlp.reference import REFERENCES, TOLERANCE, mismatch, rel_error  # noqa: E402
@@ -51,6 +51,7 @@ def small_cases(dtype: str) -> list[Case]:
 
 
 def check_case(case: Case, device, samples: int) -> dict:
+    baselines.reset_compiled()  # a fresh torch.compile graph per case (Dynamo's recompile limit)
     inputs = case.make_inputs(device)
     row = {"case": case.key, "op": case.op, "dtype": case.dtype}
     with torch.inference_mode():
@@ -65,9 +66,9 @@ def check_case(case: Case, device, samples: int) -> dict:
         for impl in implementations.names(case.op):
             if implementations.unavailable_reason(case.op, impl, device, case.activation):
                 continue
-            fn = implementations.get(case.op, impl)
+            call = implementations.prepare(case.op, impl, inputs)
             start = time.perf_counter()
-            times = time_samples(lambda: fn(**inputs), device, samples=samples)
+            times = time_samples(call, device, samples=samples)
             row["seconds"][impl] = {"median": median(times), "samples": times,
                                     "wall_incl_warmup_s": time.perf_counter() - start}
     return row

@@ -106,8 +106,10 @@ def _check_layers(weights, biases):
 def pack_layers(weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor | None] | None = None):
     """Validate the layers and pack them into the kernel's zero-padded buffers.
 
-    Returns (packed_weights (L, W, W), packed_biases (L, W) or None). FusedNarrowMLP packs once
-    and reuses the result; the functional `narrow_mlp` packs on every call.
+    Returns (packed_weights (L, W, W), packed_biases (L, W) or None). `narrow_mlp` and
+    FusedNarrowMLP pack on every call (a few small copies): no cache can see every way weights
+    change (writes through .data or numpy bump no version counter). Where the weights are known
+    to stay fixed, pack once and call `narrow_mlp_packed` (implementations.prepare does).
     """
     _check_layers(weights, biases)
     first = weights[0]
@@ -127,42 +129,6 @@ def pack_layers(weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor |
     return packed_w, packed_b
 
 
-def _stamp(tensors) -> tuple | None:
-    """What identifies these tensors' current contents while their storage is kept alive:
-    address, layout and version counter (bumped by every in-place write). None for
-    inference-mode tensors, which have no version counter and so are never cached."""
-    if any(t.is_inference() for t in tensors):
-        return None
-    return tuple((t.data_ptr(), t._version, t.dtype, t.device, tuple(t.shape), t.stride()) for t in tensors)
-
-
-class PackedLayersCache:
-    """Packs layers once and hands the packing back while the same, unmodified tensors return.
-
-    The cache keeps the packed tensors' sources alive (detached aliases), so their memory cannot
-    be freed and handed to other weights while cached: an equal stamp then means equal data.
-    """
-
-    def __init__(self):
-        self._entry = None  # (kept-alive sources, bias layout, stamp, packing)
-
-    def get(self, weights, biases):
-        _check_layers(weights, biases)
-        tensors = [t for t in (*weights, *(biases or ())) if t is not None]
-        layout = None if biases is None else tuple(b is None for b in biases)
-        stamp = _stamp(tensors)
-        if stamp is not None and self._entry is not None and self._entry[1:3] == (layout, stamp):
-            return self._entry[3]
-        packed = pack_layers(weights, biases)
-        self._entry = ([t.detach() for t in tensors], layout, stamp, packed) if stamp is not None else None
-        return packed
-
-
-# The functional op's cache: repeated calls with one set of weights (inference, a benchmark
-# loop) pack once.
-_functional_cache = PackedLayersCache()
-
-
 def narrow_mlp_packed(x: torch.Tensor, packed_weights: torch.Tensor, packed_biases: torch.Tensor | None,
                       in_features: int, out_features: int, activation: str = "relu",
                       output_activation: str | None = None) -> torch.Tensor:
@@ -177,6 +143,15 @@ def narrow_mlp_packed(x: torch.Tensor, packed_weights: torch.Tensor, packed_bias
         raise ValueError(
             f"x has shape {tuple(x.shape)}; its last dim must be the MLP's in_features = {in_features}"
         )
+    if packed_weights.dim() != 3 or packed_weights.shape[1] != packed_weights.shape[2]:
+        raise ValueError(f"packed_weights has shape {tuple(packed_weights.shape)}; expected (layers, W, W) from pack_layers")
+    width = packed_weights.shape[1]
+    if not (0 < in_features <= width and 0 < out_features <= width):
+        raise ValueError(f"in_features={in_features} and out_features={out_features} must be in 1..{width}, "
+                         "the packed width")
+    if packed_biases is not None:
+        v.check_same("packed_weights", packed_weights, packed_biases=packed_biases)
+        v.check_shape("packed_biases", packed_biases.shape, packed_weights.shape[:2], "(layers, W) from pack_layers")
     x2 = x.reshape(-1, in_features)
     M = x2.shape[0]
     out = torch.empty((M, out_features), dtype=x.dtype, device=x.device)
@@ -208,7 +183,7 @@ def narrow_mlp(x: torch.Tensor, weights: Sequence[torch.Tensor],
     get_activation(activation)
     get_activation(output_activation or "none", "output_activation")
     v.check_tensor("x", x, min_ndim=1)
-    packed_w, packed_b = _functional_cache.get(weights, biases)
+    packed_w, packed_b = pack_layers(weights, biases)
     v.check_same("x", x, **{"weights[0]": weights[0]})
     return narrow_mlp_packed(
         x, packed_w, packed_b, weights[0].shape[1], weights[-1].shape[0], activation, output_activation
