@@ -91,6 +91,10 @@ def profile_call(fn, device, calls: int = 5, warmup: int = 3, trace_path: str | 
     launch_us = 0.0
     for event in prof.events():
         if device == "cuda":
+            # Our own record_function range also appears on the GPU timeline (a user annotation
+            # spanning the call's kernels); it is not a kernel.
+            if getattr(event, "is_user_annotation", False) or event.name == _CALL_MARK:
+                continue
             if event.device_type == DeviceType.CUDA and not event.name.startswith(_NOT_KERNELS):
                 counts[event.name] += 1
                 seconds[event.name] += event.device_time / 1e6
