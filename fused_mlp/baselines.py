@@ -75,6 +75,14 @@ def compiled(op: str) -> Callable:
     return _compiled[op]
 
 
+def reset_compiled() -> None:
+    """Forget every compiled graph. Call between workloads in one process: Dynamo recompiles per
+    shape and, past its recompile limit (8), silently falls back to eager, which would time
+    eager under the name compile."""
+    _compiled.clear()
+    torch._dynamo.reset()
+
+
 def unavailable_reason(impl: str, op: str, device: torch.device, activation: str) -> str | None:
     """Why a baseline cannot run this workload here, or None when it can."""
     if impl == "cublaslt":
