@@ -38,7 +38,8 @@ run_one() {  # $1 = commit
 }
 
 if [ -z "$commits" ]; then
-  run_one "$(git rev-parse HEAD)"
+  # asv runs benchmarks from a temp dir: put this checkout's fused_mlp first on their path.
+  ASV_PYTHONPATH="$PWD${ASV_PYTHONPATH:+:$ASV_PYTHONPATH}" run_one "$(git rev-parse HEAD)"
   exit 0
 fi
 
