@@ -26,7 +26,11 @@ values in commit-date order. Per series:
    splits); reported as kind "gradual". Same-direction neighbours are merged into one
    change (a drift fitted as a staircase) when fewer than ``merge_gap`` commits apart or
    when a straight ramp fits the stretch as well as the staircase (BIC).
-4. Direction: :func:`metric_direction` says whether lower or higher is better, so a rising
+4. Where exactly: a small change in noise cannot be placed to the commit, so each change
+   also carries an interval of plausible positions (:func:`change_interval`: the splits
+   whose one-change fit is within a likelihood-ratio cut of the best; ``Change.index_low``
+   / ``index_high``, ``Finding.earliest_commit`` / ``latest_commit``).
+5. Direction: :func:`metric_direction` says whether lower or higher is better, so a rising
    TFLOP/s is an improvement and a falling one a regression.
 
 ``find_changes(frame)`` returns a list of :class:`Finding`; ``findings_frame`` turns it
@@ -142,6 +146,10 @@ class Change:
     confirmed: bool
     kind: str  # "step" (found by the step fit) or "gradual" (whole-stretch comparison)
     present_at_newest: bool
+    # Plausible positions of the change: [index_low, index_high] (see change_interval);
+    # -1 when unknown (then use index).
+    index_low: int = -1
+    index_high: int = -1
 
 
 def detect_changes(
@@ -183,7 +191,42 @@ def detect_changes(
 
     accepted += _gradual(x, accepted, sigma, settings, logspace)
     accepted = _merge_staircases(sorted(accepted, key=lambda c: c.index), x, settings)
-    return [_with_presence(c, x, accepted, settings, logspace) for c in accepted]
+    out = []
+    for i, c in enumerate(accepted):
+        lo = accepted[i - 1].index if i > 0 else 0
+        hi = accepted[i + 1].index if i + 1 < len(accepted) else n
+        low, high = change_interval(x, c.index, lo, hi, settings.window)
+        out.append(dataclasses.replace(_with_presence(c, x, accepted, settings, logspace),
+                                       index_low=low, index_high=high))
+    return out
+
+
+CHANGE_INTERVAL_LEVEL = 3.84  # chi-square(1) 95 % quantile: the likelihood-ratio cut
+
+
+def change_interval(x, k: int, lo: int, hi: int, window: int = 15,
+                    level: float = CHANGE_INTERVAL_LEVEL) -> tuple[int, int]:
+    """The positions where a change at ``k`` in ``x[lo:hi]`` (no other change there) may
+    as well be: every split j within ``window`` commits of k whose one-change fit of
+    x[max(lo, k - window):min(hi, k + window)] is not significantly worse than the best
+    split's (Laplace likelihood, the L1 cost divided by the mean absolute deviation;
+    2 x log-likelihood ratio <= ``level``). Returns (lowest, highest) such j, k included.
+    Uses only the data, so any detector's reported position can get one the same way."""
+    x = np.asarray(x, dtype=float)
+    start, end = max(lo, k - window), min(hi, k + window)
+    if not (start < k < end) or end - start < 4:
+        return k, k
+    seg = x[start:end].tolist()
+    head = np.fromiter((d for _, d in step_detect.rolling_median_dev(seg)), float, len(seg))
+    tail = np.fromiter((d for _, d in step_detect.rolling_median_dev(seg[::-1])), float, len(seg))[::-1]
+    ks = np.arange(start + 1, end)
+    cost = head[ks - start - 1] + tail[ks - start]
+    best = float(cost.min())
+    scale = best / len(seg)  # Laplace scale (maximum likelihood)
+    if not scale > 0:
+        return k, k
+    plausible = ks[(cost - best) / scale <= level / 2]
+    return int(min(plausible.min(), k)), int(max(plausible.max(), k))
 
 
 def _asv_steps(x: np.ndarray, weights: list | None, sigma: float, s: DetectorSettings) -> list[int]:
@@ -470,6 +513,10 @@ class Finding:
     score: float  # change in commit-to-commit noise units
     present_at_newest: bool
     series_last_commit: str  # newest commit this series was measured at
+    # The change may as well have come at any commit from earliest_commit to latest_commit
+    # (first commit at the new level; change_interval's likelihood-ratio interval).
+    earliest_commit: str = ""
+    latest_commit: str = ""
 
 
 def find_changes(
@@ -545,7 +592,9 @@ def find_changes(
                 commit_date=pd.Timestamp(dates[lo + c.index], tz="UTC"), before=c.before, after=c.after,
                 relative_change=c.relative_change, direction=REGRESSION if worse else IMPROVEMENT,
                 better=better, kind=c.kind, confirmed=c.confirmed, p_value=c.p_value, score=c.score,
-                present_at_newest=c.present_at_newest, series_last_commit=commits[hi - 1]))
+                present_at_newest=c.present_at_newest, series_last_commit=commits[hi - 1],
+                earliest_commit=commits[lo + (c.index_low if c.index_low >= 0 else c.index)],
+                latest_commit=commits[lo + (c.index_high if c.index_high >= 0 else c.index)]))
     findings.sort(key=lambda f: (f.commit_date, f.commit_hash, f.benchmark, f.params), reverse=True)
     return findings
 

@@ -5,7 +5,7 @@ import pytest
 
 from dashboard.data import load_results
 from dashboard.regressions import (
-    HIGHER, IMPROVEMENT, LOWER, REGRESSION, DetectorSettings, _best_split, _pettitt_p, detect_changes,
+    HIGHER, IMPROVEMENT, LOWER, REGRESSION, DetectorSettings, _best_split, _pettitt_p, change_interval, detect_changes,
     find_changes, findings_frame, metric_direction,
 )
 from tests.asv_fixtures import SeriesSpec, write_history
@@ -202,3 +202,32 @@ def test_skipped_and_failed_points_are_left_out(tmp_path):
     ok_commits = list(frame.loc[frame["status"] == "ok", "commit_hash"].astype(str))
     first_after = next(c for c in history.commits[25:] if c in ok_commits)
     assert finding.commit_hash == first_after and finding.direction == REGRESSION
+
+
+def test_change_interval_is_narrow_for_a_big_step_and_wide_for_a_small_one():
+    y = np.log(noisy(60, 5, sigma=0.02))
+    big = y.copy()
+    big[30:] += np.log(1.20)
+    assert change_interval(big, 30, 0, 60) == (30, 30)
+    small = y.copy()
+    small[30:] += np.log(1.03)
+    low, high = change_interval(small, 30, 0, 60)
+    assert low <= 30 <= high and high - low >= 2
+
+
+def test_change_interval_includes_the_reported_position_and_stays_in_its_stretch():
+    y = np.log(noisy(60, 6, sigma=0.02))
+    y[30:] += np.log(1.10)
+    low, high = change_interval(y, 26, 20, 45, window=15)  # a position a few commits off
+    assert 20 < low <= 26 <= high < 45
+    assert change_interval(y, 30, 30, 60) == (30, 30)  # no room either side: just the position
+
+
+def test_changes_and_findings_carry_their_interval(history):
+    for c in detect_changes(noisy(40, 1) * np.r_[np.ones(25), np.full(15, 1.1)]):
+        assert 0 <= c.index_low <= c.index <= c.index_high
+    frame = load_results(history.results_dir).frame
+    for f in find_changes(frame):
+        assert f.earliest_commit and f.latest_commit
+        dates = frame.drop_duplicates("commit_hash").set_index("commit_hash")["date"]
+        assert dates[f.earliest_commit] <= f.commit_date <= dates[f.latest_commit]

@@ -103,3 +103,22 @@ def test_module_entry_point_runs(tmp_path):
     missing = subprocess.run([sys.executable, "-m", "dashboard.regressions", "--results", str(tmp_path / "nope")],
                              cwd=REPO, capture_output=True, text=True)
     assert missing.returncode == 2 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_measurement_scores_both_detectors_by_the_same_interval_rule():
+    import importlib.util
+
+    import numpy as np
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "measure_regression_detection.py"
+    spec = importlib.util.spec_from_file_location("measure_regression_detection", path)
+    tool = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(spec.name, tool)  # dataclasses look their module up there
+    spec.loader.exec_module(tool)
+    planted = {"index": 30, "end": 30, "direction": "regression"}
+    assert not tool._near(tool.Detection(25, "regression"), planted)  # +-2 commits only
+    assert tool._near(tool.Detection(25, "regression", 24, 31), planted)  # its interval covers it
+    assert tool._near(tool.Detection(32, "regression", 32, 32), planted)  # never narrower than +-2
+    values = np.exp(np.random.default_rng(3).normal(0, 0.02, 60)) * np.r_[np.ones(30), np.full(30, 1.03)]
+    (d,) = tool._with_intervals(values, [tool.Detection(28, "regression")])  # asv's steps get one too
+    assert d.low <= 28 <= d.high

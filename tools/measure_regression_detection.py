@@ -46,7 +46,7 @@ from asv import step_detect  # noqa: E402
 
 from dashboard.data import load_results  # noqa: E402
 from dashboard.regressions import (  # noqa: E402
-    HIGHER, IMPROVEMENT, REGRESSION, DetectorSettings, detect_changes, metric_direction,
+    HIGHER, IMPROVEMENT, REGRESSION, DetectorSettings, change_interval, detect_changes, metric_direction,
 )
 from tests.asv_fixtures import SeriesSpec, params_key, write_history  # noqa: E402
 
@@ -62,6 +62,8 @@ THRESHOLD = 0.05
 class Detection:
     index: int
     direction: str
+    low: int = -1  # plausible positions [low, high] (change_interval); -1: unknown
+    high: int = -1
 
 
 def build_series(reps: int, n_commits: int, rng: np.random.Generator) -> list[SeriesSpec]:
@@ -99,7 +101,7 @@ def ours(values, ci_a, ci_b, samples, better) -> list[Detection]:
     out = []
     for c in changes:
         worse = c.relative_change < 0 if better == HIGHER else c.relative_change > 0
-        out.append(Detection(c.index, REGRESSION if worse else IMPROVEMENT))
+        out.append(Detection(c.index, REGRESSION if worse else IMPROVEMENT, c.index_low, c.index_high))
     return out
 
 
@@ -112,18 +114,41 @@ def asv_publish(values, ci_a, ci_b, samples, better) -> list[Detection]:
         warnings.simplefilter("ignore")
         steps = step_detect.detect_steps(list(map(float, values)), weights)
         _, _, jumps = step_detect.detect_regressions(steps, threshold=THRESHOLD)
-    return [Detection(after, REGRESSION) for _, after, _, _ in (jumps or [])]
+    at = sorted(after for _, after, _, _ in (jumps or []))
+    return _with_intervals(values, [Detection(k, REGRESSION) for k in at])
+
+
+def _with_intervals(values, found: list[Detection]) -> list[Detection]:
+    """The same interval rule as detect_changes applies to its own changes: the positions
+    whose one-change fit is within the likelihood-ratio cut of the best, between the
+    detector's neighbouring reports, on log values."""
+    y = np.asarray(values, dtype=float)
+    x = np.log(y) if (y > 0).all() else y
+    bounds = [0, *[d.index for d in found], len(x)]
+    return [Detection(d.index, d.direction, *change_interval(x, d.index, bounds[i], bounds[i + 2],
+                                                              DetectorSettings().window))
+            for i, d in enumerate(found)]
 
 
 DETECTORS = {"this detector": ours, "asv publish": asv_publish}
 
 
 def score_series(job) -> dict:
-    """Run both detectors on one series (full history, then growing prefixes for the delay)."""
+    """Run both detectors on one series (full history, then growing prefixes for the delay);
+    scored by both rules: key "name" (+-TOLERANCE) and "name" + INTERVAL (position intervals)."""
+    return {**_score_series(job, False), **{k + INTERVAL: v for k, v in _score_series(job, True).items()}}
+
+
+INTERVAL = " [interval]"
+
+
+def _score_series(job, use_intervals: bool) -> dict:
     values, ci_a, ci_b, samples, better, planted = job
     out = {}
     for name, detect in DETECTORS.items():
         found = detect(values, ci_a, ci_b, samples, better)
+        if not use_intervals:
+            found = [Detection(d.index, d.direction) for d in found]
         matched, false_alarms, wrong_direction = set(), 0, 0
         for d in found:
             hit = next((i for i, p in enumerate(planted) if i not in matched and _matches(d, p)), None)
@@ -140,8 +165,11 @@ def score_series(job) -> dict:
                 continue
             for delay in range(MAX_DELAY + 1):
                 end = p["index"] + delay + 1
-                if any(_matches(d, p) for d in detect(values[:end], ci_a[:end], ci_b[:end],
-                                                      None if samples is None else samples[:end], better)):
+                grown = detect(values[:end], ci_a[:end], ci_b[:end],
+                               None if samples is None else samples[:end], better)
+                if not use_intervals:
+                    grown = [Detection(d.index, d.direction) for d in grown]
+                if any(_matches(d, p) for d in grown):
                     delays[i] = delay
                     break
             else:
@@ -152,7 +180,11 @@ def score_series(job) -> dict:
 
 
 def _near(d: Detection, p: dict) -> bool:
-    return p["index"] - TOLERANCE <= d.index <= p["end"] + TOLERANCE
+    """d's positions (index +- TOLERANCE, widened to its interval if it has one) overlap
+    the planted change's [index, end]."""
+    low = d.index - TOLERANCE if d.low < 0 else min(d.low, d.index - TOLERANCE)
+    high = d.index + TOLERANCE if d.high < 0 else max(d.high, d.index + TOLERANCE)
+    return low <= p["end"] and p["index"] <= high
 
 
 def _matches(d: Detection, p: dict) -> bool:
@@ -196,9 +228,9 @@ def _series_kind(history, bench, key) -> str:
     raise KeyError(key)
 
 
-def summarise(jobs, labels, scored, n_commits) -> str:
+def summarise(jobs, labels, scored, n_commits, suffix: str = "") -> str:
     lines = []
-    names = list(DETECTORS)
+    names = [n + suffix for n in DETECTORS]
     header = "| | " + " | ".join(names) + " |"
     lines += [header, "|" + " --- |" * (len(names) + 1)]
 
@@ -283,6 +315,11 @@ def main(argv=None) -> int:
     print(f"{len(jobs)} series x {args.commits} commits ({counts}); threshold {THRESHOLD:.0%}; "
           f"a change is found when reported in its direction within +-{TOLERANCE} commits\n")
     print(summarise(jobs, labels, scored, args.commits))
+    print(f"\nThe same, scored with position intervals: a change is found when the planted commit "
+          f"lies within the detector's interval (the split positions whose one-change fit is within "
+          f"a likelihood-ratio cut of the best, dashboard.regressions.change_interval), widened to at "
+          f"least +-{TOLERANCE}; asv's steps get their interval by the same rule from the same data.\n")
+    print(summarise(jobs, labels, scored, args.commits, INTERVAL))
     print("\n(asv publish labels every reported step a regression; it does not report improvements.)")
     print(f"Took {time.time() - started:.0f} s.")
     return 0
