@@ -6,7 +6,6 @@ gate_proj/up_proj/down_proj, nn.Sequential's layer list), so state_dicts load ac
 The kernels are forward-only: use these modules under torch.no_grad() / torch.inference_mode().
 """
 
-import torch
 from torch import nn
 
 from .activations import activation_of_module, get_activation

@@ -4,7 +4,6 @@ import pytest
 import torch
 from torch import nn
 
-import fused_mlp
 from fused_mlp import Case, FusedGatedMLP, FusedLinear, FusedMLP, FusedNarrowMLP, implementations
 from fused_mlp.activations import ACTIVATIONS
 from fused_mlp.cases import DTYPES

@@ -5,7 +5,7 @@ import torch
 
 import fused_mlp
 from fused_mlp import Case
-from fused_mlp.activations import ACTIVATIONS, GATED_ACTIVATIONS
+from fused_mlp.activations import ACTIVATIONS
 from fused_mlp.cases import DTYPES
 
 from fused_mlp.reference import REFERENCES, assert_close

@@ -8,7 +8,7 @@ import threading
 from urllib.parse import quote
 
 import flask
-from dash import Input, Output, dcc, html
+from dash import Input, Output, html
 
 from dashboard import profiles
 from dashboard.components import dropdown, error_figure, graph, guarded, labelled, message

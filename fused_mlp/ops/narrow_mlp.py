@@ -183,8 +183,9 @@ def narrow_mlp(x: torch.Tensor, weights: Sequence[torch.Tensor],
     get_activation(activation)
     get_activation(output_activation or "none", "output_activation")
     v.check_tensor("x", x, min_ndim=1)
+    _check_layers(weights, biases)
+    v.check_same("x", x, **{"weights[0]": weights[0]})  # before packing: fail without copying anything
     packed_w, packed_b = pack_layers(weights, biases)
-    v.check_same("x", x, **{"weights[0]": weights[0]})
     return narrow_mlp_packed(
         x, packed_w, packed_b, weights[0].shape[1], weights[-1].shape[0], activation, output_activation
     )
