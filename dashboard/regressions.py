@@ -183,7 +183,7 @@ def detect_changes(
             segment_start = k
     # a change among the newest commits that the fit cannot split yet
     first = max(1, n - TAIL, segment_start + 1)
-    tail = _best_split(x, first, n, max(segment_start, n - TAIL - settings.window), n) if first < n else None
+    tail = best_split(x, first, n, max(segment_start, n - TAIL - settings.window), n) if first < n else None
     if tail is not None and all(abs(a.index - tail) > 2 for a in accepted):
         change = _judge_at(x, tail, segment_start, n, sigma, samples, settings, logspace)
         if change is not None:
@@ -252,7 +252,7 @@ def _asv_steps(x: np.ndarray, weights: list | None, sigma: float, s: DetectorSet
     return [int(r) for r in right[:-1]]
 
 
-def _best_split(x: np.ndarray, first: int, stop: int, start: int, end: int) -> int:
+def best_split(x: np.ndarray, first: int, stop: int, start: int, end: int) -> int:
     """The k in [first, stop) where one level change fits x[start:end] best (least L1 cost).
 
     O(n log n): prefix and suffix L1 deviations from a rolling median (asv's

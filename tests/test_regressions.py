@@ -5,7 +5,7 @@ import pytest
 
 from dashboard.data import load_results
 from dashboard.regressions import (
-    HIGHER, IMPROVEMENT, LOWER, REGRESSION, DetectorSettings, _best_split, _pettitt_p, change_interval, detect_changes,
+    HIGHER, IMPROVEMENT, LOWER, REGRESSION, DetectorSettings, _pettitt_p, best_split, change_interval, detect_changes,
     find_changes, findings_frame, metric_direction,
 )
 from tests.asv_fixtures import SeriesSpec, write_history
@@ -104,7 +104,7 @@ def test_best_split_matches_brute_force():
         return np.abs(head - np.median(head)).sum() + np.abs(rest - np.median(rest)).sum()
 
     for first, stop, start, end in ((5, 46, 0, 50), (12, 40, 10, 44), (45, 50, 30, 50)):
-        assert _best_split(x, first, stop, start, end) == min(range(first, stop), key=lambda k: cost(k, start, end))
+        assert best_split(x, first, stop, start, end) == min(range(first, stop), key=lambda k: cost(k, start, end))
 
 
 def test_pettitt_p_is_small_for_a_shift_and_not_for_noise():

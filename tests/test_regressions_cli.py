@@ -105,16 +105,21 @@ def test_module_entry_point_runs(tmp_path):
     assert missing.returncode == 2 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
 
 
-def test_measurement_scores_both_detectors_by_the_same_interval_rule():
+def _measurement_tool():
     import importlib.util
-
-    import numpy as np
 
     path = Path(__file__).resolve().parents[1] / "tools" / "measure_regression_detection.py"
     spec = importlib.util.spec_from_file_location("measure_regression_detection", path)
     tool = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(spec.name, tool)  # dataclasses look their module up there
+    sys.modules[spec.name] = tool  # dataclasses look their module up there
     spec.loader.exec_module(tool)
+    return tool
+
+
+def test_measurement_scores_both_detectors_by_the_same_interval_rule():
+    import numpy as np
+
+    tool = _measurement_tool()
     planted = {"index": 30, "end": 30, "direction": "regression"}
     assert not tool._near(tool.Detection(25, "regression"), planted)  # +-2 commits only
     assert tool._near(tool.Detection(25, "regression", 24, 31), planted)  # its interval covers it
@@ -122,3 +127,36 @@ def test_measurement_scores_both_detectors_by_the_same_interval_rule():
     values = np.exp(np.random.default_rng(3).normal(0, 0.02, 60)) * np.r_[np.ones(30), np.full(30, 1.03)]
     (d,) = tool._with_intervals(values, [tool.Detection(28, "regression")])  # asv's steps get one too
     assert d.low <= 28 <= d.high
+
+
+def test_measurement_tells_misplaced_reports_from_crying_wolf(monkeypatch):
+    import numpy as np
+
+    tool = _measurement_tool()
+    reports = [tool.Detection(30, "regression"), tool.Detection(24, "regression", 24, 31),
+               tool.Detection(50, "regression"), tool.Detection(10, "improvement")]
+    monkeypatch.setattr(tool, "DETECTORS", {"fixed": lambda *args: reports})
+    monkeypatch.setattr(tool, "MAX_DELAY", 0)
+    planted = [{"kind": "step", "index": 30, "end": 30, "direction": "regression", "size": 0.05}]
+    job = (np.ones(60), np.ones(60), np.ones(60), None, "lower", planted)
+    strict, intervals, margin5 = (tool.score_series(job)[rule.name]["fixed"] for rule in tool.RULES)
+    # +-2: the hit at 30; 24 repeats the found change (misplaced); 50 and 10 match nothing
+    assert strict["matched"] == {0} and strict["false_alarms"] == 3 and strict["misplaced"] == 1
+    assert intervals["false_alarms"] == 3 and intervals["misplaced"] == 1  # 24's interval covers 30 too
+    assert margin5["false_alarms"] == 3 and margin5["misplaced"] == 1
+    first_wrong = [tool.Detection(26, "regression"), tool.Detection(50, "regression")]  # 4 commits off
+    monkeypatch.setattr(tool, "DETECTORS", {"fixed": lambda *args: first_wrong})
+    strict, _, margin5 = (tool.score_series(job)[rule.name]["fixed"] for rule in tool.RULES)
+    assert strict["matched"] == set() and strict["misplaced"] == 1 and strict["false_alarms"] == 2
+    assert margin5["matched"] == {0} and margin5["false_alarms"] == 1 and margin5["misplaced"] == 0
+
+
+def test_oracle_counts_steps_the_best_split_places_off():
+    import numpy as np
+
+    tool = _measurement_tool()
+    level = np.r_[np.ones(30), np.full(30, 1.2)]
+    planted = [{"kind": "step", "index": 30, "end": 30, "direction": "regression", "size": 0.2}]
+    jobs = [(level, None, None, None, "lower", planted),
+            (level, None, None, None, "lower", [{**planted[0], "index": 40, "end": 40}])]
+    assert tool.oracle_misplaced(jobs) == {0.2: (1, 2)}
