@@ -172,12 +172,33 @@ def _add_change_markers(fig, ok: pd.DataFrame, changes: pd.DataFrame, xcol: str,
                               on=["impl", "commit_hash"], how="inner")
         if points.empty:
             continue
-        text = [f"{direction} in {i}: {r:+.1%}{'' if c else ' (suspected)'}<br>commit {h[:10]}"
-                for i, r, c, h in zip(points["impl"], points["relative_change"], points["confirmed"],
-                                      points["commit_hash"])]
+        notes = _position_notes(points)
+        text = [f"{direction} in {i}: {r:+.1%}{'' if c else ' (suspected)'}<br>commit {h[:10]}{n}"
+                for i, r, c, h, n in zip(points["impl"], points["relative_change"], points["confirmed"],
+                                         points["commit_hash"], notes)]
+        _shade_plausible_positions(fig, ok, points, xcol, color)
         fig.add_trace(go.Scatter(x=points[xcol], y=points["y"], mode="markers", name=f"{direction}s",
                                  marker=dict(symbol=symbol, size=15, color=color, line=dict(width=1, color="#000")),
                                  text=text, hovertemplate="%{text}<extra></extra>"))
+
+
+def _position_notes(points: pd.DataFrame) -> list[str]:
+    if "plausible_commits" not in points.columns:
+        return [""] * len(points)
+    return [f"<br>could be any of {n} commits {a[:8]}..{b[:8]}" if n > 1 else ""
+            for n, a, b in zip(points["plausible_commits"], points["earliest_commit"], points["latest_commit"])]
+
+
+def _shade_plausible_positions(fig, ok: pd.DataFrame, points: pd.DataFrame, xcol: str, color: str) -> None:
+    """A faint band over the commits where a change that cannot be pinned to one may be."""
+    if "plausible_commits" not in points.columns:
+        return
+    x_of = {(str(i), str(h)): x for i, h, x in zip(ok["impl"], ok["commit_hash"], ok[xcol])}
+    for impl, n, first, last in zip(points["impl"], points["plausible_commits"], points["earliest_commit"],
+                                    points["latest_commit"]):
+        x0, x1 = x_of.get((str(impl), str(first))), x_of.get((str(impl), str(last)))
+        if n > 1 and x0 is not None and x1 is not None:
+            fig.add_vrect(x0=x0, x1=x1, fillcolor=_alpha(color, 0.12), line_width=0, layer="below")
 
 
 def _alpha(hex_color: str, alpha: float) -> str:

@@ -525,6 +525,14 @@ class Finding:
     # (first commit at the new level; change_interval's likelihood-ratio interval).
     earliest_commit: str = ""
     latest_commit: str = ""
+    plausible_commits: int = 1  # commits from earliest_commit to latest_commit, both included
+
+    def position_note(self) -> str:
+        """Where else the change may be, for people reading a report; "" when it is pinned."""
+        if self.plausible_commits <= 1:
+            return ""
+        return (f"could be any of {self.plausible_commits} commits "
+                f"{self.earliest_commit[:8]}..{self.latest_commit[:8]}")
 
 
 def find_changes(
@@ -593,6 +601,8 @@ def find_changes(
         better = metric_direction(benchmark, unit, direction_overrides, meta.get(benchmark))
         for c in changes:
             worse = c.relative_change < 0 if better == HIGHER else c.relative_change > 0
+            low = c.index_low if c.index_low >= 0 else c.index
+            high = c.index_high if c.index_high >= 0 else c.index
             findings.append(Finding(
                 benchmark=benchmark, params=labels["params_key"][lo], machine=labels["machine"][lo],
                 env_name=labels["env_name"][lo], unit=unit,
@@ -601,8 +611,8 @@ def find_changes(
                 relative_change=c.relative_change, direction=REGRESSION if worse else IMPROVEMENT,
                 better=better, kind=c.kind, confirmed=c.confirmed, p_value=c.p_value, score=c.score,
                 present_at_newest=c.present_at_newest, series_last_commit=commits[hi - 1],
-                earliest_commit=commits[lo + (c.index_low if c.index_low >= 0 else c.index)],
-                latest_commit=commits[lo + (c.index_high if c.index_high >= 0 else c.index)]))
+                earliest_commit=commits[lo + low], latest_commit=commits[lo + high],
+                plausible_commits=high - low + 1))
     findings.sort(key=lambda f: (f.commit_date, f.commit_hash, f.benchmark, f.params), reverse=True)
     return findings
 
@@ -675,7 +685,7 @@ def _group_by_commit(findings: Sequence[Finding]) -> list[tuple[tuple, list[Find
 
 def _status_word(f: Finding) -> str:
     parts = [f.kind if f.kind != "step" else "", "" if f.confirmed else "suspected",
-             "present" if f.present_at_newest else "not present now"]
+             "present" if f.present_at_newest else "not present now", f.position_note()]
     return ", ".join(p for p in parts if p)
 
 

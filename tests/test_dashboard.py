@@ -7,7 +7,7 @@ import pytest
 
 from dashboard import metrics
 from dashboard.app import create_app, nav_state, query_from_controls, render_page
-from dashboard.figures import build_roofline_figure, build_speedup_heatmap_figure
+from dashboard.figures import build_roofline_figure, build_speedup_heatmap_figure, build_trend_figure
 from dashboard.model import FindingsState, ResultsStore, build_data, results_signature
 from dashboard.pages import discover_pages, overview, regressions as inbox_page, roofline, trends, compare
 from dashboard.regressions import find_changes
@@ -154,6 +154,23 @@ def test_trend_figure_marks_detected_changes_and_the_linked_commit(data, fx):
     assert fused.customdata[16][0] == fx.regression_commit  # hover: hash and date
     higher = trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "tflops", ["fused"], "date", [], None)
     assert higher.layout.xaxis.title.text == "commit date" and "TFLOP/s" in higher.layout.yaxis.title.text
+
+
+def test_trend_figure_shades_where_an_unpinned_change_may_be():
+    import pandas as pd
+
+    series = pd.DataFrame({"impl": "fused", "position": range(6), "commit_hash": [f"c{i}" for i in range(6)],
+                           "date": pd.date_range("2026-01-01", periods=6, tz="UTC"),
+                           "y": [1.0, 1.0, 1.0, 1.1, 1.1, 1.1], "y_lo": np.nan, "y_hi": np.nan})
+    change = {"impl": "fused", "commit_hash": "c3", "direction": "regression", "relative_change": 0.1,
+              "confirmed": True, "earliest_commit": "c2", "latest_commit": "c4"}
+    fig = build_trend_figure(series, "latency", pd.DataFrame([{**change, "plausible_commits": 3}]))
+    marker = next(t for t in fig.data if t.name == "regressions")
+    assert "could be any of 3 commits c2..c4" in marker.text[0]
+    assert [(s.x0, s.x1) for s in fig.layout.shapes] == [(2, 4)]
+    pinned = build_trend_figure(series, "latency", pd.DataFrame([{**change, "plausible_commits": 1}]))
+    assert not pinned.layout.shapes
+    assert "could be" not in next(t for t in pinned.data if t.name == "regressions").text[0]
 
 
 def test_roofline_figure_draws_the_measured_roof(data, main_run):

@@ -231,3 +231,7 @@ def test_changes_and_findings_carry_their_interval(history):
         assert f.earliest_commit and f.latest_commit
         dates = frame.drop_duplicates("commit_hash").set_index("commit_hash")["date"]
         assert dates[f.earliest_commit] <= f.commit_date <= dates[f.latest_commit]
+        between = dates[(dates >= dates[f.earliest_commit]) & (dates <= dates[f.latest_commit])]
+        assert f.plausible_commits == len(between)
+        assert (f.position_note() == "") == (f.plausible_commits == 1)
+

@@ -1,5 +1,6 @@
 """python -m dashboard.regressions: output formats, exit codes, bad results reported (no traceback)."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -63,6 +64,25 @@ def test_json_and_markdown_formats(tmp_path, capsys):
     code, out, _ = run(capsys, "--results", str(history.results_dir), "--format", "markdown")
     assert code == 1 and f"### `{history.commits[30][:12]}`" in out
     assert "| regression | `bench.Mlp.track_latency` | m=16, impl='fused' |" in out
+
+
+def test_reports_say_where_else_an_unpinned_change_could_be():
+    import pandas as pd
+
+    from dashboard.data import LoadReport
+    from dashboard.regressions import Finding, render_markdown, render_text
+
+    finding = Finding(
+        benchmark="bench.Mlp.track_latency", params="m=16", machine="gpu", env_name="env", unit="seconds",
+        commit_hash="c" * 40, previous_commit="b" * 40, commit_date=pd.Timestamp("2026-01-02", tz="UTC"),
+        before=1.0, after=1.06, relative_change=0.06, direction="regression", better="lower", kind="step",
+        confirmed=True, p_value=1e-5, score=3.0, present_at_newest=True, series_last_commit="d" * 40,
+        earliest_commit="a" * 40, latest_commit="e" * 40, plausible_commits=4)
+    note = "could be any of 4 commits aaaaaaaa..eeeeeeee"
+    assert note in render_text([finding], LoadReport(), "changes", [finding])
+    assert note in render_markdown([finding], LoadReport(), "changes", [finding])
+    pinned = dataclasses.replace(finding, earliest_commit="c" * 40, latest_commit="c" * 40, plausible_commits=1)
+    assert "could be" not in render_text([pinned], LoadReport(), "changes", [pinned])
 
 
 def test_bad_and_partial_results_are_reported_not_crashed(tmp_path, capsys):
