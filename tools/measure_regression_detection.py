@@ -27,7 +27,7 @@ grows (0 = at the commit itself).
 A small change under noise cannot always be placed to the commit. The *oracle* row says
 how often the best single split of the whole series (an oracle that knows there is exactly
 one change) places a planted step more than +-2 commits off: under the +-2 rule each such
-step is a miss plus a false alarm for any detector that reports it, whatever it does.
+step is a miss plus a false alarm for a detector that reports it where the data put it.
 
 asv's detector is what ``asv publish`` runs: ``step_detect.detect_steps(values, weights)``
 with weights 2/|ci_99_b - ci_99_a|, then ``detect_regressions(steps, threshold=0.05)``. It
@@ -305,9 +305,9 @@ def summarise(jobs, labels, scored, n_commits, rule: Rule) -> str:
 
     points = len(jobs) * n_commits
 
-    def per_1000(key, count_of=lambda r, key: r[key]):
-        return [f"{1000 * sum(count_of(r[name], key) for r in scored) / points:.2f} "
-                f"({sum(count_of(r[name], key) for r in scored)})" for name in names]
+    def per_1000(count) -> list[str]:
+        totals = [sum(count(r[name]) for r in scored) for name in names]
+        return [f"{1000 * total / points:.2f} ({total})" for total in totals]
 
     for kind in (None, "noise", "bimodal", "drift", "step"):
         cells = []
@@ -318,9 +318,9 @@ def summarise(jobs, labels, scored, n_commits, rule: Rule) -> str:
             cells.append(f"{1000 * fa / n_points:.2f} ({fa})")
         row(f"false alarms per 1,000 series x commits, {kind or 'all'} series", cells)
     row(f"- of all those: misplaced (a real change in that direction within {NEARBY} commits or the "
-        f"report's interval, or reported twice)", per_1000("misplaced"))
+        f"report's interval, or reported twice)", per_1000(lambda r: r["misplaced"]))
     row(f"- of all those: nothing changed within {NEARBY} commits (crying wolf)",
-        per_1000("false_alarms", lambda r, key: r[key] - r["misplaced"]))
+        per_1000(lambda r: r["false_alarms"] - r["misplaced"]))
     row("reported in the wrong direction (count)",
         [str(sum(r[name]["wrong_direction"] for r in scored)) for name in names])
     # A CI gate alerting on an improvement is a false alarm too: same count for both detectors.
@@ -344,7 +344,7 @@ def summarise(jobs, labels, scored, n_commits, rule: Rule) -> str:
 
 
 def oracle_table(jobs, n_commits) -> str:
-    """How many steps no detector can place within +-TOLERANCE: see oracle_misplaced."""
+    """The steps that even the best single split places more than +-TOLERANCE off (oracle_misplaced)."""
     points = len(jobs) * n_commits
     lines = [f"| oracle (best single split, knows there is one change) | steps placed more than "
              f"+-{TOLERANCE} commits off | the +-{TOLERANCE} false alarms they cost per 1,000 series x commits, "
