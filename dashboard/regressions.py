@@ -527,6 +527,12 @@ class Finding:
     latest_commit: str = ""
     plausible_commits: int = 1  # commits from earliest_commit to latest_commit, both included
 
+    def status(self) -> str:
+        """Kind, confirmation, presence and position in a few words, for reports and the inbox."""
+        parts = [self.kind if self.kind != "step" else "", "" if self.confirmed else "suspected",
+                 "present" if self.present_at_newest else "not present now", self.position_note()]
+        return ", ".join(p for p in parts if p)
+
     def position_note(self) -> str:
         """Where else the change may be, for people reading a report; "" when it is pinned."""
         if self.plausible_commits <= 1:
@@ -683,12 +689,6 @@ def _group_by_commit(findings: Sequence[Finding]) -> list[tuple[tuple, list[Find
     return list(groups.items())
 
 
-def _status_word(f: Finding) -> str:
-    parts = [f.kind if f.kind != "step" else "", "" if f.confirmed else "suspected",
-             "present" if f.present_at_newest else "not present now", f.position_note()]
-    return ", ".join(p for p in parts if p)
-
-
 def _fmt(value: float) -> str:
     return f"{value:.4g}"
 
@@ -704,7 +704,7 @@ def render_text(findings, report: LoadReport, header: str, gate: list[Finding]) 
         for f in members:
             lines.append(f"  {f.direction.upper():<11} {f.benchmark}({f.params})  {_fmt(f.before)} -> "
                          f"{_fmt(f.after)} {f.unit or ''}  {f.relative_change:+.1%}  p={f.p_value:.2g}  "
-                         f"[{_status_word(f)}; previous {f.previous_commit[:8]}]")
+                         f"[{f.status()}; previous {f.previous_commit[:8]}]")
     lines += _report_lines(report)
     lines.append(f"\nGate: {len(gate)} regression(s) present at the newest commit -> "
                  f"{'FAIL' if gate else 'pass'}")
@@ -722,7 +722,7 @@ def render_markdown(findings, report: LoadReport, header: str, gate: list[Findin
         for f in members:
             params = f.params.replace("|", "\\|")
             lines.append(f"| {f.direction} | `{f.benchmark}` | {params} | {_fmt(f.before)} → {_fmt(f.after)} "
-                         f"{f.unit or ''} | {f.relative_change:+.1%} | {f.p_value:.2g} | {_status_word(f)} |")
+                         f"{f.unit or ''} | {f.relative_change:+.1%} | {f.p_value:.2g} | {f.status()} |")
         lines.append("")
     problems = _report_lines(report)
     if problems:

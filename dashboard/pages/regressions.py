@@ -90,14 +90,11 @@ def _group(data: DashboardData, commit, machine, env, members, theme):
         metric = _METRIC_OF_SOURCE.get(f.benchmark.rsplit(".", 1)[-1], "latency")
         href = link("/trends", {"machine": machine, "env": env, "case": case, "metric": metric,
                                 "commit": commit, "theme": theme})
-        status = ", ".join(part for part in ("" if f.confirmed else "suspected",
-                                             "present" if f.present_at_newest else "not present now",
-                                             f.position_note()) if part)
         items.append(html.Li([
             html.Span(f.direction, className=f"badge {'bad' if f.direction == 'regression' else 'good'}"),
             f" {metric} ", html.Code(case or f.params), f" [{impl or '?'}] ",
             f"{_fmt(f.before, f.unit)} → {_fmt(f.after, f.unit)} ({f.relative_change:+.1%}, p={f.p_value:.1g}; "
-            f"{status}) ",
+            f"{f.status()}) ",
             dcc.Link("trend →", href=href, className="trend-link"),
         ]))
     return html.Div([html.Div(header, className="group-header"), html.Ul(items)], className="card inbox-group")
