@@ -157,9 +157,32 @@ def build_trend_figure(series: pd.DataFrame, metric: str, changes: pd.DataFrame 
             fig.add_annotation(x=marked[xcol].iloc[0], y=1.0, yref="paper", text=f"{marked_commit[:8]}",
                                showarrow=False, yanchor="bottom", font=dict(size=11))
     fig.update_yaxes(title=f"{spec.label} ({spec.unit})" if spec.unit else spec.label,
-                     type="log" if log_y else "linear", exponentformat="SI", ticksuffix=spec.unit and f" {spec.unit}")
+                     type="log" if log_y else "linear", exponentformat="SI", ticksuffix=spec.unit and f" {spec.unit}",
+                     range=_trend_y_range(ok, log_y))
     fig.update_xaxes(title="commit (oldest → newest)" if xcol == "position" else "commit date")
     return _layout(fig, theme, title=title, hovermode="closest", height=480)
+
+
+def _trend_y_range(ok: pd.DataFrame, log_y: bool) -> list[float] | None:
+    """The measured values in full, the CI band only up to one data span beyond them: one run
+    with a slow sample widens asv's 99 % CI many times, and autorange would then flatten a
+    5 % step into the line."""
+    def scale(v):
+        v = np.asarray(v, dtype=float)
+        v = v[np.isfinite(v) & (v > 0)] if log_y else v[np.isfinite(v)]
+        return np.log10(v) if log_y else v
+
+    y, lo, hi = scale(ok["y"]), scale(ok["y_lo"]), scale(ok["y_hi"])
+    if not len(y):
+        return None
+    top, bottom = float(y.max()), float(y.min())
+    span = top - bottom or abs(top) * 0.05 or 1.0
+    if len(lo):
+        bottom = min(bottom, max(float(lo.min()), bottom - span))
+    if len(hi):
+        top = max(top, min(float(hi.max()), top + span))
+    pad = (top - bottom) * 0.05
+    return [bottom - pad, top + pad]
 
 
 def _add_change_markers(fig, ok: pd.DataFrame, changes: pd.DataFrame, xcol: str, spec) -> None:

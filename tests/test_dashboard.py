@@ -173,6 +173,20 @@ def test_trend_figure_shades_where_an_unpinned_change_may_be():
     assert "could be" not in next(t for t in pinned.data if t.name == "regressions").text[0]
 
 
+def test_trend_y_axis_keeps_the_values_in_view_when_one_ci_band_spikes():
+    import pandas as pd
+
+    y = np.r_[np.full(10, 1.0), np.full(10, 1.05)]
+    series = pd.DataFrame({"impl": "fused", "position": range(20), "commit_hash": [f"c{i}" for i in range(20)],
+                           "date": pd.date_range("2026-01-01", periods=20, tz="UTC"), "y": y,
+                           "y_lo": y * 0.99, "y_hi": np.where(np.arange(20) == 7, 4.0, y * 1.01)})
+    for log_y in (False, True):
+        low, high = build_trend_figure(series, "latency", log_y=log_y).layout.yaxis.range
+        to_axis = np.log10 if log_y else (lambda v: v)
+        assert low < to_axis(0.99) and to_axis(1.05 * 1.01) < high  # every value and the usual band
+        assert high < to_axis(1.2)  # not the spike to 4.0: a 5 % step stays visible
+
+
 def test_roofline_figure_draws_the_measured_roof(data, main_run):
     newest = main_run.commits["commit_hash"].iloc[-1]
     fig = roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest, None, None, None, None, None)
