@@ -7,6 +7,7 @@
 #   5. results/ packed into $OUT/results.tgz, logs into $OUT
 #
 #   tools/gpu_session.sh --machine h200 --grid default --commits "SHA1 SHA2 SHA3"
+#   (first, here: tools/prepare_gpu_carry.sh; then carry .whl and .carry in the device call)
 #   tools/gpu_session.sh --machine cpu-test --grid tiny --small      # rehearsal on a CPU
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,23 @@ done
 [ -n "$machine" ] || { echo "--machine NAME is required" >&2; exit 2; }
 export PYTHONUNBUFFERED=1
 log() { echo "== $(date +%T) $*" | tee -a "$OUT/session.log"; }
+
+# The device gets this working tree without .git, and perhaps has no git: restore both from
+# .carry/ (tools/prepare_gpu_carry.sh), as asv and asv_run.sh name and check out commits.
+if ! git --version >/dev/null 2>&1 && [ -f .carry/git.deb ]; then
+  dpkg -x .carry/git.deb /tmp/carried-git  # under /tmp: unpacking into / can break the machine
+  export PATH="/tmp/carried-git/usr/bin:$PATH" GIT_EXEC_PATH=/tmp/carried-git/usr/lib/git-core \
+    GIT_TEMPLATE_DIR=/tmp/carried-git/usr/share/git-core/templates
+  log "using git from .carry/git.deb: $(git --version)"
+fi
+if [ ! -e .git ] && [ -f .carry/repo.bundle ]; then
+  head=$(git bundle list-heads .carry/repo.bundle HEAD | cut -d' ' -f1)
+  git init -q && git fetch -q .carry/repo.bundle '+refs/heads/*:refs/heads/*' \
+    && git update-ref --no-deref HEAD "$head" && git reset -q \
+    && log "restored .git from .carry/repo.bundle at ${head:0:12}" \
+    || { log "could not restore .git from .carry/repo.bundle"; exit 1; }
+fi
+git rev-parse --verify -q HEAD >/dev/null || { log "no git history here: run tools/prepare_gpu_carry.sh and carry .carry"; exit 1; }
 
 if [ -d .whl ]; then
   log "installing asv from .whl/"
