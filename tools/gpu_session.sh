@@ -27,22 +27,7 @@ done
 export PYTHONUNBUFFERED=1
 log() { echo "== $(date +%T) $*" | tee -a "$OUT/session.log"; }
 
-# The device gets this working tree without .git, and perhaps has no git: restore both from
-# .carry/ (tools/prepare_gpu_carry.sh), as asv and asv_run.sh name and check out commits.
-if ! git --version >/dev/null 2>&1 && [ -f .carry/git.deb ]; then
-  dpkg -x .carry/git.deb /tmp/carried-git  # under /tmp: unpacking into / can break the machine
-  export PATH="/tmp/carried-git/usr/bin:$PATH" GIT_EXEC_PATH=/tmp/carried-git/usr/lib/git-core \
-    GIT_TEMPLATE_DIR=/tmp/carried-git/usr/share/git-core/templates
-  log "using git from .carry/git.deb: $(git --version)"
-fi
-if [ ! -e .git ] && [ -f .carry/repo.bundle ]; then
-  head=$(git bundle list-heads .carry/repo.bundle HEAD | cut -d' ' -f1)
-  git init -q && git fetch -q .carry/repo.bundle '+refs/heads/*:refs/heads/*' \
-    && git update-ref --no-deref HEAD "$head" && git reset -q \
-    && log "restored .git from .carry/repo.bundle at ${head:0:12}" \
-    || { log "could not restore .git from .carry/repo.bundle"; exit 1; }
-fi
-git rev-parse --verify -q HEAD >/dev/null || { log "no git history here: run tools/prepare_gpu_carry.sh and carry .carry"; exit 1; }
+source tools/restore_git.sh || exit 1  # .git and git itself from .carry/, where the device lacks them
 
 if [ -d .whl ]; then
   log "installing asv from .whl/"

@@ -1,0 +1,23 @@
+# Sourced by tools/gpu_session.sh. The device gets this working tree without .git, and perhaps
+# has no git: restore both from .carry/ (made here by tools/prepare_gpu_carry.sh), as asv
+# (--set-commit-hash) and tools/asv_run.sh (worktrees) name and check out commits.
+# Returns non-zero when the history cannot be had.
+_say() { if declare -F log >/dev/null; then log "$@"; else echo "== $(date +%T) $*"; fi; }  # gpu_session's log
+if ! git --version >/dev/null 2>&1 && [ -f .carry/git.deb ]; then
+  dpkg -x .carry/git.deb /tmp/carried-git  # under /tmp: unpacking into / can break the machine
+  export PATH="/tmp/carried-git/usr/bin:$PATH" GIT_EXEC_PATH=/tmp/carried-git/usr/lib/git-core \
+    GIT_TEMPLATE_DIR=/tmp/carried-git/usr/share/git-core/templates
+  _say "using git from .carry/git.deb: $(git --version)"
+fi
+if [ ! -e .git ] && [ -f .carry/repo.bundle ]; then
+  _head=$(git bundle list-heads .carry/repo.bundle HEAD | cut -d' ' -f1)
+  # HEAD detached at the bundled commit; the index rebuilt from it, the files left as they are
+  if git init -q && git fetch -q .carry/repo.bundle '+refs/heads/*:refs/heads/*' \
+      && git update-ref --no-deref HEAD "$_head" && git reset -q; then
+    _say "restored .git from .carry/repo.bundle at ${_head:0:12}"
+  else
+    _say "could not restore .git from .carry/repo.bundle"
+  fi
+fi
+git rev-parse --verify -q HEAD >/dev/null \
+  || { _say "no git history here: run tools/prepare_gpu_carry.sh and carry .carry"; false; }
