@@ -171,6 +171,21 @@ def test_measurement_tells_misplaced_reports_from_crying_wolf(monkeypatch):
     assert margin5["matched"] == {0} and margin5["false_alarms"] == 1 and margin5["misplaced"] == 0
 
 
+def test_gate_row_counts_the_histories_a_ci_gate_would_fail(monkeypatch):
+    import numpy as np
+
+    tool = _measurement_tool()
+
+    def fake(values, *rest):  # a regression from the 20th commit on, gone again after the 40th
+        n = len(values)
+        return [tool.Detection(19, "regression", present=n <= 40)] if n >= 20 else []
+
+    monkeypatch.setattr(tool, "DETECTORS", {"fake": fake})
+    job = (np.ones(60), np.ones(60), np.ones(60), None, "lower", [])
+    assert tool.gate_failures(job) == {"fake": (21, 60 - tool.GATE_FROM + 1)}  # histories of 20..40 commits
+    assert "428.57 (21 of 49)" in tool.gate_table([tool.gate_failures(job)])
+
+
 def test_oracle_counts_steps_the_best_split_places_off():
     import numpy as np
 

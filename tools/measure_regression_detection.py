@@ -24,6 +24,10 @@ changed nearby (crying wolf); reports with the wrong direction; and the delay: h
 commits after the change the detector first reports it when run on the history as it
 grows (0 = at the commit itself).
 
+The CI gate row: on the series with nothing planted, every history of 12 or more commits is
+judged as a gate would judge it at that commit (fail on a regression reported and still present
+at the newest commit); it counts the failing ones.
+
 A small change under noise cannot always be placed to the commit. The *oracle* row says
 how often the best single split of the whole series (an oracle that knows there is exactly
 one change) places a planted step more than +-2 commits off: under the +-2 rule each such
@@ -67,6 +71,7 @@ METRICS = (("bench_synth.Latency.track_latency", "seconds", False, 1e-4),
 TOLERANCE = 2  # commits either side of the planted one
 NEARBY = 5  # an unmatched report this close to a real change in its direction is misplaced
 MAX_DELAY = 10  # commits after the change searched for the first report
+GATE_FROM = 12  # the shortest history a CI gate is judged on
 THRESHOLD = 0.05
 
 
@@ -76,6 +81,7 @@ class Detection:
     direction: str
     low: int = -1  # plausible positions [low, high] (change_interval); -1: unknown
     high: int = -1
+    present: bool = True  # still there at the newest commit (asv publish lists only those)
 
 
 def build_series(reps: int, n_commits: int, rng: np.random.Generator) -> list[SeriesSpec]:
@@ -113,7 +119,8 @@ def ours(values, ci_a, ci_b, samples, better) -> list[Detection]:
     out = []
     for c in changes:
         worse = c.relative_change < 0 if better == HIGHER else c.relative_change > 0
-        out.append(Detection(c.index, REGRESSION if worse else IMPROVEMENT, c.index_low, c.index_high))
+        out.append(Detection(c.index, REGRESSION if worse else IMPROVEMENT, c.index_low, c.index_high,
+                             c.present_at_newest))
     return out
 
 
@@ -138,7 +145,7 @@ def _with_intervals(values, found: list[Detection]) -> list[Detection]:
     x = np.log(y) if (y > 0).all() else y
     bounds = [0, *[d.index for d in found], len(x)]
     return [Detection(d.index, d.direction, *change_interval(x, d.index, bounds[i], bounds[i + 2],
-                                                              DetectorSettings().window))
+                                                              DetectorSettings().window), d.present)
             for i, d in enumerate(found)]
 
 
@@ -214,6 +221,32 @@ def _near(d: Detection, p: dict, tolerance: int = TOLERANCE) -> bool:
 
 def _matches(d: Detection, p: dict, tolerance: int = TOLERANCE) -> bool:
     return _near(d, p, tolerance) and d.direction == p["direction"]
+
+
+def gate_failures(job) -> dict[str, tuple[int, int]]:
+    """On a series with nothing planted: (histories failing, histories judged) per detector, as
+    a CI gate sees it at every commit: a regression reported and still present at the newest."""
+    values, ci_a, ci_b, samples, better, _ = job
+    out = {}
+    for name, detect in DETECTORS.items():
+        fails = sum(any(d.direction == REGRESSION and d.present
+                        for d in detect(values[:n], ci_a[:n], ci_b[:n],
+                                        None if samples is None else samples[:n], better))
+                    for n in range(GATE_FROM, len(values) + 1))
+        out[name] = (fails, len(values) - GATE_FROM + 1)
+    return out
+
+
+def gate_table(gated: list[dict]) -> str:
+    lines = ["| CI gate, series with no change (noise, bimodal) | " + " | ".join(DETECTORS) + " |",
+             "|" + " --- |" * (len(DETECTORS) + 1)]
+    cells = []
+    for name in DETECTORS:
+        fails, judged = (sum(g[name][i] for g in gated) for i in (0, 1))
+        cells.append(f"{1000 * fails / judged:.2f} ({fails} of {judged})")
+    lines.append(f"| failing runs per 1,000 (every history of {GATE_FROM} or more commits) | " + " | ".join(cells)
+                 + " |")
+    return "\n".join(lines)
 
 
 def oracle_misplaced(jobs) -> dict[float, tuple[int, int]]:
@@ -371,6 +404,8 @@ def main(argv=None) -> int:
         jobs, labels = series_jobs(results, history)
     with ProcessPoolExecutor(args.jobs) as pool:
         scored = list(pool.map(score_series, jobs, chunksize=8))
+        gated = list(pool.map(gate_failures, [j for j, lab in zip(jobs, labels) if lab in ("noise", "bimodal")],
+                              chunksize=8))
 
     print(f"Command: python tools/measure_regression_detection.py --seed {args.seed} --reps {args.reps} "
           f"--commits {args.commits} --jobs {args.jobs}")
@@ -390,6 +425,7 @@ def main(argv=None) -> int:
         print(summarise(jobs, labels, scored, args.commits, rule))
         if rule is RULES[0]:
             print("\n" + oracle_table(jobs, args.commits))
+    print("\n" + gate_table(gated))
     print("\n(asv publish labels every reported step a regression; it does not report improvements.)")
     print(f"Took {time.time() - started:.0f} s.")
     return 0
