@@ -6,10 +6,11 @@ values in commit-date order. Per series:
 1. Candidate change points come from asv's own step fit
    (``asv.step_detect.solve_potts_approx``: an L1 Potts fit, penalty from the series'
    robust noise; points are not weighted by their 99 % CI by default, see
-   ``DetectorSettings.use_ci_weights``), run on
-   log(value) so that noise and steps are relative. When the fit has no change among the last five commits, the
-   best single split there is a candidate too, so a CI gate sees a change at the newest
-   commits before the fit has the evidence to split.
+   ``DetectorSettings.use_ci_weights``), run on log(value) so that noise and steps are
+   relative. When the fit has no change among the last five commits, the best single split
+   there is a candidate too, so a CI gate sees a change at the newest commits before the fit
+   has the evidence to split; being the best of up to five, it is judged at ``alpha``
+   divided by the number of splits searched.
 2. A candidate is reported only if the change between the windows either side
    (medians of up to ``window`` per-commit values) is not significantly smaller than
    ``threshold`` (estimate + 1.645 standard errors >= threshold), and it is significant against the commit-to-commit noise: a two-sided Mann-Whitney U test
@@ -131,7 +132,10 @@ class DetectorSettings:
     window: int = 15  # commits per side compared
     min_before: int = 5  # history needed before a change can be judged
     min_after: int = 4  # commits at the new level before a change is confirmed
-    min_after_suspected: int = 2  # one slow run at the newest commit is not a regression yet
+    # Commits at the new level before a change at the newest commits is suspected: with 2, two
+    # slow runs in a row (2 % of runs 15-50 % slow) failed the CI gate about once per 1,700
+    # series on histories with no change (tools/measure_regression_detection.py, gate row).
+    min_after_suspected: int = 3
     suspect_z: float = 5.0  # robust-noise units a not-yet-confirmed change needs
     sample_alpha: float = 0.002  # asv compare's Mann-Whitney threshold on raw samples
     # Off: the 99 % CI of one run's samples says nothing about run-to-run noise (it is the
@@ -193,7 +197,9 @@ def detect_changes(
     first = max(1, n - TAIL, segment_start + 1)
     tail = best_split(x, first, n, max(segment_start, n - TAIL - settings.window), n) if first < n else None
     if tail is not None and all(abs(a.index - tail) > 2 for a in accepted):
-        change = _judge_at(x, tail, segment_start, n, sigma, samples, settings, logspace)
+        # the best of n - first splits: Bonferroni, or the gate fails on noise (tail row there)
+        tail_settings = dataclasses.replace(settings, alpha=settings.alpha / (n - first))
+        change = _judge_at(x, tail, segment_start, n, sigma, samples, tail_settings, logspace)
         if change is not None:
             accepted.append(change)
 

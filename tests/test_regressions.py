@@ -50,27 +50,28 @@ def test_small_change_below_threshold_is_ignored():
 
 def test_change_at_newest_commits_is_suspected_then_confirmed():
     y = noisy(40, 4)
-    y[-1] *= 1.3
-    assert detect_changes(y) == []  # one slow run is not a regression yet
-    y = noisy(40, 4)
     y[-2:] *= 1.3
+    assert detect_changes(y) == []  # two slow runs are not a regression yet
+    y = noisy(40, 4)
+    y[-3:] *= 1.3
     (suspected,) = detect_changes(y)
-    assert suspected.index == 38 and not suspected.confirmed
+    assert suspected.index == 37 and not suspected.confirmed
     y = noisy(44, 4)
     y[-6:] *= 1.3
     (confirmed,) = detect_changes(y)
     assert confirmed.index == 38 and confirmed.confirmed
 
 
-def test_one_slow_run_among_the_newest_two_is_not_suspected():
+def test_slow_runs_then_a_normal_one_are_not_suspected():
     # Behaviour check only: on this hand-made series (no samples) the step fit already isolates
-    # the slow run, so it passes without the "every newest commit agrees" rule too.
+    # the slow runs, so it passes without the "every newest commit agrees" rule too.
     y = noisy(40, 4)
-    y[-2] *= 1.4  # an outlier run, then back to normal: the median of the last two is +20 %
+    y[-3] *= 1.4  # two slow runs, then a normal one
+    y[-2] *= 1.4
     assert detect_changes(y) == []
-    y[-1] *= 1.4  # both slow: a suspected change
+    y[-1] *= 1.4  # all three slow: a suspected change
     (suspected,) = detect_changes(y)
-    assert suspected.index == 38 and not suspected.confirmed
+    assert suspected.index == 37 and not suspected.confirmed
 
 
 def test_drift_is_mostly_reported_once():
