@@ -16,11 +16,11 @@ values in commit-date order. Per series:
    ``threshold`` (estimate + 1.645 standard errors >= threshold), and it is significant against the commit-to-commit noise: a two-sided Mann-Whitney U test
    (``scipy.stats.mannwhitneyu``) of the per-commit values before vs after, p < ``alpha``.
    Using per-commit values, not pooled samples, keeps run-to-run noise in the test.
-   A change needs ``min_after`` commits after it to be *confirmed*; with fewer (only at
-   the end of the history) it is *suspected* when it is far outside the series' robust
-   noise, every one of those commits shows the change on its own (one slow run is not a
-   level) and, where samples were recorded, asv's own compare rule also calls it
-   different (Mann-Whitney on the samples, p < 0.002).
+   A change needs ``min_after`` commits after it to be *confirmed*; with fewer (at least
+   ``min_after_suspected``, only at the end of the history) it is *suspected* when it is
+   far outside the series' robust noise, every one of those commits shows the change on
+   its own (slow runs are not a level) and, where samples were recorded, asv's own compare
+   rule also calls it different (Mann-Whitney on the samples, p < 0.002).
 3. Slow drifts and small steps the fit left whole: in each stretch between accepted
    changes, the best single split (by rank, standardised) is judged on both whole sides,
    its significance by Pettitt's test (which allows for having picked the best of many
