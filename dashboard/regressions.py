@@ -132,9 +132,10 @@ class DetectorSettings:
     window: int = 15  # commits per side compared
     min_before: int = 5  # history needed before a change can be judged
     min_after: int = 4  # commits at the new level before a change is confirmed
-    # Commits at the new level before a change at the newest commits is suspected: with 2, two
-    # slow runs in a row (2 % of runs 15-50 % slow) failed the CI gate about once per 1,700
-    # series on histories with no change (tools/measure_regression_detection.py, gate row).
+    # Commits at the new level before a change at the newest commits is suspected. With 2, two
+    # slow runs in a row (2 % of runs 15-50 % slow) made half of the CI gate's false failures,
+    # 0.6-0.8 per 1,000 runs of series with no change (tools/measure_regression_detection.py,
+    # gate row, seeds 1-3).
     min_after_suspected: int = 3
     suspect_z: float = 5.0  # robust-noise units a not-yet-confirmed change needs
     sample_alpha: float = 0.002  # asv compare's Mann-Whitney threshold on raw samples
@@ -197,7 +198,8 @@ def detect_changes(
     first = max(1, n - TAIL, segment_start + 1)
     tail = best_split(x, first, n, max(segment_start, n - TAIL - settings.window), n) if first < n else None
     if tail is not None and all(abs(a.index - tail) > 2 for a in accepted):
-        # the best of n - first splits: Bonferroni, or the gate fails on noise (tail row there)
+        # the best of n - first splits: Bonferroni, else the other half of the gate's false
+        # failures (see min_after_suspected)
         tail_settings = dataclasses.replace(settings, alpha=settings.alpha / (n - first))
         change = _judge_at(x, tail, segment_start, n, sigma, samples, tail_settings, logspace)
         if change is not None:
