@@ -7,10 +7,11 @@ values in commit-date order. Per series:
    (``asv.step_detect.solve_potts_approx``: an L1 Potts fit, penalty from the series'
    robust noise; points are not weighted by their 99 % CI by default, see
    ``DetectorSettings.use_ci_weights``), run on log(value) so that noise and steps are
-   relative. When the fit has no change among the last five commits, the best single split
-   there is a candidate too, so a CI gate sees a change at the newest commits before the fit
-   has the evidence to split; being the best of up to five, it is judged at ``alpha``
-   divided by the number of splits searched.
+   relative. When the fit has no change among the last ``TAIL`` commits, the best single
+   split there is a candidate too, so a CI gate sees a change at the newest commits before
+   the fit has the evidence to split; being the best of several, it is judged at ``alpha``
+   divided by the number of splits searched (and, until that is reached, by the rules for a
+   suspected change below).
 2. A candidate is reported only if the change between the windows either side
    (medians of up to ``window`` per-commit values) is not significantly smaller than
    ``threshold`` (estimate + 1.645 standard errors >= threshold), and it is significant against the commit-to-commit noise: a two-sided Mann-Whitney U test
@@ -60,7 +61,10 @@ from asv import step_detect  # pinned asv==0.6.6: step_detect is not a stable as
 from dashboard.data import STATUS_OK, LoadReport, ResultsDirError, load_results
 
 LOWER, HIGHER = "lower", "higher"
-TAIL = 5  # newest commits searched for a change the step fit cannot split yet
+# Newest commits searched for a change the step fit cannot split yet. With 5, a change 6-7
+# commits old had left the search before the fit split it, and the gate passed again for a
+# commit or two (20 of 120 histories with an 8-15 % step); with 8, 3 of 120.
+TAIL = 8
 REGRESSION, IMPROVEMENT = "regression", "improvement"
 
 
@@ -194,13 +198,14 @@ def detect_changes(
         if change is not None:
             accepted.append(change)
             segment_start = k
-    # a change among the newest commits that the fit cannot split yet
-    first = max(1, n - TAIL, segment_start + 1)
-    tail = best_split(x, first, n, max(segment_start, n - TAIL - settings.window), n) if first < n else None
+    # a change among the newest commits that the fit cannot split yet (only splits with
+    # min_after_suspected commits after them can be judged at all)
+    first, stop = max(1, n - TAIL, segment_start + 1), n - settings.min_after_suspected + 1
+    tail = best_split(x, first, stop, max(segment_start, n - TAIL - settings.window), n) if first < stop else None
     if tail is not None and all(abs(a.index - tail) > 2 for a in accepted):
-        # the best of n - first splits: Bonferroni, else the other half of the gate's false
+        # the best of stop - first splits: Bonferroni, else the other half of the gate's false
         # failures (see min_after_suspected)
-        tail_settings = dataclasses.replace(settings, alpha=settings.alpha / (n - first))
+        tail_settings = dataclasses.replace(settings, alpha=settings.alpha / (stop - first))
         change = _judge_at(x, tail, segment_start, n, sigma, samples, tail_settings, logspace)
         if change is not None:
             accepted.append(change)
@@ -345,8 +350,14 @@ def _judge(before, after, k, at_tail, sigma, samples, s: DetectorSettings, logsp
     score = delta / sigma if sigma > 0 else math.inf
     if len(after) >= s.min_after:
         p = float(mannwhitneyu(before, after, alternative="two-sided").pvalue)
-        return Change(k, lb, la, rel, p, score, True, "step", True) if p < s.alpha else None
-    if not at_tail:
+        if p < s.alpha:
+            return Change(k, lb, la, rel, p, score, True, "step", True)
+        if not at_tail:
+            return None
+        # At the newest commits a change the test cannot confirm yet (4 commits after it
+        # cannot reach a Bonferroni-corrected alpha) stays suspected by the rules below, so the
+        # gate does not flip back to pass while the evidence grows.
+    elif not at_tail:
         return None  # a short excursion inside the history: outliers, not a new level
     # Every commit after it must show the change on its own (a median of two points is one
     # outlier away from anything): the weakest of them sets the size and the z.
@@ -587,8 +598,9 @@ def find_changes(
     bounds = [(int(lo), int(hi)) for lo, hi in zip(np.r_[0, breaks], np.r_[breaks, len(order)])
               if hi - lo >= settings.min_before + settings.min_after_suspected]  # too short: nothing to find
     # Raw samples only matter for a suspected change among the newest commits (asv's compare
-    # rule), so only that tail is passed on: cheaper to copy and to send to workers.
-    keep = settings.min_after + 3
+    # rule: the TAIL commits searched and the 3 before them), so only that tail is passed on:
+    # cheaper to copy and to send to workers.
+    keep = TAIL + 3
     tasks = []
     for lo, hi in bounds:
         tail = samples[max(lo, hi - keep):hi]

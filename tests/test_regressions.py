@@ -62,6 +62,25 @@ def test_change_at_newest_commits_is_suspected_then_confirmed():
     assert confirmed.index == 38 and confirmed.confirmed
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_a_change_at_the_newest_commits_stays_reported_while_evidence_grows(seed):
+    # 3, 4, 5 commits after a 15 % step: reported each time (the gate must not flip back to
+    # pass at 4, where the tail search's corrected Mann-Whitney level cannot be reached yet)
+    for after in (3, 4, 5):
+        y = noisy(40 + after, seed)
+        y[40:] *= 1.15
+        assert [c.index for c in detect_changes(y)] == [40], after
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_slow_newest_run_does_not_hide_a_change_before_it(seed):
+    y = noisy(40, seed)
+    y[-3:] *= 1.15
+    y[-1] *= 1.5  # one slow run on top of the new level
+    (change,) = detect_changes(y)
+    assert change.index == 37 and change.relative_change > 0.1
+
+
 def test_slow_runs_then_a_normal_one_are_not_suspected():
     # Behaviour check only: on this hand-made series (no samples) the step fit already isolates
     # the slow runs, so it passes without the "every newest commit agrees" rule too.
