@@ -13,11 +13,12 @@
 # carry, e.g. carry [".whl", ".carry"]. Commit first: the bundle holds commits, not edits.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-mkdir -p .git/info
+exclude=$(git rev-parse --git-path info/exclude)  # .git may be a file (a worktree)
+mkdir -p "$(dirname "$exclude")"
 for pattern in /.whl/ /.carry/; do
-  grep -qxF "$pattern" .git/info/exclude 2>/dev/null || echo "$pattern" >> .git/info/exclude
+  grep -qxF "$pattern" "$exclude" 2>/dev/null || echo "$pattern" >> "$exclude"
 done
-[ -d .whl ] || bash tools/fetch_wheels.sh .whl 3.12 >/dev/null
+ls .whl/asv-*.whl >/dev/null 2>&1 || bash tools/fetch_wheels.sh .whl 3.12 >/dev/null
 rm -rf .carry
 mkdir -p .carry
 git bundle create -q .carry/repo.bundle --all

@@ -11,11 +11,13 @@ if ! git --version >/dev/null 2>&1 && [ -f .carry/git.deb ]; then
 fi
 if [ ! -e .git ] && [ -f .carry/repo.bundle ]; then
   _head=$(git bundle list-heads .carry/repo.bundle HEAD | cut -d' ' -f1)
-  # HEAD detached at the bundled commit; the index rebuilt from it, the files left as they are
-  if git init -q && git fetch -q .carry/repo.bundle '+refs/heads/*:refs/heads/*' \
+  # HEAD detached at the bundled commit; the index rebuilt from it, the files left as they are.
+  # A scratch initial branch, so that fetching every bundled branch (master too) is allowed.
+  if git init -q --initial-branch=restore-from-bundle && git fetch -q .carry/repo.bundle '+refs/*:refs/*' \
       && git update-ref --no-deref HEAD "$_head" && git reset -q; then
     _say "restored .git from .carry/repo.bundle at ${_head:0:12}"
   else
+    rm -rf .git  # half made: a rerun must try again, not find a .git without history
     _say "could not restore .git from .carry/repo.bundle"
   fi
 fi
