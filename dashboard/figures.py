@@ -149,7 +149,7 @@ def build_trend_figure(series: pd.DataFrame, metric: str, changes: pd.DataFrame 
             hovertemplate=(f"<b>{impl}</b> %{{y:.4s}}{spec.unit}<br>commit %{{customdata[3]}} "
                            "(#%{customdata[2]})<br>%{customdata[1]}<extra></extra>")))
     if changes is not None and len(changes):
-        _add_change_markers(fig, ok, changes, xcol, spec)
+        _add_change_markers(fig, ok, changes, xcol, spec, series)
     if marked_commit:
         marked = ok[ok["commit_hash"].astype(str).str.startswith(marked_commit)]
         if len(marked):
@@ -181,11 +181,12 @@ def _trend_y_range(ok: pd.DataFrame, log_y: bool) -> list[float] | None:
         bottom = min(bottom, max(float(lo.min()), bottom - span))
     if len(hi):
         top = max(top, min(float(hi.max()), top + span))
-    pad = (top - bottom) * 0.05
+    pad = (top - bottom) * 0.05 or span  # a flat line with no band still gets a visible range
     return [bottom - pad, top + pad]
 
 
-def _add_change_markers(fig, ok: pd.DataFrame, changes: pd.DataFrame, xcol: str, spec) -> None:
+def _add_change_markers(fig, ok: pd.DataFrame, changes: pd.DataFrame, xcol: str, spec,
+                        series: pd.DataFrame) -> None:
     for direction, color, symbol in (("regression", REGRESSION_COLOR, "triangle-up"),
                                      ("improvement", IMPROVEMENT_COLOR, "triangle-down")):
         chosen = changes[changes["direction"] == direction]
@@ -199,7 +200,7 @@ def _add_change_markers(fig, ok: pd.DataFrame, changes: pd.DataFrame, xcol: str,
         text = [f"{direction} in {i}: {r:+.1%}{'' if c else ' (suspected)'}<br>commit {h[:10]}{n}"
                 for i, r, c, h, n in zip(points["impl"], points["relative_change"], points["confirmed"],
                                          points["commit_hash"], notes)]
-        _shade_plausible_positions(fig, ok, points, xcol, color)
+        _shade_plausible_positions(fig, series, points, xcol, color)
         fig.add_trace(go.Scatter(x=points[xcol], y=points["y"], mode="markers", name=f"{direction}s",
                                  marker=dict(symbol=symbol, size=15, color=color, line=dict(width=1, color="#000")),
                                  text=text, hovertemplate="%{text}<extra></extra>"))
@@ -212,14 +213,14 @@ def _position_notes(points: pd.DataFrame) -> list[str]:
             for n, a, b in zip(points["plausible_commits"], points["earliest_commit"], points["latest_commit"])]
 
 
-def _shade_plausible_positions(fig, ok: pd.DataFrame, points: pd.DataFrame, xcol: str, color: str) -> None:
-    """A faint band over the commits where a change that cannot be pinned to one may be."""
+def _shade_plausible_positions(fig, series: pd.DataFrame, points: pd.DataFrame, xcol: str, color: str) -> None:
+    """A faint band over the commits where a change that cannot be pinned to one may be
+    (placed by commit, so also where an end commit has no plotted value)."""
     if "plausible_commits" not in points.columns:
         return
-    x_of = {(str(i), str(h)): x for i, h, x in zip(ok["impl"], ok["commit_hash"], ok[xcol])}
-    for impl, n, first, last in zip(points["impl"], points["plausible_commits"], points["earliest_commit"],
-                                    points["latest_commit"]):
-        x0, x1 = x_of.get((str(impl), str(first))), x_of.get((str(impl), str(last)))
+    x_of = dict(zip(series["commit_hash"].astype(str), series[xcol]))
+    for n, first, last in zip(points["plausible_commits"], points["earliest_commit"], points["latest_commit"]):
+        x0, x1 = x_of.get(str(first)), x_of.get(str(last))
         if n > 1 and x0 is not None and x1 is not None:
             fig.add_vrect(x0=x0, x1=x1, fillcolor=_alpha(color, 0.12), line_width=0, layer="below")
 

@@ -168,6 +168,9 @@ def test_trend_figure_shades_where_an_unpinned_change_may_be():
     marker = next(t for t in fig.data if t.name == "regressions")
     assert "could be any of 3 commits c2..c4" in marker.text[0]
     assert [(s.x0, s.x1) for s in fig.layout.shapes] == [(2, 4)]
+    unplotted_end = series.assign(y=np.where(series["commit_hash"] == "c2", np.nan, series["y"]))
+    fig = build_trend_figure(unplotted_end, "latency", pd.DataFrame([{**change, "plausible_commits": 3}]))
+    assert [(s.x0, s.x1) for s in fig.layout.shapes] == [(2, 4)]  # c2 failed to measure: still its commit
     pinned = build_trend_figure(series, "latency", pd.DataFrame([{**change, "plausible_commits": 1}]))
     assert not pinned.layout.shapes
     assert "could be" not in next(t for t in pinned.data if t.name == "regressions").text[0]
@@ -185,6 +188,9 @@ def test_trend_y_axis_keeps_the_values_in_view_when_one_ci_band_spikes():
         to_axis = np.log10 if log_y else (lambda v: v)
         assert low < to_axis(0.99) and to_axis(1.05 * 1.01) < high  # every value and the usual band
         assert high < to_axis(1.2)  # not the spike to 4.0: a 5 % step stays visible
+    flat = series.assign(y=1.0, y_lo=np.nan, y_hi=np.nan)
+    low, high = build_trend_figure(flat, "latency").layout.yaxis.range
+    assert low < 1.0 < high  # one value everywhere, no band: still a range around it
 
 
 def test_roofline_figure_draws_the_measured_roof(data, main_run):
