@@ -15,6 +15,7 @@ from plotly.subplots import make_subplots
 from fused_mlp import cost
 
 from dashboard.metrics import METRICS, sort_values_naturally
+from dashboard.regressions import position_note
 
 THEMES = ("light", "dark")
 _TEMPLATE = {"light": "plotly_white", "dark": "plotly_dark"}
@@ -209,8 +210,8 @@ def _add_change_markers(fig, ok: pd.DataFrame, changes: pd.DataFrame, xcol: str,
 def _position_notes(points: pd.DataFrame) -> list[str]:
     if "plausible_commits" not in points.columns:
         return [""] * len(points)
-    return [f"<br>could be any of {n} commits {a[:8]}..{b[:8]}" if n > 1 else ""
-            for n, a, b in zip(points["plausible_commits"], points["earliest_commit"], points["latest_commit"])]
+    notes = map(position_note, points["plausible_commits"], points["earliest_commit"], points["latest_commit"])
+    return [f"<br>{note}" if note else "" for note in notes]
 
 
 def _shade_plausible_positions(fig, series: pd.DataFrame, points: pd.DataFrame, xcol: str, color: str) -> None:

@@ -554,10 +554,15 @@ class Finding:
 
     def position_note(self) -> str:
         """Where else the change may be, for people reading a report; "" when it is pinned."""
-        if self.plausible_commits <= 1:
-            return ""
-        return (f"could be any of {self.plausible_commits} commits "
-                f"{self.earliest_commit[:8]}..{self.latest_commit[:8]}")
+        return position_note(self.plausible_commits, self.earliest_commit, self.latest_commit)
+
+
+def position_note(plausible_commits: int, earliest_commit: str, latest_commit: str) -> str:
+    """"could be any of N commits A..B", or "" for a change pinned to one commit (also for
+    rows of findings_frame, as the Trends figure shows them)."""
+    if plausible_commits <= 1:
+        return ""
+    return f"could be any of {plausible_commits} commits {earliest_commit[:8]}..{latest_commit[:8]}"
 
 
 def find_changes(
