@@ -12,7 +12,9 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from fused_mlp import cost
+from benchmarks.harness import cost
+from benchmarks.harness.grids import benchmarked_ops
+from benchmarks.harness.ops import OPS
 
 from dashboard.metrics import METRICS, sort_values_naturally
 from dashboard.regressions import position_note
@@ -287,7 +289,8 @@ def build_roofline_figure(points: pd.DataFrame, ceilings: cost.Ceilings | None, 
     return _layout(fig, theme, title=(title or "Roofline") + subtitle, height=540)
 
 
-_OP_SYMBOL = {"linear_act": "circle", "gated_up": "diamond", "gated_mlp": "square", "narrow_mlp": "star"}
+# One marker shape per op, in the registry's order.
+_OP_SYMBOL = dict(zip(OPS, ("circle", "diamond", "square", "star", "triangle-up", "cross", "x", "pentagon")))
 
 
 def _op_symbols(ops: pd.Series) -> list[str]:
@@ -355,7 +358,7 @@ def warm_up() -> None:
     """
     rows = [dict(op=op, dtype=dt, shape="M=1", activation="relu", speedup=1.0, fused=1e-6,
                  best_baseline=1e-6, baseline_impl="eager")
-            for op in ("gated_mlp", "linear_act", "narrow_mlp") for dt in ("bf16", "fp16", "fp32")]
+            for op in benchmarked_ops() for dt in ("bf16", "fp16", "fp32")]
     build_speedup_heatmap_figure(pd.DataFrame(rows), "dark").to_json()
     fig = make_subplots(rows=2, cols=1)
     fig.add_trace(go.Scatter(x=[0], y=[0]), row=1, col=1)

@@ -4,8 +4,9 @@ The suite stores latency, peak memory and kernel counts per (Case, implementatio
 device ceilings per run. Everything else — TFLOP/s, GB/s, roofline fraction, fused-vs-unfused
 speedup, A-vs-B significance — is derived here, on the rows in view, never stored.
 
-Each distinct Case key is parsed once (``fused_mlp.Case.from_key``) into a small table; the
-large frame only carries the key and gets the Case fields by a categorical lookup.
+Each distinct Case key is parsed once (``Case.from_key``, the suite's torch-free workload
+vocabulary in benchmarks/harness) into a small table; the large frame only carries the key and
+gets the Case fields by a categorical lookup.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from fused_mlp import Case, cost
+from benchmarks.harness import cost
+from benchmarks.harness.workloads import Case
 
 from dashboard.data import SAMPLE_ROW, STATUS_OK
+from dashboard.regressions.direction import metric_direction
 
 COPY_BENCHMARK = "bench_device.CopyCeiling.track_copy_seconds"
 MATMUL_BENCHMARK = "bench_device.MatmulCeiling.track_matmul_seconds"
@@ -37,31 +40,32 @@ class Metric:
     label: str
     unit: str  # axis suffix
     source: str  # the stored benchmark method it is derived from
-    better: str  # "lower" or "higher"
+
+    @property
+    def better(self) -> str:
+        """"lower" or "higher", from the one direction table the gate uses too."""
+        return metric_direction(self.name, self.unit)
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
-    Metric("latency", "Latency", "s", "track_latency", "lower"),
-    Metric("tflops", "Throughput", "TFLOP/s", "track_latency", "higher"),
-    Metric("gbps", "Achieved bandwidth", "GB/s", "track_latency", "higher"),
-    Metric("roofline", "Fraction of roofline", "", "track_latency", "higher"),
-    Metric("peak_memory", "Peak memory", "B", "track_peak_memory", "lower"),
-    Metric("kernels", "Kernels per call", "", "track_kernels_per_call", "lower"),
+    Metric("latency", "Latency", "s", "track_latency"),
+    Metric("tflops", "Throughput", "TFLOP/s", "track_latency"),
+    Metric("gbps", "Achieved bandwidth", "GB/s", "track_latency"),
+    Metric("roofline", "Fraction of roofline", "", "track_latency"),
+    Metric("peak_memory", "Peak memory", "B", "track_peak_memory"),
+    Metric("kernels", "Kernels per call", "", "track_kernels_per_call"),
 )}
 STORED_METRICS = ("latency", "peak_memory", "kernels")  # what Compare compares (derived ones follow)
 _METRIC_OF_SOURCE = {m.source: m.name for m in METRICS.values() if m.name in STORED_METRICS}
 
 
+def stored_metric_of(benchmark: str) -> str | None:
+    """The stored metric a benchmark name records ("bench_ops.LinearAct.track_latency" ->
+    "latency"), or None for benchmarks that are not this suite's Case metrics."""
+    return _METRIC_OF_SOURCE.get(str(benchmark).rsplit(".", 1)[-1])
+
+
 # --------------------------------------------------------------------------- cases
-
-
-def case_shape(case: Case) -> str:
-    """The shape part of a Case key (no op, dtype or activation): the heatmap row label."""
-    if case.op == "narrow_mlp":
-        if len(set(case.widths)) == 1:  # the usual uniform MLP: say it short
-            return f"M={case.M} width={case.N} layers={len(case.widths) - 1}"
-        return f"M={case.M} widths={'x'.join(map(str, case.widths))}"
-    return f"M={case.M} K={case.K} N={case.N}"
 
 
 @lru_cache(maxsize=8192)
@@ -71,7 +75,7 @@ def _case_row(key: str) -> dict | None:
     except ValueError:
         return None  # a foreign or retired key: the row keeps its key but gets no Case fields
     return {"op": case.op, "M": case.M, "K": case.K, "N": case.N, "dtype": case.dtype,
-            "activation": case.activation, "shape": case_shape(case), "flops": float(cost.flops(case)),
+            "activation": case.activation, "shape": case.spec.shape_label(case), "flops": float(cost.flops(case)),
             "min_bytes": float(cost.min_bytes(case)), "intensity": cost.arithmetic_intensity(case)}
 
 
@@ -96,7 +100,7 @@ def cases_frame(frame: pd.DataFrame) -> pd.DataFrame:
     # Everything per row is done on integer codes: each distinct benchmark name, case key and
     # Case field value is looked at once (1M rows at scale; hashing them all cost ~0.5 s).
     bench = frame["benchmark"].astype("category")
-    metric_of_name = [_METRIC_OF_SOURCE.get(str(b).rsplit(".", 1)[-1]) for b in bench.cat.categories]
+    metric_of_name = [stored_metric_of(b) for b in bench.cat.categories]
     metric_code = np.array([-1 if m is None else STORED_METRICS.index(m) for m in metric_of_name] + [-1],
                            dtype=np.int8)  # the last entry serves code -1 (no benchmark)
     metric_codes = metric_code[bench.cat.codes.to_numpy()]
@@ -222,7 +226,7 @@ def _ceilings_per_row(rows: pd.DataFrame, ceilings: pd.DataFrame) -> list[cost.C
 
 
 def floor_seconds_per_row(rows: pd.DataFrame, ceilings: pd.DataFrame) -> np.ndarray:
-    """fused_mlp.cost.floor_seconds for each row's Case against its own run's ceilings (NaN if none).
+    """cost.floor_seconds for each row's Case against its own run's ceilings (NaN if none).
 
     Called per distinct (case, run) in view, a few hundred at most.
     """

@@ -1,5 +1,5 @@
 """Load the stored profile passes (results/profiles/<machine>/<commit>.json, written by
-`python -m fused_mlp.profile --save`) into one tidy DataFrame (pure; no Dash here).
+`python -m benchmarks.profile --save`) into one tidy DataFrame (pure; no Dash here).
 
 One row per (machine, commit, case, impl, kernel). A broken or foreign file is reported with its
 reason and skipped; the rest loads. Nothing is ever written here.
@@ -44,7 +44,7 @@ def signature(results_dir: str | Path) -> tuple:
 
 def _rows_of(doc: dict, path: Path) -> tuple[list[tuple], list[tuple]]:
     if not isinstance(doc, dict) or doc.get("version") != 1 or not isinstance(doc.get("profiles"), list):
-        raise ValueError("not a fused_mlp profile pass (version 1 with a 'profiles' list)")
+        raise ValueError("not a profile pass of this suite (version 1 with a 'profiles' list)")
     machine, commit = str(doc["machine"]), str(doc["commit_hash"])
     date = pd.to_datetime(int(doc["date"]), unit="ms")
     rows, skipped = [], []

@@ -5,22 +5,22 @@ Public API:
     gated_up(x, w_gate, w_up, activation="gelu_tanh")            act(x @ Wg.T) * (x @ Wu.T), one kernel
     gated_mlp(x, w_gate, w_up, w_down, activation="gelu_tanh")   + down projection, two kernels
     narrow_mlp(x, weights, biases=None, activation="relu")       whole MLP (widths <= 128), one kernel
+    pack_layers(weights, biases), narrow_mlp_packed(x, ...)      narrow_mlp with the layers packed once
     FusedLinear, FusedMLP, FusedGatedMLP, FusedNarrowMLP         nn.Modules with from_module()
-    ACTIVATIONS                                                  the activation table
-    baselines, implementations, cases, cost                      unfused peers, lookup, workloads, cost model
+    ACTIVATIONS, GATED_ACTIVATIONS                               the activation table
 
-The kernels run on CUDA, or on the CPU under TRITON_INTERPRET=1 (set before import).
+The kernels run on CUDA, or on the CPU under TRITON_INTERPRET=1 (set before import). The
+benchmark harness that measures them (workloads, baselines, references, timing) lives with the
+asv suite in benchmarks/, not here.
 """
 
-from . import baselines, cases, cost, implementations
 from .activations import ACTIVATIONS, GATED_ACTIVATIONS
-from .cases import Case
 from .modules import FusedGatedMLP, FusedLinear, FusedMLP, FusedNarrowMLP
 from .ops.gated_up import gated_mlp, gated_up
 from .ops.linear_act import linear_act
-from .ops.narrow_mlp import narrow_mlp
+from .ops.narrow_mlp import narrow_mlp, narrow_mlp_packed, pack_layers
 
 __all__ = [
-    "ACTIVATIONS", "GATED_ACTIVATIONS", "Case", "FusedGatedMLP", "FusedLinear", "FusedMLP", "FusedNarrowMLP",
-    "baselines", "cases", "cost", "gated_mlp", "gated_up", "implementations", "linear_act", "narrow_mlp",
+    "ACTIVATIONS", "GATED_ACTIVATIONS", "FusedGatedMLP", "FusedLinear", "FusedMLP", "FusedNarrowMLP",
+    "gated_mlp", "gated_up", "linear_act", "narrow_mlp", "narrow_mlp_packed", "pack_layers",
 ]

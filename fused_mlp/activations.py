@@ -1,7 +1,8 @@
 """The activation table: one row per activation, with its torch reference and its Triton helper.
 
-Adding an activation means adding one `@triton.jit` helper and one row in `ACTIVATIONS`; the ops,
-modules, baselines and tests all read this table.
+Adding an activation means adding one `@triton.jit` helper and one row in `ACTIVATIONS`; the ops
+and modules read this table. The benchmark harness keeps its own torch versions for its baselines
+and references (benchmarks/harness/tensors.py), so that its control never moves with the library.
 """
 
 from dataclasses import dataclass
@@ -94,9 +95,3 @@ def activation_of_module(module: torch.nn.Module) -> str:
         f"activation module {type(module).__name__} is not one fused_mlp can fuse; "
         f"supported: nn.ReLU, nn.GELU (approximate 'none' or 'tanh'), nn.SiLU, nn.Identity"
     )
-
-
-def reference(name: str, x: torch.Tensor) -> torch.Tensor:
-    return get_activation(name).torch_fn(x)
-
-

@@ -205,7 +205,7 @@ def write_history(
     ``first_commit`` continues an earlier history of the same seed (its commits and dates
     follow on), so a suite whose grid changed can be written as two calls. ``machine_params``
     adds identity keys (gpu, driver, cuda, torch, triton) to machine.json and every result's
-    params, as tools/asv_machine.py does. ``merge_benchmarks`` keeps the entries of an
+    params, as benchmarks.harness.environment registers them. ``merge_benchmarks`` keeps the entries of an
     existing benchmarks.json that this call does not write (several machines or grids).
     """
     rng = np.random.default_rng(seed)

@@ -1,8 +1,8 @@
 """Synthetic asv histories in the exact shape of OUR suite, for the dashboard's tests and scale runs.
 
 Built on tests/asv_fixtures.write_history (asv's exact on-disk format). Benchmark names, params
-and units are the suite's: ``bench_<family>.<Class>.track_latency|track_peak_memory|
-track_kernels_per_call`` with params ``case`` (a ``fused_mlp.Case`` key) and ``impl``; device
+and units are the suite's: ``bench_ops.<Class>.track_latency|track_peak_memory|
+track_kernels_per_call`` with params ``case`` (a ``Case`` key) and ``impl``; device
 ceilings ``bench_device.CopyCeiling.track_copy_seconds`` (``bytes``) and
 ``bench_device.MatmulCeiling.track_matmul_seconds`` (``dtype``, ``n``).
 
@@ -18,12 +18,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from fused_mlp import Case, cost, implementations
-from fused_mlp.grids import grid
+from benchmarks.harness import cost, implementations
+from benchmarks.harness.grids import benchmarked_ops, grid
+from benchmarks.harness.ops import OPS
+from benchmarks.harness.workloads import Case
 
 from tests.asv_fixtures import History, SeriesSpec, write_history
 
-FAMILY_CLASS = {"linear_act": "LinearAct", "gated_mlp": "GatedMLP", "narrow_mlp": "NarrowMLP"}
 METRIC_UNITS = {"track_latency": "seconds", "track_peak_memory": "bytes", "track_kernels_per_call": "kernels"}
 COPY_BENCHMARK = "bench_device.CopyCeiling.track_copy_seconds"
 MATMUL_BENCHMARK = "bench_device.MatmulCeiling.track_matmul_seconds"
@@ -38,8 +39,8 @@ COPY_BYTES, MATMUL_N = 1 << 30, 8192
 IDENTITY = {"gpu": "NVIDIA H200", "driver": "570.86.15", "cuda": "12.8", "torch": "2.11.0", "triton": "3.6.0"}
 
 
-def benchmark_name(family: str, method: str) -> str:
-    return f"bench_{family}.{FAMILY_CLASS[family]}.{method}"
+def benchmark_name(op: str, method: str) -> str:
+    return f"bench_ops.{OPS[op].benchmark_class}.{method}"
 
 
 def case_series(cases: list[Case], *, ceilings: cost.Ceilings = SYNTH_CEILINGS, steps: dict | None = None,
@@ -82,7 +83,7 @@ def ceiling_series(ceilings: cost.Ceilings = SYNTH_CEILINGS) -> list[SeriesSpec]
 
 
 def all_cases(grid_name: str = "default") -> list[Case]:
-    return [c for family in FAMILY_CLASS for c in grid(grid_name)[family]]
+    return [c for op in benchmarked_ops() for c in grid(grid_name)[op]]
 
 
 @dataclass
@@ -143,7 +144,7 @@ def scale_cases(n_series: int) -> list[Case]:
     """Cases of the full grid, families interleaved, until they make ``n_series`` series
     (every impl x latency, peak memory, kernels), ceilings included."""
     full = grid("full")
-    pools = [list(full[f]) for f in FAMILY_CLASS]
+    pools = [list(full[op]) for op in benchmarked_ops()]
     chosen, total = [], len(ceiling_series())
     while total < n_series and any(pools):
         for pool in pools:

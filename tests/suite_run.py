@@ -16,8 +16,8 @@ from asv import util as asv_util
 ROOT = Path(__file__).resolve().parents[1]
 MACHINE = "ci-cpu"
 BROKEN_BENCHMARK = '''
-from fused_mlp import implementations
 from .common import _CaseBenchmark
+from .harness import implementations
 
 
 class BrokenGate(_CaseBenchmark):
@@ -26,7 +26,7 @@ class BrokenGate(_CaseBenchmark):
     params = (["linear_act M=8 K=16 N=32 fp32 relu"], ["eager"])
 
     def prepared_call(self, case, impl, inputs):
-        real = implementations.prepare(case.op, impl, inputs)
+        real = implementations.prepare(case, impl, inputs)
         return lambda: real() * 1.01
 '''
 
@@ -69,8 +69,8 @@ def run_tiny_suite(base_tmp: Path):
     tmp.mkdir(parents=True, exist_ok=True)
     conf = asv_project(tmp, BROKEN_BENCHMARK)
     env = asv_env(tmp, "tiny")
-    machine = subprocess.run([sys.executable, str(ROOT / "tools" / "asv_machine.py"), "--machine", MACHINE],
-                             env=env, capture_output=True, text=True)
+    machine = subprocess.run([sys.executable, "-m", "benchmarks.harness.environment", "--machine", MACHINE],
+                             env=env, capture_output=True, text=True, cwd=ROOT)
     assert machine.returncode == 0, machine.stderr
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
                             check=True).stdout.strip()

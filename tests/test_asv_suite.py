@@ -6,13 +6,15 @@ import math
 import pytest
 
 from benchmarks import common
+from benchmarks.harness.grids import GRIDS, benchmarked_ops, grid
+from benchmarks.harness.ops import OPS
+from benchmarks.harness.workloads import Case
 from dashboard.data import load_results
-from fused_mlp import Case
-from fused_mlp.grids import FAMILIES, GRIDS, grid
 
 from tests.suite_run import asv_env as _asv_env, asv_project as _asv_project, asv as _asv, run_tiny_suite
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("grid_name", ["default", "tiny"])
 def test_asv_check(tmp_path, grid_name):
     conf = _asv_project(tmp_path)
@@ -31,6 +33,7 @@ def _column(doc, name, benchmark):
     return dict(zip(doc["result_columns"], row)).get(name)
 
 
+@pytest.mark.slow  # a real asv run of the tiny grid, shared by these tests
 def test_run_exits_2_because_of_the_planted_failure_only(tiny_run):
     done, doc, _ = tiny_run
     assert done.returncode == 2, done.stdout + done.stderr  # asv's exit code when a benchmark failed
@@ -39,6 +42,7 @@ def test_run_exits_2_because_of_the_planted_failure_only(tiny_run):
     assert failed and all(name.startswith("bench_broken.") for name in failed), failed
 
 
+@pytest.mark.slow
 def test_machine_identity_is_recorded(tiny_run):
     _, doc, _ = tiny_run
     for key in ("gpu", "cuda", "driver", "torch", "triton"):
@@ -46,10 +50,13 @@ def test_machine_identity_is_recorded(tiny_run):
     assert doc["params"]["gpu"] == "none"
 
 
+@pytest.mark.slow
 def test_every_family_ran_with_samples_and_skips(tiny_run):
     _, doc, _ = tiny_run
-    for family, cls in [("linear_act", "LinearAct"), ("gated_mlp", "GatedMLP"), ("narrow_mlp", "NarrowMLP")]:
-        name = f"bench_{family}.{cls}.track_latency"
+    assert benchmarked_ops() == ["linear_act", "gated_mlp", "narrow_mlp"]
+    for family in benchmarked_ops():
+        cls = OPS[family].benchmark_class
+        name = f"bench_ops.{cls}.track_latency"
         params = _column(doc, "params", name)
         assert params[0] == [repr(c.key) for c in grid("tiny")[family]]
         impls = [eval(p) for p in params[1]]  # asv stores repr() strings
@@ -63,10 +70,11 @@ def test_every_family_ran_with_samples_and_skips(tiny_run):
             assert math.isnan(results["cublaslt"])
         # peak memory and kernel counts need CUDA: skipped, not failed
         for metric in ("track_peak_memory", "track_kernels_per_call"):
-            values = _column(doc, "result", f"bench_{family}.{cls}.{metric}")
+            values = _column(doc, "result", f"bench_ops.{cls}.{metric}")
             assert all(math.isnan(v) for v in values), (metric, values)
 
 
+@pytest.mark.slow
 def test_ceilings_are_recorded_as_times(tiny_run):
     _, doc, _ = tiny_run
     copy = _column(doc, "result", "bench_device.CopyCeiling.track_copy_seconds")
@@ -75,12 +83,13 @@ def test_ceilings_are_recorded_as_times(tiny_run):
     assert sum(v > 0 for v in matmul if not math.isnan(v)) == 1  # fp32 at the CPU size
 
 
+@pytest.mark.slow
 def test_results_load_into_the_dashboard_frame(tiny_run):
     _, _, results_dir = tiny_run
     loaded = load_results(results_dir)
     assert loaded.load_report.skipped == []
     frame = loaded.frame
-    latency = frame[frame.benchmark == "bench_linear_act.LinearAct.track_latency"]
+    latency = frame[frame.benchmark == "bench_ops.LinearAct.track_latency"]
     assert set(latency.status) == {"ok", "skipped"}
     assert set(frame[frame.benchmark.str.startswith("bench_broken.")].status) == {"failed"}
     case_keys = set(latency["case"])
@@ -91,7 +100,7 @@ def test_grid_names_and_errors(monkeypatch):
     assert set(GRIDS) == {"tiny", "quick", "default", "full"}
     for name in GRIDS:
         cases = grid(name)
-        assert set(cases) == set(FAMILIES) and all(cases.values())
+        assert set(cases) == set(benchmarked_ops()) and all(cases.values())
     monkeypatch.setenv(common.GRID_ENV, "huge")
     with pytest.raises(ValueError, match="FUSED_MLP_GRID='huge' is not a grid"):
         common.grid_name()
@@ -115,15 +124,23 @@ def test_default_grid_covers_what_the_issue_asks():
 class TestSetup:
     """The per-case setup, called directly (no asv)."""
 
-    def test_skips_with_reasons_on_cpu(self):
+    def test_skips_with_reasons_on_cpu(self, monkeypatch):
         bench = common._CaseBenchmark()
         small = grid("tiny")["linear_act"][0].key
-        with pytest.raises(NotImplementedError, match="CUDA only"):
+        monkeypatch.setenv("TRITON_INTERPRET", "0")
+        with pytest.raises(NotImplementedError, match="need CUDA .or TRITON_INTERPRET=1"):
             bench.setup(small, "fused")
         with pytest.raises(NotImplementedError, match="cublaslt needs a CUDA device"):
             bench.setup(small, "cublaslt")
         with pytest.raises(NotImplementedError, match="too large for a CPU run"):
             bench.setup(grid("default")["linear_act"][-1].key, "eager")
+
+    def test_fused_is_gated_under_the_interpreter(self):
+        """TRITON_INTERPRET=1 (conftest) runs the real kernels on the CPU: setup checks them."""
+        bench = common._CaseBenchmark()
+        key = grid("tiny")["gated_mlp"][0].key
+        bench.setup(key, "fused")
+        assert bench.call().shape == (64, 128)
 
     def test_wrong_result_fails_before_timing(self):
         class Wrong(common._CaseBenchmark):

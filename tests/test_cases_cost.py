@@ -2,8 +2,8 @@
 
 import pytest
 
-from fused_mlp import Case
-from fused_mlp.cost import Ceilings, arithmetic_intensity, flops, floor_seconds, min_bytes
+from benchmarks.harness.cost import Ceilings, arithmetic_intensity, flops, floor_seconds, min_bytes
+from benchmarks.harness.workloads import Case
 
 H200 = Ceilings(copy_gbps=4270.0, matmul_tflops={"bf16": 680.0, "fp16": 680.0, "fp32": 50.0})
 
@@ -12,7 +12,7 @@ H200 = Ceilings(copy_gbps=4270.0, matmul_tflops={"bf16": 680.0, "fp16": 680.0, "
     Case("linear_act", 16, 4096, 14336, "bf16", "gelu_tanh", bias=True),
     Case("gated_mlp", 8192, 768, 3072, "bf16", "gelu_tanh"),
     Case("gated_up", 1, 7, 9, "fp32", "silu"),
-    Case.narrow(2**21, (64, 64, 64, 64, 64, 64), "fp16", "relu"),
+    Case.from_widths("narrow_mlp", 2**21, (64, 64, 64, 64, 64, 64), "fp16", "relu"),
 ])
 def test_key_round_trip(case):
     assert Case.from_key(case.key) == case
@@ -41,7 +41,7 @@ def test_decode_linear_is_memory_bound():
 
 
 def test_narrow_cost():
-    case = Case.narrow(1000, (3, 64, 64, 7), "fp16", bias=True)
+    case = Case.from_widths("narrow_mlp", 1000, (3, 64, 64, 7), "fp16", bias=True)
     assert flops(case) == 2 * 1000 * (3 * 64 + 64 * 64 + 64 * 7)
     weights = 3 * 64 + 64 * 64 + 64 * 7 + (64 + 64 + 7)
     assert min_bytes(case) == 2 * (1000 * 3 + 1000 * 7 + weights)

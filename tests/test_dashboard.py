@@ -12,8 +12,9 @@ from dashboard.model import FindingsState, ResultsStore, build_data, results_sig
 from dashboard.pages import discover_pages, overview, regressions as inbox_page, roofline, trends, compare
 from dashboard.regressions import find_changes
 from dashboard.urlstate import Query, encode_query
-from fused_mlp import Case, cost
-from fused_mlp.grids import grid
+from benchmarks.harness import cost
+from benchmarks.harness.grids import grid
+from benchmarks.harness.workloads import Case
 from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, SECOND_MACHINE, SYNTH_CEILINGS, write_dashboard_fixture
 from tests.suite_run import run_tiny_suite
 
@@ -306,6 +307,7 @@ def real_run(tmp_path_factory):
     return run_tiny_suite(tmp_path_factory.getbasetemp())[2]
 
 
+@pytest.mark.slow
 def test_real_cpu_run_of_the_suite_feeds_every_view(real_run):
     data = build_data(real_run)
     assert not data.empty and data.report.skipped == []

@@ -7,6 +7,7 @@ import pytest
 from tests.browser_support import browser_on, figure_value, poll, severe_logs, skip_module_without_browser
 
 skip_module_without_browser()
+pytestmark = pytest.mark.slow
 
 from tests.suite_fixtures import write_dashboard_fixture  # noqa: E402
 

@@ -12,8 +12,8 @@ import pytest
 from dashboard import profiles
 from dashboard.app import create_app
 from dashboard.pages import profile as profile_page
-from fused_mlp import Case
-from fused_mlp import profile as profile_cli
+from benchmarks import profile as profile_cli
+from benchmarks.harness.workloads import Case
 
 from tests.browser_support import IN_CI, MISSING, browser_on, figure_value, poll, severe_logs
 from tests.suite_fixtures import write_dashboard_fixture
@@ -103,10 +103,11 @@ def test_layout_without_passes_says_how_to_make_them(tmp_path):
     app = create_app(fx.results_dir)
     data = app.server.config["FUSED_MLP_STORE"].get()
     text = json.dumps(profile_page.layout(data, profile_page.Query("")).to_plotly_json(), default=str)
-    assert "python -m fused_mlp.profile" in text
+    assert "python -m benchmarks.profile" in text
     app.server.config["FUSED_MLP_STORE"].close()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(MISSING is not None and not IN_CI, reason=str(MISSING))
 def test_profile_page_in_a_browser(passes, tmp_path):
     results, commits = passes

@@ -4,11 +4,11 @@ import pytest
 import torch
 from torch import nn
 
-from fused_mlp import Case, FusedGatedMLP, FusedLinear, FusedMLP, FusedNarrowMLP, implementations
-from fused_mlp.activations import ACTIVATIONS
-from fused_mlp.cases import DTYPES
-
-from fused_mlp.reference import assert_close
+from benchmarks.harness import implementations
+from benchmarks.harness.references import assert_close
+from benchmarks.harness.tensors import make_inputs, torch_dtype
+from benchmarks.harness.workloads import ACTIVATIONS, DTYPES, Case
+from fused_mlp import FusedGatedMLP, FusedLinear, FusedMLP, FusedNarrowMLP
 
 from unfused_modules import LlamaStyleMLP, SeedGeGLU
 
@@ -16,7 +16,7 @@ CASES = {
     "linear_act": lambda dtype, act: Case("linear_act", 9, 45, 70, dtype, act, bias=True),
     "gated_up": lambda dtype, act: Case("gated_up", 9, 45, 70, dtype, act),
     "gated_mlp": lambda dtype, act: Case("gated_mlp", 9, 45, 70, dtype, act),
-    "narrow_mlp": lambda dtype, act: Case.narrow(65, (10, 64, 64, 3), dtype, act),
+    "narrow_mlp": lambda dtype, act: Case.from_widths("narrow_mlp", 65, (10, 64, 64, 3), dtype, act),
 }
 
 
@@ -25,16 +25,16 @@ CASES = {
 @pytest.mark.parametrize("op", list(CASES))
 def test_fused_matches_eager(op, activation, dtype, device, poisoned_empty):
     case = CASES[op](dtype, activation)
-    inputs = case.make_inputs(device, seed=3)
+    inputs = make_inputs(case, device, seed=3)
     fused = implementations.get(op, "fused")(**inputs)
     eager = implementations.get(op, "eager")(**inputs)
-    assert_close(fused, eager.double(), case.torch_dtype, f"fused vs eager, {case.key}")
+    assert_close(fused, eager.double(), torch_dtype(case), f"fused vs eager, {case.key}")
 
 
 @pytest.mark.parametrize("op", list(CASES))
 def test_fused_matches_torch_compile(op, device):
     case = CASES[op]("fp32", "gelu_tanh")
-    inputs = case.make_inputs(device, seed=4)
+    inputs = make_inputs(case, device, seed=4)
     fused = implementations.get(op, "fused")(**inputs)
     compiled = implementations.get(op, "compile")(**inputs)
     assert_close(fused, compiled.double(), torch.float32, f"fused vs compile, {case.key}")
@@ -44,7 +44,7 @@ def test_fused_matches_torch_compile(op, device):
 @pytest.mark.parametrize("activation", ["relu", "gelu_tanh"])
 def test_fused_matches_cublaslt(activation, device):
     case = Case("linear_act", 64, 96, 160, "bf16", activation, bias=True)
-    inputs = case.make_inputs(device)
+    inputs = make_inputs(case, device)
     assert_close(implementations.get("linear_act", "fused")(**inputs),
                  implementations.get("linear_act", "cublaslt")(**inputs).double(), torch.bfloat16)
 
@@ -52,9 +52,10 @@ def test_fused_matches_cublaslt(activation, device):
 def test_every_implementation_is_listed_and_reasons_are_given():
     assert implementations.names("linear_act") == ["fused", "eager", "compile", "cublaslt"]
     assert implementations.names("gated_mlp") == ["fused", "eager", "compile"]
-    assert "CUDA" in implementations.unavailable_reason("linear_act", "cublaslt", "cpu", "relu")
-    assert "silu" in implementations.unavailable_reason("linear_act", "cublaslt", "cuda", "silu")
-    assert implementations.unavailable_reason("linear_act", "cublaslt", "cuda", "gelu_tanh") is None
+    linear = lambda act: Case("linear_act", 4, 8, 16, "bf16", act)  # noqa: E731
+    assert "CUDA" in implementations.unavailable_reason(linear("relu"), "cublaslt", "cpu")
+    assert "silu" in implementations.unavailable_reason(linear("silu"), "cublaslt", "cuda")
+    assert implementations.unavailable_reason(linear("gelu_tanh"), "cublaslt", "cuda") is None
     with pytest.raises(ValueError, match="implementation 'triton' of linear_act"):
         implementations.get("linear_act", "triton")
     with pytest.raises(ValueError, match="op='conv'"):

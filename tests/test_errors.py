@@ -4,7 +4,8 @@ import pytest
 import torch
 
 import fused_mlp
-from fused_mlp import Case, FusedNarrowMLP
+from benchmarks.harness.workloads import Case
+from fused_mlp import FusedNarrowMLP
 
 
 @pytest.fixture
@@ -85,7 +86,7 @@ def test_module_constructor_errors():
     (dict(op="linear_act", M=-1, K=2, N=3, dtype="fp16", activation="relu"), "M=-1"),
     (dict(op="linear_act", M=1, K=2, N=3, dtype="fp16", activation="elu"), "activation='elu'"),
     (dict(op="gated_mlp", M=1, K=2, N=3, dtype="fp16", activation="silu", bias=True), "gated_mlp has no bias"),
-    (dict(op="narrow_mlp", M=1, K=2, N=3, dtype="fp16", activation="relu"), "Case.narrow"),
+    (dict(op="narrow_mlp", M=1, K=2, N=3, dtype="fp16", activation="relu"), "Case.from_widths"),
 ])
 def test_bad_cases(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -1,5 +1,5 @@
-"""tools/restore_git.sh: a working tree copied without .git (as the GPU machine gets it) gets its
-history back from .carry/repo.bundle, at the bundled commit, with a clean index."""
+"""tools/gpu_runner/restore_git.sh: a working tree copied without .git (as the GPU machine gets
+it) gets its history back from .carry/repo.bundle, at the bundled commit, with a clean index."""
 
 import shutil
 import subprocess
@@ -36,7 +36,7 @@ def device_copy(repo: Path, dest: Path, bundle: bool) -> Path:
 
 
 def restore(cwd: Path):
-    return subprocess.run(["bash", "-c", "source tools/restore_git.sh && git rev-parse HEAD"], cwd=cwd,
+    return subprocess.run(["bash", "-c", "source tools/gpu_runner/restore_git.sh && git rev-parse HEAD"], cwd=cwd,
                           capture_output=True, text=True)
 
 
@@ -65,4 +65,4 @@ def test_no_history_and_no_bundle_is_a_clear_error(tmp_path):
     make_repo(tmp_path / "repo")
     copy = device_copy(tmp_path / "repo", tmp_path / "device", bundle=False)
     proc = restore(copy)
-    assert proc.returncode != 0 and "run tools/prepare_gpu_carry.sh" in proc.stdout
+    assert proc.returncode != 0 and "run tools/gpu_runner/prepare_carry.sh" in proc.stdout

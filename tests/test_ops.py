@@ -4,13 +4,13 @@ import pytest
 import torch
 
 import fused_mlp
-from fused_mlp import Case
-from fused_mlp.activations import ACTIVATIONS
-from fused_mlp.cases import DTYPES
+from benchmarks.harness import implementations
+from benchmarks.harness.ops import OPS
+from benchmarks.harness.references import assert_close, reference
+from benchmarks.harness.tensors import make_inputs, torch_dtype
+from benchmarks.harness.workloads import DTYPES, Case
 
-from fused_mlp.reference import REFERENCES, assert_close
-
-ACTS = list(ACTIVATIONS)
+ACTS = list(fused_mlp.ACTIVATIONS)
 DTYPE_NAMES = list(DTYPES)
 # Odd and prime sizes: no K or N is a multiple of any block size, M crosses block boundaries.
 LINEAR_SHAPES = [(1, 37, 53), (7, 64, 17), (129, 97, 131)]
@@ -19,9 +19,9 @@ NARROW_WIDTHS = [(3, 64, 64, 7), (37, 128, 128, 128, 5), (16, 17, 16)]
 
 
 def run_case(case: Case, device, seed=0):
-    inputs = case.make_inputs(device, seed)
+    inputs = make_inputs(case, device, seed)
     out = getattr(fused_mlp, case.op)(**inputs)
-    assert_close(out, REFERENCES[case.op](**inputs), case.torch_dtype, case.key)
+    assert_close(out, reference(case, inputs), torch_dtype(case), case.key)
     return out
 
 
@@ -46,38 +46,38 @@ def test_gated(op, M, K, N, activation, dtype, device, poisoned_empty):
 @pytest.mark.parametrize("widths", NARROW_WIDTHS)
 @pytest.mark.parametrize("M", [1, 7, 129])
 def test_narrow_mlp(M, widths, activation, dtype, device, poisoned_empty):
-    run_case(Case.narrow(M, widths, dtype, activation), device, seed=M + sum(widths))
+    run_case(Case.from_widths("narrow_mlp", M, widths, dtype, activation), device, seed=M + sum(widths))
 
 
 @pytest.mark.parametrize("output_activation", ACTS)
 def test_narrow_mlp_output_activation(output_activation, device, poisoned_empty):
-    case = Case.narrow(33, (5, 32, 9), "fp32", "silu")
-    inputs = {**case.make_inputs(device), "output_activation": output_activation}
-    assert_close(fused_mlp.narrow_mlp(**inputs), REFERENCES["narrow_mlp"](**inputs), torch.float32)
+    case = Case.from_widths("narrow_mlp", 33, (5, 32, 9), "fp32", "silu")
+    inputs = {**make_inputs(case, device), "output_activation": output_activation}
+    assert_close(fused_mlp.narrow_mlp(**inputs), OPS["narrow_mlp"].reference(**inputs), torch.float32)
 
 
 def test_narrow_mlp_some_layers_without_bias(device, poisoned_empty):
-    inputs = Case.narrow(40, (8, 48, 48, 4), "fp16", "gelu").make_inputs(device)
+    inputs = make_inputs(Case.from_widths("narrow_mlp", 40, (8, 48, 48, 4), "fp16", "gelu"), device)
     inputs["biases"][1] = None
-    assert_close(fused_mlp.narrow_mlp(**inputs), REFERENCES["narrow_mlp"](**inputs), torch.float16)
+    assert_close(fused_mlp.narrow_mlp(**inputs), OPS["narrow_mlp"].reference(**inputs), torch.float16)
 
 
 @pytest.mark.parametrize("op", ["linear_act", "gated_up", "gated_mlp"])
 def test_leading_batch_dims(op, device, poisoned_empty):
-    inputs = Case(op, 2 * 3 * 5, 19, 23, "fp16", "silu").make_inputs(device)
+    inputs = make_inputs(Case(op, 2 * 3 * 5, 19, 23, "fp16", "silu"), device)
     inputs["x"] = inputs["x"].reshape(2, 3, 5, 19)
     out = getattr(fused_mlp, op)(**inputs)
-    ref = REFERENCES[op](**inputs)
+    ref = OPS[op].reference(**inputs)
     assert out.shape == ref.shape == (2, 3, 5, 23 if op != "gated_mlp" else 19)
     assert_close(out, ref, torch.float16)
 
 
 def test_narrow_leading_batch_dims(device, poisoned_empty):
-    inputs = Case.narrow(4 * 9, (6, 32, 3), "fp32", "relu").make_inputs(device)
+    inputs = make_inputs(Case.from_widths("narrow_mlp", 4 * 9, (6, 32, 3), "fp32", "relu"), device)
     inputs["x"] = inputs["x"].reshape(4, 9, 6)
     out = fused_mlp.narrow_mlp(**inputs)
     assert out.shape == (4, 9, 3)
-    assert_close(out, REFERENCES["narrow_mlp"](**inputs), torch.float32)
+    assert_close(out, OPS["narrow_mlp"].reference(**inputs), torch.float32)
 
 
 def test_non_contiguous_inputs(device, poisoned_empty):
@@ -88,19 +88,22 @@ def test_non_contiguous_inputs(device, poisoned_empty):
     assert not x.is_contiguous() and not weight.is_contiguous()
     bias = torch.randn(29, 3, device=device)[:, 1]  # a strided view: stride 3
     out = fused_mlp.linear_act(x, weight, bias, "relu")
-    assert_close(out, REFERENCES["linear_act"](x, weight, bias, "relu"), torch.float32)
+    assert_close(out, OPS["linear_act"].reference(x, weight, bias, "relu"), torch.float32)
     w_up = torch.randn(40, 29, device=device).t()
     out = fused_mlp.gated_up(x, weight, w_up, "silu")
-    assert_close(out, REFERENCES["gated_up"](x, weight, w_up, "silu"), torch.float32)
+    assert_close(out, OPS["gated_up"].reference(x, weight, w_up, "silu"), torch.float32)
     layers = [weight, torch.randn(7, 29, device=device)]
     out = fused_mlp.narrow_mlp(x, layers, None, "relu")
-    assert_close(out, REFERENCES["narrow_mlp"](x, layers, None, "relu"), torch.float32)
+    assert_close(out, OPS["narrow_mlp"].reference(x, layers, None, "relu"), torch.float32)
 
 
 @pytest.mark.parametrize("op", ["linear_act", "gated_up", "gated_mlp", "narrow_mlp"])
 def test_empty_batch_returns_empty(op, device):
-    case = Case.narrow(0, (8, 16, 4), "fp16") if op == "narrow_mlp" else Case(op, 0, 8, 16, "fp16", "relu")
-    inputs = case.make_inputs(device)
+    if op == "narrow_mlp":
+        case = Case.from_widths(op, 0, (8, 16, 4), "fp16")
+    else:
+        case = Case(op, 0, 8, 16, "fp16", "relu")
+    inputs = make_inputs(case, device)
     inputs["x"] = inputs["x"].reshape(2, 0, 8)
     out = getattr(fused_mlp, op)(**inputs)
     assert out.shape == (2, 0, case.N_out) and out.dtype == torch.float16
@@ -108,10 +111,10 @@ def test_empty_batch_returns_empty(op, device):
 
 def test_fp32_tolerance_tells_gelu_variants_apart(device):
     """The fp32 check is tight enough to fail on the wrong GELU (erf vs tanh)."""
-    inputs = Case("linear_act", 64, 32, 48, "fp32", "gelu").make_inputs(device)
+    inputs = make_inputs(Case("linear_act", 64, 32, 48, "fp32", "gelu"), device)
     inputs["x"] = inputs["x"] * 3  # push pre-activations to where the two GELUs differ
     out = fused_mlp.linear_act(**inputs)
-    wrong = REFERENCES["linear_act"](**{**inputs, "activation": "gelu_tanh"})
+    wrong = OPS["linear_act"].reference(**{**inputs, "activation": "gelu_tanh"})
     with pytest.raises(AssertionError, match="relative error"):
         assert_close(out, wrong, torch.float32)
 
@@ -124,32 +127,31 @@ def test_poisoning_catches_unwritten_elements(device, poisoned_empty):
 
 def test_narrow_mlp_sees_every_weight_change(device):
     """Writes through .data or numpy bump no version counter: narrow_mlp must still see them."""
-    inputs = Case.narrow(50, (8, 32, 32, 4), "fp32", "relu").make_inputs(device)
+    inputs = make_inputs(Case.from_widths("narrow_mlp", 50, (8, 32, 32, 4), "fp32", "relu"), device)
     fused_mlp.narrow_mlp(**inputs)
     inputs["weights"][1].data.mul_(-2)
-    assert_close(fused_mlp.narrow_mlp(**inputs), REFERENCES["narrow_mlp"](**inputs), torch.float32)
+    assert_close(fused_mlp.narrow_mlp(**inputs), OPS["narrow_mlp"].reference(**inputs), torch.float32)
     if device == "cpu":
         inputs["weights"][0].numpy()[:] *= 3
-        assert_close(fused_mlp.narrow_mlp(**inputs), REFERENCES["narrow_mlp"](**inputs), torch.float32)
+        assert_close(fused_mlp.narrow_mlp(**inputs), OPS["narrow_mlp"].reference(**inputs), torch.float32)
 
 
 def test_prepared_fused_narrow_mlp_packs_once(device, monkeypatch):
-    import fused_mlp.implementations as impls
-
     calls = []
-    real_pack = impls.pack_layers
-    monkeypatch.setattr(impls, "pack_layers", lambda *a: calls.append(1) or real_pack(*a))
-    inputs = Case.narrow(20, (8, 16, 4), "fp16", "relu").make_inputs(device)
-    call = impls.prepare("narrow_mlp", "fused", inputs)
+    real_pack = fused_mlp.pack_layers
+    monkeypatch.setattr(fused_mlp, "pack_layers", lambda *a: calls.append(1) or real_pack(*a))
+    case = Case.from_widths("narrow_mlp", 20, (8, 16, 4), "fp16", "relu")
+    inputs = make_inputs(case, device)
+    call = implementations.prepare(case, "fused", inputs)
     outs = [call() for _ in range(3)]
     assert len(calls) == 1
-    assert_close(outs[-1], REFERENCES["narrow_mlp"](**inputs), torch.float16)
+    assert_close(outs[-1], OPS["narrow_mlp"].reference(**inputs), torch.float16)
 
 
 def test_narrow_mlp_packed_checks_its_sizes(device):
-    from fused_mlp.ops.narrow_mlp import narrow_mlp_packed, pack_layers
+    from fused_mlp import narrow_mlp_packed, pack_layers
 
-    inputs = Case.narrow(4, (8, 16, 4), "fp32", "relu").make_inputs(device)
+    inputs = make_inputs(Case.from_widths("narrow_mlp", 4, (8, 16, 4), "fp32", "relu"), device)
     packed_w, packed_b = pack_layers(inputs["weights"], inputs["biases"])
     with pytest.raises(ValueError, match="in_features=200 and out_features=4 must be in 1..16"):
         narrow_mlp_packed(torch.randn(4, 200, device=device), packed_w, packed_b, 200, 4)

@@ -1,4 +1,4 @@
-"""The profiler summary, the `python -m fused_mlp.profile` command and the stored profile pass."""
+"""The profiler summary, the `python -m benchmarks.profile` command and the stored profile pass."""
 
 import gzip
 import json
@@ -7,9 +7,10 @@ import subprocess
 import pytest
 import torch
 
-from fused_mlp import Case, implementations
-from fused_mlp import profile as profile_cli
-from fused_mlp.profiling import ProfileSummary, profile_call
+from benchmarks import profile as profile_cli
+from benchmarks.harness import implementations
+from benchmarks.harness.profiling import ProfileSummary, profile_call
+from benchmarks.harness.workloads import Case
 
 from unfused_modules import SeedGeGLU
 

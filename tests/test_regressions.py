@@ -5,9 +5,10 @@ import pytest
 
 from dashboard.data import load_results
 from dashboard.regressions import (
-    HIGHER, IMPROVEMENT, LOWER, REGRESSION, DetectorSettings, _pettitt_p, best_split, change_interval, detect_changes,
+    HIGHER, IMPROVEMENT, LOWER, REGRESSION, DetectorSettings, best_split, change_interval, detect_changes,
     find_changes, findings_frame, metric_direction,
 )
+from dashboard.regressions.statistics import _pettitt_p
 from tests.asv_fixtures import SeriesSpec, write_history
 
 
@@ -244,10 +245,14 @@ def test_change_interval_includes_the_reported_position_and_stays_in_its_stretch
 
 
 def test_changes_and_findings_carry_their_interval(history):
-    for c in detect_changes(noisy(40, 1) * np.r_[np.ones(25), np.full(15, 1.1)]):
+    changes = detect_changes(noisy(40, 1) * np.r_[np.ones(25), np.full(15, 1.1)])
+    assert len(changes) == 1
+    for c in changes:
         assert 0 <= c.index_low <= c.index <= c.index_high
     frame = load_results(history.results_dir).frame
-    for f in find_changes(frame):
+    findings = find_changes(frame)
+    assert findings, "the history has planted changes"
+    for f in findings:
         assert f.earliest_commit and f.latest_commit
         dates = frame.drop_duplicates("commit_hash").set_index("commit_hash")["date"]
         assert dates[f.earliest_commit] <= f.commit_date <= dates[f.latest_commit]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.regressions import main, parse_threshold
+from dashboard.regressions.cli import main, parse_threshold
 from tests.asv_fixtures import SeriesSpec, write_history
 
 REPO = Path(__file__).resolve().parents[1]
@@ -70,7 +70,8 @@ def test_reports_say_where_else_an_unpinned_change_could_be():
     import pandas as pd
 
     from dashboard.data import LoadReport
-    from dashboard.regressions import Finding, render_markdown, render_text
+    from dashboard.regressions import Finding
+    from dashboard.regressions.report import render_markdown, render_text
 
     finding = Finding(
         benchmark="bench.Mlp.track_latency", params="m=16", machine="gpu", env_name="env", unit="seconds",

@@ -1,6 +1,6 @@
 """Profile: for one case, what each implementation launches and how long each kernel takes, at
 one commit and across the commits profiled (from results/profiles/, written by
-`python -m fused_mlp.profile --save`); links to download the kept Chrome traces."""
+`python -m benchmarks.profile --save`); links to download the kept Chrome traces."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def layout(data: DashboardData, query: Query):
     loaded = _cache.get(data.results_dir)
     if loaded.frame.empty:
         return html.Div([html.H1("Profile"), message(
-            "No profile passes yet. On a GPU runner: python -m fused_mlp.profile --grid quick "
+            "No profile passes yet. On a GPU runner: python -m benchmarks.profile --grid quick "
             "--machine NAME --save results/profiles [--trace], then commit results/profiles/.")]
             + _skipped(loaded))
     machines, machine, cases, commits = choices(loaded, query.one("machine"))

@@ -18,7 +18,6 @@ from dashboard.urlstate import SHELL, Query, link, qid
 ID = "regressions"
 MAX_GROUPS = 40  # commit groups rendered at once; the rest are counted
 DIRECTIONS = {"regression": "regressions", "all": "regressions and improvements"}
-_METRIC_OF_SOURCE = {m.source: m.name for m in metrics.METRICS.values() if m.name in metrics.STORED_METRICS}
 
 
 def layout(data: DashboardData, query: Query):
@@ -87,7 +86,7 @@ def _group(data: DashboardData, commit, machine, env, members, theme):
     items = []
     for f in sorted(members, key=lambda f: (f.direction != "regression", -abs(f.relative_change))):
         case, impl = run.series_of_params.get((f.benchmark, f.params), (None, None)) if run else (None, None)
-        metric = _METRIC_OF_SOURCE.get(f.benchmark.rsplit(".", 1)[-1], "latency")
+        metric = metrics.stored_metric_of(f.benchmark) or "latency"
         href = link("/trends", {"machine": machine, "env": env, "case": case, "metric": metric,
                                 "commit": commit, "theme": theme})
         items.append(html.Li([

@@ -25,7 +25,7 @@ def layout(data: DashboardData, query: Query):
         html.Div(run_controls(ID, data, query, COMMITS), className="controls"),
         html.Div(facet_controls(ID, run, query), className="controls"),
         html.P("Roof = min(measured matmul TFLOP/s of the dtype, intensity × measured copy GB/s). Intensity uses the "
-               "minimum bytes a fully fused kernel must move (fused_mlp.cost), so unfused points sit lower.",
+               "minimum bytes a fully fused kernel must move (the suite's cost model), so unfused points sit lower.",
                className="hint"),
         graph(ID, "figure"),
     ])

@@ -80,8 +80,7 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
     if run is None or not case:
         return error_figure(lambda: theme)("No case matches the filters.")
     metric = metric if metric in metrics.METRICS else "latency"
-    source = metrics.METRICS[metric].source
-    source_metric = {m.source: m.name for m in metrics.METRICS.values() if m.name in metrics.STORED_METRICS}[source]
+    source_metric = metrics.stored_metric_of(metrics.METRICS[metric].source)
     rows = run.of_case(case)
     rows = rows[rows["metric"] == source_metric]
     if impl:

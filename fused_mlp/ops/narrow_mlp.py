@@ -109,7 +109,7 @@ def pack_layers(weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor |
     Returns (packed_weights (L, W, W), packed_biases (L, W) or None). `narrow_mlp` and
     FusedNarrowMLP pack on every call (a few small copies): no cache can see every way weights
     change (writes through .data or numpy bump no version counter). Where the weights are known
-    to stay fixed, pack once and call `narrow_mlp_packed` (implementations.prepare does).
+    to stay fixed, pack once and call `narrow_mlp_packed` (the benchmark harness does).
     """
     _check_layers(weights, biases)
     first = weights[0]

@@ -21,7 +21,7 @@ from torch.profiler import ProfilerActivity, profile, record_function
 # Copies and fills are device events too, but not kernel launches of the op.
 _NOT_KERNELS = ("Memcpy", "Memset")
 _LAUNCH_CALLS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx")
-_CALL_MARK = "fused_mlp.profiled_call"
+_CALL_MARK = "harness.profiled_call"
 TRACE_CAP_BYTES = 4 * 1024 * 1024  # a gzipped trace bigger than this is not kept
 
 

@@ -11,14 +11,15 @@ from collections.abc import Callable
 import torch
 
 from .cost import Ceilings, copy_gbps, matmul_tflops
+from .tensors import TORCH_DTYPES
 
 # Bigger than any GPU's L2 (H100/H200: 50 MB), so zeroing it evicts everything the timed call
 # could otherwise find in cache: every sample is a cold-L2 sample.
 _FLUSH_BYTES = 256 * 1024 * 1024
 
 
-def time_samples(fn: Callable[[], object], device, samples: int = 50, warmup: int = 10,
-                 flush_l2: bool = True) -> list[float]:
+def latency_samples(fn: Callable[[], object], device, samples: int = 50, warmup: int = 10,
+                    flush_l2: bool = True) -> list[float]:
     """Seconds per call of `fn`, one sample per call.
 
     On CUDA: CUDA events around each call, the L2 flushed (a 256 MB memset) before each one,
@@ -61,17 +62,15 @@ def copy_samples(device, nbytes: int, samples: int = 20) -> list[float]:
     """Seconds per device-to-device copy of `nbytes` (each copy reads and writes nbytes)."""
     src = torch.empty(nbytes // 4, dtype=torch.float32, device=device)
     dst = torch.empty_like(src)
-    return time_samples(lambda: dst.copy_(src), device, samples, warmup=3, flush_l2=False)
+    return latency_samples(lambda: dst.copy_(src), device, samples, warmup=3, flush_l2=False)
 
 
 def matmul_samples(device, dtype: str, n: int, samples: int = 20) -> list[float]:
     """Seconds per dense n x n x n torch.matmul; fp32 follows torch's TF32 setting, as the fp32
     ops do."""
-    from .cases import DTYPES
-
-    a = torch.randn(n, n, device=device).to(DTYPES[dtype])
-    b = torch.randn(n, n, device=device).to(DTYPES[dtype])
-    return time_samples(lambda: a @ b, device, samples, warmup=3)
+    a = torch.randn(n, n, device=device).to(TORCH_DTYPES[dtype])
+    b = torch.randn(n, n, device=device).to(TORCH_DTYPES[dtype])
+    return latency_samples(lambda: a @ b, device, samples, warmup=3)
 
 
 COPY_BYTES = 2 * 1024**3

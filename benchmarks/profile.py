@@ -1,10 +1,10 @@
 """Print what each implementation launches for one Case, side by side (the seed article's view),
 or store a profile pass over a grid under results/profiles/.
 
-    python -m fused_mlp.profile --op gated --dtype bf16 --M 8192 --K 768 --N 3072 --activation gelu_tanh
-    python -m fused_mlp.profile --op linear --M 16 --K 4096 --N 14336 --impl fused,cublaslt --trace traces/
-    python -m fused_mlp.profile --op narrow --M 2097152 --widths 64x64x64x64x64x64 --dtype fp16 --activation relu
-    python -m fused_mlp.profile --grid quick --machine h200-runner --save results/profiles [--trace]
+    python -m benchmarks.profile --op gated --dtype bf16 --M 8192 --K 768 --N 3072 --activation gelu_tanh
+    python -m benchmarks.profile --op linear --M 16 --K 4096 --N 14336 --impl fused,cublaslt --trace traces/
+    python -m benchmarks.profile --op narrow --M 2097152 --widths 64x64x64x64x64x64 --dtype fp16 --activation relu
+    python -m benchmarks.profile --grid quick --machine h200-runner --save results/profiles [--trace]
 
 On the CPU the tables list operators (aten::...), not device kernels; the Triton kernels are
 profiled on CUDA only.
@@ -20,22 +20,23 @@ from pathlib import Path
 
 import torch
 
-from . import baselines, implementations
-from .cases import Case
-from .environment import machine_identity
-from .grids import GRIDS, grid
-from .profiling import ProfileSummary, profile_call
+from .harness import implementations
+from .harness.environment import machine_identity
+from .harness.grids import GRIDS, grid
+from .harness.ops import OPS
+from .harness.profiling import ProfileSummary, profile_call
+from .harness.tensors import make_inputs
+from .harness.workloads import Case
 
-OP_ALIASES = {"linear": "linear_act", "gated": "gated_mlp", "narrow": "narrow_mlp",
-              **{op: op for op in implementations.OPS}}
+OP_ALIASES = {**{spec.short_name: op for op, spec in OPS.items() if spec.short_name}, **{op: op for op in OPS}}
 
 
 def _case_from_args(args) -> Case:
     op = OP_ALIASES[args.op]
-    if op == "narrow_mlp":
+    if OPS[op].layered:
         if not args.widths:
-            raise SystemExit("--op narrow needs --widths, e.g. --widths 64x64x64x64x64x64")
-        return Case.narrow(args.M, args.widths.split("x"), args.dtype, args.activation, bias=args.bias)
+            raise SystemExit(f"--op {args.op} needs --widths, e.g. --widths 64x64x64x64x64x64")
+        return Case.from_widths(op, args.M, args.widths.split("x"), args.dtype, args.activation, bias=args.bias)
     if args.K is None or args.N is None:
         raise SystemExit(f"--op {args.op} needs --K and --N")
     return Case(op, args.M, args.K, args.N, args.dtype, args.activation, args.bias)
@@ -45,19 +46,19 @@ def profile_case(case: Case, impls: list[str], device: str, trace_dir: str | Non
     """impl -> its summary, or the reason it was not profiled."""
     out: dict[str, ProfileSummary | str] = {}
     inputs = None
-    baselines.reset_compiled()  # a fresh graph per case: a pass over a grid must not hit the recompile limit
+    implementations.reset_compiled()  # a fresh graph per case: a pass over a grid must not hit the recompile limit
     for impl in impls:
-        reason = implementations.unavailable_reason(case.op, impl, device, case.activation)
+        reason = implementations.unavailable_reason(case, impl, device)
         if impl == "fused" and device == "cpu":
             reason = "the Triton kernels are profiled on CUDA only"
         if reason:
             out[impl] = reason
             continue
         if inputs is None:
-            inputs = case.make_inputs(device)
+            inputs = make_inputs(case, device)
         trace = str(Path(trace_dir) / f"{case.key.replace(' ', '_')}-{impl}.json.gz") if trace_dir else None
         with torch.inference_mode():
-            out[impl] = profile_call(implementations.prepare(case.op, impl, inputs), device, trace_path=trace)
+            out[impl] = profile_call(implementations.prepare(case, impl, inputs), device, trace_path=trace)
     return out
 
 
@@ -128,7 +129,7 @@ def save_profile_pass(grid_name: str, machine: str, save_dir: str, device: str, 
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fused_mlp.profile", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.profile", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--op", choices=sorted(OP_ALIASES))
     parser.add_argument("--M", type=int, default=8192)
@@ -161,7 +162,7 @@ def main(argv=None) -> int:
         case = _case_from_args(args)
         impls = implementations.names(case.op) if args.impl == "all" else args.impl.split(",")
         for impl in impls:
-            implementations.get(case.op, impl)
+            implementations.check_name(case.op, impl)
     except ValueError as e:
         parser.error(str(e))
     print(format_profiles(case, profile_case(case, impls, device, args.trace or None)))

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Download the wheels asv needs, for a GPU runner with no network (run this where there is one).
 #
-#   tools/fetch_wheels.sh [DIR] [PYTHON_VERSION]      # default: wheelhouse/ 3.11
+#   tools/gpu_runner/fetch_wheels.sh [DIR] [PYTHON_VERSION]      # default: wheelhouse/ 3.11
 #
 # Then copy DIR to the runner and: pip install --no-index --find-links DIR asv
 # torch and triton are not fetched: the runner's Python already has them.

@@ -1,9 +1,9 @@
 """GPU check: correctness at real sizes for every op x dtype, then a first timing of each fused
 op against its peers (eager, torch.compile, cuBLASLt), as ratios taken in one run.
 
-    python tools/gpu_check.py --out "$OUT"     # on the GPU runner
-    python tools/gpu_check.py --small          # tiny shapes; runs on the CPU under the interpreter,
-                                               # only to test this script
+    python -m benchmarks.gpu_check --out "$OUT"     # on the GPU runner
+    python -m benchmarks.gpu_check --small          # tiny shapes; runs on the CPU under the
+                                                    # interpreter, only to test this script
 
 Prints a markdown table last and writes every row to gpu_check.json under --out. Exits 1 if any
 fused result is wrong.
@@ -18,15 +18,11 @@ from pathlib import Path
 
 import torch
 
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from fused_mlp import Case, baselines, implementations  # noqa: E402
-from fused_mlp.cost import floor_seconds  # noqa: E402
-from fused_mlp.timing import measure_ceilings, median, time_samples  # noqa: E402
-from fused_mlp.reference import REFERENCES, TOLERANCE, mismatch, rel_error  # noqa: E402
+from .harness import implementations, timing  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
+from .harness.cost import floor_seconds
+from .harness.references import TOLERANCE, mismatch, reference, rel_error
+from .harness.tensors import make_inputs, torch_dtype
+from .harness.workloads import Case
 
 DTYPES = ("fp32", "fp16", "bf16")
 
@@ -37,8 +33,8 @@ def real_cases(dtype: str) -> list[Case]:
         Case("linear_act", 16, 4096, 14336, dtype, "gelu_tanh", bias=True),
         Case("gated_mlp", 8192, 4096, 14336, dtype, "silu"),
         Case("gated_mlp", 8192, 768, 3072, dtype, "gelu_tanh"),  # the seed article's GeGLU
-        Case.narrow(2**20, (64,) * 6, dtype, "relu"),
-        Case.narrow(2**20, (128,) * 6, dtype, "relu"),
+        Case.from_widths("narrow_mlp", 2**20, (64,) * 6, dtype, "relu"),
+        Case.from_widths("narrow_mlp", 2**20, (128,) * 6, dtype, "relu"),
     ]
 
 
@@ -46,30 +42,30 @@ def small_cases(dtype: str) -> list[Case]:
     return [
         Case("linear_act", 33, 40, 72, dtype, "gelu_tanh", bias=True),
         Case("gated_mlp", 33, 40, 72, dtype, "silu"),
-        Case.narrow(100, (16, 32, 32, 16), dtype, "relu"),
+        Case.from_widths("narrow_mlp", 100, (16, 32, 32, 16), dtype, "relu"),
     ]
 
 
 def check_case(case: Case, device, samples: int) -> dict:
-    baselines.reset_compiled()  # a fresh torch.compile graph per case (Dynamo's recompile limit)
-    inputs = case.make_inputs(device)
+    implementations.reset_compiled()  # a fresh torch.compile graph per case (Dynamo's recompile limit)
+    inputs = make_inputs(case, device)
     row = {"case": case.key, "op": case.op, "dtype": case.dtype}
     with torch.inference_mode():
         fused_out = implementations.get(case.op, "fused")(**inputs)
-        ref = REFERENCES[case.op](**inputs)
+        ref = reference(case, inputs)
         row["rel_error"] = rel_error(fused_out, ref)
-        row["tolerance"] = TOLERANCE[case.torch_dtype]
-        row["problem"] = mismatch(fused_out, ref, case.torch_dtype)
+        row["tolerance"] = TOLERANCE[torch_dtype(case)]
+        row["problem"] = mismatch(fused_out, ref, torch_dtype(case))
         row["correct"] = row["problem"] is None
         del fused_out, ref
         row["seconds"] = {}
         for impl in implementations.names(case.op):
-            if implementations.unavailable_reason(case.op, impl, device, case.activation):
+            if implementations.unavailable_reason(case, impl, device):
                 continue
-            call = implementations.prepare(case.op, impl, inputs)
+            call = implementations.prepare(case, impl, inputs)
             start = time.perf_counter()
-            times = time_samples(call, device, samples=samples)
-            row["seconds"][impl] = {"median": median(times), "samples": times,
+            times = timing.latency_samples(call, device, samples=samples)
+            row["seconds"][impl] = {"median": timing.median(times), "samples": times,
                                     "wall_incl_warmup_s": time.perf_counter() - start}
     return row
 
@@ -82,9 +78,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":  # before fused_mlp is imported: Triton picks the interpreter then
+        os.environ.setdefault("TRITON_INTERPRET", "1")
     report = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
               "torch": torch.__version__, "triton": __import__("triton").__version__, "rows": []}
-    ceilings = measure_ceilings(device) if device == "cuda" else None
+    ceilings = timing.measure_ceilings(device) if device == "cuda" else None
     if ceilings:
         report["ceilings"] = {"copy_gbps": ceilings.copy_gbps, "matmul_tflops": ceilings.matmul_tflops}
     for dtype in DTYPES:

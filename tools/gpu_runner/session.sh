@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Everything a GPU session does, in one call (device time is scarce):
-#   1. asv from carried wheels (.whl/, made here by tools/fetch_wheels.sh .whl 3.12)
-#   2. correctness at real sizes for every op x dtype + first fused/peer ratios (tools/gpu_check.py)
-#   3. the asv suite for each given commit (tools/asv_run.sh)
-#   4. a profile pass of the quick grid (python -m fused_mlp.profile --save results/profiles)
+#   1. asv from carried wheels (.whl/, made here by tools/gpu_runner/prepare_carry.sh)
+#   2. correctness at real sizes for every op x dtype + first fused/peer ratios (benchmarks.gpu_check)
+#   3. the asv suite for each given commit (benchmarks.run: this checkout's suite, each commit's library)
+#   4. a profile pass of the quick grid (benchmarks.profile --save results/profiles)
 #   5. results/ packed into $OUT/results.tgz, logs into $OUT
 #
-#   tools/gpu_session.sh --machine h200 --grid default --commits "SHA1 SHA2 SHA3"
-#   (first, here: tools/prepare_gpu_carry.sh; then carry .whl and .carry in the device call)
-#   tools/gpu_session.sh --machine cpu-test --grid tiny --small      # rehearsal on a CPU
+#   tools/gpu_runner/session.sh --machine h200 --grid default --commits "SHA1 SHA2 SHA3"
+#   (first, here: tools/gpu_runner/prepare_carry.sh; then carry .whl and .carry in the device call)
+#   tools/gpu_runner/session.sh --machine cpu-test --grid tiny --small      # rehearsal on a CPU
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/gpu_session_out}
 mkdir -p "$OUT"
 machine="" grid="default" commits="" small=""
@@ -27,7 +27,7 @@ done
 export PYTHONUNBUFFERED=1
 log() { echo "== $(date +%T) $*" | tee -a "$OUT/session.log"; }
 
-source tools/restore_git.sh || exit 1  # .git and git itself from .carry/, where the device lacks them
+source tools/gpu_runner/restore_git.sh || exit 1  # .git and git itself from .carry/, where the device lacks them
 
 if [ -d .whl ]; then
   log "installing asv from .whl/"
@@ -37,17 +37,15 @@ python3 -c "import asv, torch, triton; print('asv', asv.__version__, 'torch', to
   | tee -a "$OUT/session.log" || exit 1
 
 log "gpu_check"
-python3 tools/gpu_check.py --out "$OUT" $small 2>&1 | tee "$OUT/gpu_check.log"
+python3 -m benchmarks.gpu_check --out "$OUT" $small 2>&1 | tee "$OUT/gpu_check.log"
 check_rc=${PIPESTATUS[0]}
 
-for sha in ${commits:-$(git rev-parse HEAD)}; do
-  log "asv run $sha ($grid)"
-  bash tools/asv_run.sh --machine "$machine" --grid "$grid" --commits "$sha^!" >>"$OUT/asv.log" 2>&1 \
-    || log "asv run for $sha exited $?"
-done
+log "asv run ${commits:-HEAD} ($grid)"
+python3 -m benchmarks.run --machine "$machine" --grid "$grid" ${commits:+--commits "$commits"} >>"$OUT/asv.log" 2>&1 \
+  || log "benchmarks.run exited $?"
 
 log "profile pass (quick grid)"
-python3 -m fused_mlp.profile --grid "$( [ -n "$small" ] && echo tiny || echo quick )" --machine "$machine" \
+python3 -m benchmarks.profile --grid "$( [ -n "$small" ] && echo tiny || echo quick )" --machine "$machine" \
   --save results/profiles 2>&1 | tail -3 | tee -a "$OUT/session.log"
 
 tar czf "$OUT/results.tgz" results

@@ -1,14 +1,17 @@
-"""The cost model: flops and minimum bytes moved per Case, and the roofline floor.
+"""The cost model: flops and minimum bytes moved per Case, and the roofline floor (torch-free).
 
 Minimum bytes = every input and weight read once plus the output written once, i.e. what a
 perfectly fused kernel must move; the unfused implementations move more (their intermediates
 round-trip through memory), which is exactly what the bandwidth and roofline views expose.
-Bytes count reads + writes, like the copy-bandwidth ceiling they are compared with.
+Bytes count reads + writes, like the copy-bandwidth ceiling they are compared with. Each op's
+counts live in its module under `ops/`.
 """
+
+from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cases import Case
+from .workloads import Case
 
 
 @dataclass(frozen=True)
@@ -37,36 +40,15 @@ def matmul_tflops(n: int, seconds: float) -> float:
     return 2 * n**3 / seconds / 1e12
 
 
-def _layer_pairs(case: Case):
-    return list(zip(case.widths[:-1], case.widths[1:]))
-
-
 def flops(case: Case) -> int:
     """Floating-point operations of the matmuls (2 per multiply-add); the bias, activation and
     gating add O(M*N) work, under 1% at every shape in the grids, and are left out."""
-    M, K, N = case.M, case.K, case.N
-    if case.op == "linear_act":
-        return 2 * M * K * N
-    if case.op == "gated_up":
-        return 2 * 2 * M * K * N
-    if case.op == "gated_mlp":
-        return 3 * 2 * M * K * N
-    return sum(2 * M * i * o for i, o in _layer_pairs(case))
+    return case.spec.flops(case)
 
 
 def min_bytes(case: Case) -> int:
     """Bytes a perfectly fused implementation must read and write."""
-    M, K, N = case.M, case.K, case.N
-    if case.op == "linear_act":
-        elements = M * K + N * K + M * N + (N if case.bias else 0)
-    elif case.op == "gated_up":
-        elements = M * K + 2 * N * K + M * N
-    elif case.op == "gated_mlp":
-        elements = M * K + 3 * N * K + M * K
-    else:
-        pairs = _layer_pairs(case)
-        elements = M * case.widths[0] + M * case.widths[-1] + sum(i * o + (o if case.bias else 0) for i, o in pairs)
-    return elements * case.torch_dtype.itemsize
+    return case.spec.min_elements(case) * case.itemsize
 
 
 def arithmetic_intensity(case: Case) -> float:

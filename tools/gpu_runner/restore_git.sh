@@ -1,8 +1,8 @@
-# Sourced by tools/gpu_session.sh. The device gets this working tree without .git, and perhaps
-# has no git: restore both from .carry/ (made here by tools/prepare_gpu_carry.sh), as asv
-# (--set-commit-hash) and tools/asv_run.sh (worktrees) name and check out commits.
+# Sourced by tools/gpu_runner/session.sh. The device gets this working tree without .git, and perhaps
+# has no git: restore both from .carry/ (made here by tools/gpu_runner/prepare_carry.sh), as asv
+# (--set-commit-hash) and benchmarks.run (worktrees) name and check out commits.
 # Returns non-zero when the history cannot be had.
-_say() { if declare -F log >/dev/null; then log "$@"; else echo "== $(date +%T) $*"; fi; }  # gpu_session's log
+_say() { if declare -F log >/dev/null; then log "$@"; else echo "== $(date +%T) $*"; fi; }  # session.sh's log
 if ! git --version >/dev/null 2>&1 && [ -f .carry/git.deb ]; then
   dpkg -x .carry/git.deb /tmp/carried-git  # under /tmp: unpacking into / can break the machine
   export PATH="/tmp/carried-git/usr/bin:$PATH" GIT_EXEC_PATH=/tmp/carried-git/usr/lib/git-core \
@@ -22,4 +22,4 @@ if [ ! -e .git ] && [ -f .carry/repo.bundle ]; then
   fi
 fi
 git rev-parse --verify -q HEAD >/dev/null \
-  || { _say "no git history here: run tools/prepare_gpu_carry.sh and carry .carry"; false; }
+  || { _say "no git history here: run tools/gpu_runner/prepare_carry.sh and carry .carry"; false; }

@@ -1,0 +1,64 @@
+"""gated_mlp: down(act(x @ Wg.T) * (x @ Wu.T)), the GeGLU/SwiGLU MLP: two fused kernels.
+
+Eager launches five (three GEMMs, the activation, the multiply), as in the seed article;
+torch.compile fuses the activation and the multiply into one (four).
+"""
+
+from __future__ import annotations
+
+from itertools import product
+
+from ..workloads import TOKENS, Case
+from ._spec import OpSpec, RandomTensor
+from .gated_up import OP as GATED_UP
+
+
+class GatedMLP(OpSpec):
+    name = "gated_mlp"
+    summary = "down(act(x @ Wg.T) * (x @ Wu.T)) in two kernels"
+    short_name = "gated"
+    order = 2
+    benchmark_class = "GatedMLP"
+
+    def flops(self, case):
+        return 3 * 2 * case.M * case.K * case.N
+
+    def min_elements(self, case):
+        return case.M * case.K + 3 * case.N * case.K + case.M * case.K
+
+    def output_features(self, case):
+        return case.K
+
+    def inputs(self, case):
+        return {**GATED_UP.inputs(case), "w_down": RandomTensor((case.K, case.N), fan_in=case.N)}
+
+    def cases(self, grid):
+        if grid == "tiny":
+            return [Case("gated_mlp", 64, 128, 256, "fp32", "silu")]
+        if grid == "quick":
+            return [Case("gated_mlp", 8192, 768, 3072, "bf16", "gelu_tanh")]
+        if grid == "default":
+            return [
+                Case("gated_mlp", 8192, 768, 3072, "bf16", "gelu_tanh"),  # the seed article's GeGLU
+                Case("gated_mlp", 8192, 4096, 14336, "bf16", "silu"),  # Llama-style SwiGLU, prefill
+                Case("gated_mlp", 16, 4096, 14336, "bf16", "silu"),  # ... and decode
+            ]
+        if grid == "full":
+            return [Case("gated_mlp", M, K, N, dtype, act) for M, (K, N, act), dtype
+                    in product(TOKENS, [(768, 3072, "gelu_tanh"), (4096, 14336, "silu")], ("bf16", "fp16"))]
+        return []
+
+    def reference(self, x, w_gate, w_up, w_down, activation="gelu_tanh"):
+        from ..tensors import f64, rounded
+
+        # the op stores the hidden activations in the input dtype between its two kernels
+        hidden = rounded(GATED_UP.reference(x, w_gate, w_up, activation), x.dtype)
+        return hidden @ f64(w_down).T
+
+    def eager(self, x, w_gate, w_up, w_down, activation="gelu_tanh"):
+        from ..tensors import F
+
+        return F.linear(GATED_UP.eager(x, w_gate, w_up, activation), w_down)
+
+
+OP = GatedMLP()

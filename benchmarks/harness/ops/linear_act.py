@@ -1,0 +1,93 @@
+"""linear_act: act(x @ W.T + b), one GEMM with the bias and activation in its epilogue.
+
+Peers: eager (F.linear, then the activation: 2 kernels), torch.compile, and cuBLASLt's own
+bias+activation epilogue (torch._addmm_activation; CUDA only, ReLU and tanh-GELU only).
+"""
+
+from __future__ import annotations
+
+from itertools import product
+
+from ..workloads import ACTIVATIONS, MODEL_PROJECTIONS, TOKENS, Case
+from ._spec import OpSpec, Peer, RandomTensor
+
+# cuBLASLt's epilogues: ReLU, and GELU with the tanh approximation (torch's CUDA fallback for
+# use_gelu also uses tanh; its CPU path uses erf, one more reason this peer is CUDA-only).
+CUBLASLT_ACTIVATIONS = {"relu": False, "gelu_tanh": True}  # name -> use_gelu
+
+
+def cublaslt_linear_act(x, weight, bias=None, activation="gelu_tanh"):
+    import torch
+
+    if activation not in CUBLASLT_ACTIVATIONS:
+        raise ValueError(f"activation={activation!r}: the cuBLASLt epilogue has only {sorted(CUBLASLT_ACTIVATIONS)}")
+    x2 = x.reshape(-1, x.shape[-1])
+    if bias is None:  # _addmm_activation needs a bias; a zero one keeps the math unchanged
+        bias = torch.zeros(weight.shape[0], dtype=x.dtype, device=x.device)
+    out = torch._addmm_activation(bias, x2, weight.t(), use_gelu=CUBLASLT_ACTIVATIONS[activation])
+    return out.reshape(*x.shape[:-1], weight.shape[0])
+
+
+def cublaslt_unavailable(case: Case, device: str) -> str | None:
+    if case.activation not in CUBLASLT_ACTIVATIONS:
+        return f"cublaslt has no {case.activation} epilogue (only {sorted(CUBLASLT_ACTIVATIONS)})"
+    if device != "cuda":
+        return "cublaslt needs a CUDA device"
+    return None
+
+
+def _case(M, K, N, dtype="bf16", activation="gelu_tanh"):
+    return Case("linear_act", M, K, N, dtype, activation, bias=True)
+
+
+class LinearAct(OpSpec):
+    name = "linear_act"
+    summary = "act(x @ W.T + b) in one kernel"
+    short_name = "linear"
+    order = 0
+    benchmark_class = "LinearAct"
+    has_bias = True
+    peers = {"cublaslt": Peer(cublaslt_linear_act, cublaslt_unavailable)}
+
+    def flops(self, case):
+        return 2 * case.M * case.K * case.N
+
+    def min_elements(self, case):
+        return case.M * case.K + case.N * case.K + case.M * case.N + (case.N if case.bias else 0)
+
+    def inputs(self, case):
+        return dict(x=RandomTensor((case.M, case.K)), weight=RandomTensor((case.N, case.K), fan_in=case.K),
+                    bias=RandomTensor((case.N,)) if case.bias else None, activation=case.activation)
+
+    def cases(self, grid):
+        if grid == "tiny":
+            return [_case(64, 128, 256, "fp32")]
+        if grid == "quick":
+            return [_case(M, 4096, 14336) for M in (16, 8192)]
+        if grid == "default":
+            cases = [_case(M, K, N) for M, (K, N) in product(TOKENS, MODEL_PROJECTIONS)]
+            cases += [_case(M, K, N, dtype) for dtype, M, (K, N)
+                      in product(("fp16", "fp32"), (16, 2048), [(768, 3072), (4096, 14336)])]
+            cases += [_case(M, 4096, 14336, "bf16", act)
+                      for act, M in product([a for a in ACTIVATIONS if a != "gelu_tanh"], (16, 2048))]
+            return cases
+        if grid == "full":
+            return [_case(M, K, N, dtype, act) for M, (K, N), dtype, act
+                    in product(TOKENS, MODEL_PROJECTIONS, ("bf16", "fp16", "fp32"), ACTIVATIONS)]
+        return []
+
+    def reference(self, x, weight, bias=None, activation="gelu_tanh"):
+        from ..tensors import activation_fn, f64
+
+        y = f64(x) @ f64(weight).T
+        if bias is not None:
+            y = y + f64(bias)
+        return activation_fn(activation)(y)
+
+    def eager(self, x, weight, bias=None, activation="gelu_tanh"):
+        from ..tensors import F, activation_fn
+
+        return activation_fn(activation)(F.linear(x, weight, bias))
+
+
+OP = LinearAct()

@@ -1,0 +1,46 @@
+"""Float64 references and the one closeness check that tests, benchmarks and the GPU check use.
+
+The reference follows each op's contract (`ops/<op>.py`, `OpSpec.reference`): where the op stores
+an intermediate in the input dtype, the reference rounds to that dtype at the same point, and
+computes everything else in float64.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .workloads import Case
+
+# Relative error ||out - ref|| / ||ref||, per dtype: about a few units of rounding of the output
+# dtype (fp32 with IEEE dot; fp16 2^-11; bf16 2^-8).
+TOLERANCE = {torch.float32: 1e-6, torch.float16: 1e-3, torch.bfloat16: 1e-2}
+
+
+def reference(case: Case, inputs: dict):
+    """The float64 reference result of `case` on `inputs`."""
+    return case.spec.reference(**inputs)
+
+
+def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    out, ref = out.double(), ref.double().to(out.device)
+    return ((out - ref).norm() / ref.norm().clamp_min(1e-300)).item()
+
+
+def mismatch(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype) -> str | None:
+    """Why `out` is not an acceptable result for reference `ref`, or None when it is."""
+    if out.shape != ref.shape:
+        return f"shape {tuple(out.shape)} != reference {tuple(ref.shape)}"
+    if out.dtype != dtype:
+        return f"dtype {out.dtype}, expected {dtype}"
+    if torch.isnan(out).any():
+        return "NaN in the output (an element left unwritten?)"
+    err = rel_error(out, ref)
+    if not err <= TOLERANCE[dtype]:
+        return f"relative error {err:.3e} > {TOLERANCE[dtype]:.0e} for {dtype}"
+    return None
+
+
+def assert_close(out: torch.Tensor, ref: torch.Tensor, dtype: torch.dtype, what: str = "output"):
+    problem = mismatch(out, ref, dtype)
+    if problem is not None:
+        raise AssertionError(f"{what}: {problem}")
