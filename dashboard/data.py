@@ -148,9 +148,19 @@ def read_json_file(path: Path) -> tuple[object | None, str | None]:
     try:
         return json.loads(text), None
     except json.JSONDecodeError as exc:
-        if exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string"):
+        if _looks_truncated(text, exc):
             return None, f"truncated JSON (file ends at character {len(text)} inside a value)"
         return None, f"broken JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+
+
+def _looks_truncated(text: str, exc: json.JSONDecodeError) -> bool:
+    """The parse failed at the end of the file: it stopped mid-value. A cut inside a number or
+    a literal ("1.2e", "-", "Infin") makes the parser fail a few characters before the end, so
+    an error that close to an end that closes nothing counts as a cut too."""
+    body = text.rstrip()
+    if exc.pos >= len(body) or exc.msg.startswith("Unterminated string"):
+        return True
+    return exc.pos >= len(body) - 16 and not body.endswith(("}", "]"))
 
 
 def _check_result_document(doc: object) -> str | None:

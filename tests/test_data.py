@@ -223,3 +223,19 @@ def test_odd_values_become_nan_not_errors(tmp_path):
     assert plain is not None and loaded.load_report.ok
     samples = load_results(tmp_path)
     assert _row(samples.frame, "bench_probe.track_plain")["samples"][::2] == [1.0, 2.5]
+
+
+def test_a_file_cut_anywhere_is_reported_as_truncated(tmp_path):
+    """Wherever a copy or a full disk cuts a result file (inside a number, a literal, a
+    string), the reason says truncated; a file broken in the middle is not called truncated."""
+    from dashboard.data import read_json_file
+
+    cuts = {len(REAL_RESULT) * i // 97 for i in range(5, 97)}
+    cuts |= {REAL_RESULT.index("0.0001008") + 6, REAL_RESULT.index("NaN") + 2, REAL_RESULT.index("-Infinity") + 1}
+    path = tmp_path / "cut.json"
+    for cut in sorted(cuts):
+        path.write_text(REAL_RESULT[:cut])
+        doc, reason = read_json_file(path)
+        assert doc is None and reason.startswith("truncated JSON"), (cut, REAL_RESULT[cut - 10:cut], reason)
+    path.write_text(REAL_RESULT.replace('"env_vars": {},', '"env_vars": {},,', 1))
+    assert read_json_file(path)[1].startswith("broken JSON")
