@@ -150,3 +150,13 @@ def test_heads_suite_runs_against_an_older_library(tmp_path):
         for impl in ("eager", "compile") + (() if op == "GatedMLP" else ("fused",)):
             assert values[impl] is not None and values[impl] > 0, (op, impl, values)
         assert all(v is not None for v in values.values()), (op, values)  # nothing failed
+
+
+def test_the_dashboard_extra_installs_no_torch():
+    """pip install ".[dashboard]" must not pull torch or triton (nor the extra that has them)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["dependencies"] == []
+    dashboard = " ".join(project["optional-dependencies"]["dashboard"]).lower()
+    assert "torch" not in dashboard and "triton" not in dashboard and "fused-mlp[" not in dashboard
