@@ -11,9 +11,12 @@ the history would:
    those of the commits just before.
 2. The noise the history shows. Samples say nothing about run-to-run noise (a whole run can land
    6 % off with every sample agreeing), so the weakest new commit must also be far outside the
-   commit-to-commit noise of the history (robust sigma): the chance that m runs in a row land
-   that far out by noise alone, Q(z)^m, at most ``clear_p`` (4 sigma for one commit); and it must
-   go further than any m runs in a row in the window before went and came back.
+   commit-to-commit noise of the history: z = its distance from the level before, in units of
+   that noise (the larger of a robust and a plain estimate from the history's commit-to-commit
+   differences, the differences across accepted changes left out); the chance that m runs in a
+   row land that far out by noise alone, Q(z)^m with Q Student's t tail (the noise is only
+   estimated, from few commits in a short history), at most ``clear_p``; and it must go further
+   than any m runs in a row in the window before went and came back.
 
 Clear: both. Suspected: asv's rule and Q(z)^m at most ``newest_suspect_p``; the gate fails on it
 only when asked (``--strict``), and the next commits confirm or drop it.
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from asv.commands.compare import _is_result_better
+from scipy.stats import t as student_t
 
 SAMPLE_COMMITS_BEFORE = 3  # commits whose samples stand for "before" in asv's rule
 
@@ -43,20 +47,36 @@ def robust_sigma(x: np.ndarray) -> float:
     d = np.diff(x)
     if len(d) < 2:
         return float("nan")
+    return robust_sigma_of_differences(d)
+
+
+def history_noise(x: np.ndarray, breaks=()) -> tuple[float, int]:
+    """(commit-to-commit sigma, differences it is estimated from) of a history, leaving out the
+    differences across the changes at ``breaks``. The larger of the robust estimate (MAD) and
+    the plain one (standard deviation): the MAD alone, from a few dozen differences, was often
+    too small, and a 6 % run in 2 % noise then looked like 5 sigma."""
+    d = np.diff(x)
+    keep = np.ones(len(d), dtype=bool)
+    for b in breaks:
+        if 1 <= b <= len(d):
+            keep[b - 1] = False
+    d = d[keep]
+    if len(d) < 2:
+        return float("nan"), len(d)
+    return max(robust_sigma_of_differences(d), float(np.std(d, ddof=1)) / math.sqrt(2)), len(d)
+
+
+def robust_sigma_of_differences(d: np.ndarray) -> float:
     mad = np.median(np.abs(d - np.median(d)))
     return float(1.4826 * mad / math.sqrt(2))
 
 
-def normal_tail(z: float) -> float:
-    """P(Z >= z) for a standard normal Z."""
-    return 0.5 * math.erfc(z / math.sqrt(2))
-
-
 def judge_newest(x: np.ndarray, y: np.ndarray, k: int, start: int, settings, logspace: bool,
-                 ci_low=None, ci_high=None, samples=None) -> NewestEvidence | None:
+                 ci_low=None, ci_high=None, samples=None, breaks=()) -> NewestEvidence | None:
     """Is there a change at position ``k`` of ``x`` (the fitted scale, log values when
     ``logspace``), with 1 or 2 commits after it? ``y``: the measured values; ``start``: the
-    first position of the current level (after the last accepted change)."""
+    first position of the current level (after the last accepted change); ``breaks``: the
+    accepted changes before k."""
     before = x[max(start, k - settings.window):k]
     after = x[k:]
     if len(before) < settings.min_before or not 1 <= len(after) < settings.min_after_suspected:
@@ -70,12 +90,12 @@ def judge_newest(x: np.ndarray, y: np.ndarray, k: int, start: int, settings, log
     if logspace and not all(_asv_rule(y, j, k, start, sign, math.exp(level), settings.threshold,
                                       ci_low, ci_high, samples) for j in range(k, len(x))):
         return None
-    sigma = robust_sigma(x[:k])
+    sigma, n_differences = history_noise(x[:k], breaks)
     # a new run's noise, plus that of the median of the window before
     spread = sigma * math.sqrt(1 + math.pi / (2 * len(before))) if sigma > 0 else 0.0
     z = weakest / spread if spread > 0 else math.inf
     m = len(after)
-    p = normal_tail(z) ** m
+    p = float(student_t.sf(z, max(1, n_differences - 1))) ** m
     if p > settings.newest_suspect_p:
         return None
     clear = p <= settings.clear_p and weakest > _largest_excursion(sign * (before - level), m)

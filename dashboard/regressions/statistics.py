@@ -87,9 +87,9 @@ class DetectorSettings:
     suspect_z: float = 5.0  # robust-noise units a not-yet-confirmed change needs
     sample_alpha: float = 0.002  # asv compare's Mann-Whitney threshold on raw samples
     # A change at the newest one or two commits (newest.py): clear when the chance that its m
-    # runs land that far out by noise is at most clear_p (4 sigma for one commit, 2.5 each for
-    # two); suspected up to newest_suspect_p (3.1 sigma for one commit).
-    clear_p: float = 3.2e-5
+    # runs land that far out by noise is at most clear_p (3.7 sigma for one commit after 40
+    # commits of history, 5.1 after 10); suspected up to newest_suspect_p (3.3 sigma, 4.3).
+    clear_p: float = 3.2e-4
     newest_suspect_p: float = 1e-3
     # Off: the 99 % CI of one run's samples says nothing about run-to-run noise (it is the
     # min-max of 10 samples, blown up by one slow warm-up sample), so 1/CI weights mislead the fit.
@@ -259,7 +259,8 @@ def _newest_change(x, y, accepted: list[Change], s: DetectorSettings, logspace, 
     for k in range(max(start + 1, n - s.min_after_suspected + 1), n):
         if any(abs(c.index - k) <= 2 for c in accepted):
             continue
-        evidence = judge_newest(x, y, k, start, s, logspace, ci_low, ci_high, samples)
+        evidence = judge_newest(x, y, k, start, s, logspace, ci_low, ci_high, samples,
+                                breaks=[c.index for c in accepted])
         if evidence is not None:
             found.append((not evidence.clear, k, evidence))
     if not found:
@@ -279,7 +280,8 @@ def _with_early_clarity(c: Change, x, y, accepted: list[Change], s: DetectorSett
     history as it stood then, in the same direction)."""
     start = max((a.index for a in accepted if a.index < c.index), default=0)
     for end in range(c.index + 1, min(c.index + s.min_after_suspected, len(x) + 1)):
-        evidence = judge_newest(x[:end], y[:end], c.index, start, s, logspace, ci_low, ci_high, samples)
+        evidence = judge_newest(x[:end], y[:end], c.index, start, s, logspace, ci_low, ci_high, samples,
+                                breaks=[a.index for a in accepted if a.index < c.index])
         if evidence is not None and evidence.clear and (evidence.sign > 0) == (c.relative_change > 0):
             return dataclasses.replace(c, clear=True)
     return c
