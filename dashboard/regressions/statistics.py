@@ -136,7 +136,7 @@ def detect_changes(
         return []
     logspace = bool((y > 0).all())
     x = np.log(y) if logspace else y
-    sigma = _robust_sigma(x)
+    sigma = robust_sigma(x)
     weights = _ci_weights(ci_low, ci_high, logspace) if settings.use_ci_weights else None
     fitted = _asv_steps(x, weights, sigma, settings)
 
@@ -244,9 +244,6 @@ def best_split(x: np.ndarray, first: int, stop: int, start: int, end: int) -> in
     # cost(k) = dev(x[start:k]) + dev(x[k:end]); head[j] is the deviation of the first j+1 points
     cost = head[ks - start - 1] + tail[ks - start]
     return int(ks[int(np.argmin(cost))])
-
-
-_robust_sigma = robust_sigma  # commit-to-commit noise (newest.py)
 
 
 def _newest_change(x, y, accepted: list[Change], s: DetectorSettings, logspace, ci_low, ci_high,
