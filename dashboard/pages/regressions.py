@@ -39,7 +39,7 @@ def layout(data: DashboardData, query: Query):
                      "18rem"),
             labelled("Only", dcc.Checklist(id=qid(ID, "only"), options=[
                 {"label": label, "value": value} for value, label in ONLY.items()],
-                value=query.many("only", allowed=tuple(ONLY)), inline=True), "24rem"),
+                value=query.many("only", allowed=tuple(ONLY)), inline=True), "30rem"),
         ], className="controls"),
         dcc.Interval(id="regressions-poll", interval=1500, disabled=False),
         html.Div(id="regressions-inbox"),

@@ -8,6 +8,7 @@ judge (bad arguments, an unreadable results folder or accepted.json, an internal
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import traceback
@@ -116,12 +117,21 @@ def run(args: argparse.Namespace) -> int:
     header = (f"Level changes and failures in {args.results} (threshold {settings.threshold:.0%}, {n_series} series, "
               f"{frame['commit_hash'].nunique()} commits" + (f", listed since {args.since}" if args.since else "") + ")")
     if args.format == "json":
-        print(render_json(listed, listed_status, verdict, report, header, settings))
+        text = render_json(listed, listed_status, verdict, report, header, settings)
     elif args.format == "markdown":
-        print(render_markdown(listed, listed_status, verdict, report, header))
+        text = render_markdown(listed, listed_status, verdict, report, header)
     else:
-        print(render_text(listed, listed_status, verdict, report, header))
+        text = render_text(listed, listed_status, verdict, report, header)
+    _print_report(text)
     return FAIL if verdict.failed else PASS
+
+
+def _print_report(text: str) -> None:
+    """Print the report; a reader that stops early (| head) does not change the verdict."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
 
 
 def _parse_base(text: str | None, frame) -> tuple[str | None, str | None]:
