@@ -70,6 +70,9 @@ def test_an_older_regression_fails_only_the_commits_that_brought_it(tmp_path, ca
     code, _, _ = run(capsys, "--results", str(history.results_dir), "--base",
                      f"{history.commits[30][:10]}..{history.commits[31][:10]}")
     assert code == 0  # the commit after it passes: the step was judged when it came
+    accept(history, benchmark="bench.Mlp.track_latency", params="m=16, impl='fused'", commit=history.commits[30])
+    code, out, _ = run(capsys, "--results", str(history.results_dir))
+    assert code == 0 and "Still open" not in out  # accepted: closed
 
 
 def test_fixed_regression_and_improvements_pass(tmp_path, capsys):

@@ -11,9 +11,10 @@ category:
   clearly, the history now does): it fails once, at the commit where it became clear.
 - ``suspected`` (fails only with ``strict``): a change at the judged commits, or an older one,
   too small to tell from the commits so far; later commits confirm or drop it.
-- ``accepted``: any of the above that results/accepted.json accepts.
-- ``earlier``: clear before the judged commits and not accepted: already judged when it came, so
-  it does not fail this commit (it is listed; the dashboard keeps it open until accepted).
+- ``accepted``: a regression or a suspected change above that results/accepted.json accepts.
+- ``earlier``: clear before the judged commits: already judged when it came, so it does not fail
+  this commit. It is listed as still open unless accepted (then it carries its acceptance); the
+  dashboard keeps it open until accepted.
 """
 
 from __future__ import annotations
@@ -172,4 +173,5 @@ def _accept(item: GateItem, accepted: Sequence[Acceptance], orders) -> GateItem:
                             plausible_commits(change, order))
     if entry is None:
         return item
-    return GateItem(ACCEPTED, change, f"{item.note}; {entry.label()}", entry)
+    return GateItem(EARLIER if item.category == EARLIER else ACCEPTED, change, f"{item.note}; {entry.label()}",
+                    entry)

@@ -125,7 +125,7 @@ def render_text(findings: Sequence[Finding], status_changes: Sequence[StatusChan
                 if category != ACCEPTED:
                     lines.append(f"      {pad}to accept, add to accepted.json: "
                                  f"{json.dumps(acceptance_entry(item.change))}")
-    earlier = verdict.of(EARLIER)
+    earlier = [i for i in verdict.of(EARLIER) if i.acceptance is None]
     if earlier:
         lines.append(f"\nStill open from before the judged commits (not judged now; accept them in accepted.json): "
                      f"{len(earlier)}")
