@@ -113,8 +113,21 @@ def test_a_slow_newest_run_does_not_hide_a_change_before_it(seed):
     y = noisy(40, seed)
     y[-3:] *= 1.15
     y[-1] *= 1.5  # one slow run on top of the new level
-    (change,) = detect_changes(y)
+    change, newest = detect_changes(y)
     assert change.index == 37 and change.relative_change > 0.1
+    # and the newest commit, 50 % past the two before it, is a clear change of its own: from one
+    # commit a slow run and a regression look alike, and a gate must judge that commit
+    assert newest.index == 39 and newest.clear and newest.relative_change > 0.4
+
+
+def test_a_noise_dip_before_the_newest_commit_does_not_hide_a_clear_step():
+    """Two commits 6 % low (a suspicion the tail search makes one change of), then a 20 % step:
+    the step is judged against the level before the dip, and reported at its own commit."""
+    y = noisy(41, 3, sigma=0.02)
+    y[-3:-1] *= 0.94
+    y[-1] *= 0.8
+    changes = detect_changes(y)
+    assert changes[-1].index == 40 and changes[-1].clear and changes[-1].relative_change < -0.15
 
 
 def test_slow_runs_then_a_normal_one_are_not_suspected():

@@ -102,6 +102,24 @@ def judge_newest(x: np.ndarray, y: np.ndarray, k: int, start: int, settings, log
     return NewestEvidence(clear, p, z, sign)
 
 
+def further_step_is_clear(x: np.ndarray, k: int, since: int, sign: float, settings, logspace: bool,
+                          breaks=()) -> bool:
+    """Whether the commits from ``k`` on step clearly past the commits ``since..k`` (a suspected
+    change's first commits): beyond the threshold, and as far outside the history's noise as a
+    clear change must be (the same Q(z)^m <= clear_p)."""
+    between, after = x[since:k], x[k:]
+    level = float(np.median(between))
+    weakest = float(np.min(sign * (after - level)))
+    needed = math.log1p(settings.threshold) if logspace else settings.threshold * (abs(level) or 1.0)
+    if weakest < needed:
+        return False
+    sigma, n_differences = history_noise(x[:k], breaks)
+    if not sigma > 0:
+        return True
+    z = weakest / (sigma * math.sqrt(1 + 1 / len(between)))
+    return float(student_t.sf(z, max(1, n_differences - 1))) ** len(after) <= settings.clear_p
+
+
 def _largest_excursion(deviations: np.ndarray, m: int) -> float:
     """The furthest that m runs in a row went (the weakest of each run of m), -inf if none."""
     if len(deviations) < m:

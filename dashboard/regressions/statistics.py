@@ -53,7 +53,7 @@ from scipy.stats import mannwhitneyu
 
 from asv import step_detect  # pinned asv==0.6.6: step_detect is not a stable asv API
 
-from dashboard.regressions.newest import judge_newest, robust_sigma
+from dashboard.regressions.newest import further_step_is_clear, judge_newest, robust_sigma
 
 # Newest commits searched for a change the step fit cannot split yet. With 5, a change 6-7
 # commits old had left the search before the fit split it, and the gate passed again for a
@@ -248,21 +248,33 @@ def best_split(x: np.ndarray, first: int, stop: int, start: int, end: int) -> in
 
 def _newest_change(x, y, accepted: list[Change], s: DetectorSettings, logspace, ci_low, ci_high,
                    samples) -> Change | None:
-    """A change before the newest one or two commits (newest.py), unless an accepted change
-    lies there already; a clear one is preferred, then the one with more commits after it."""
+    """A change before the newest one or two commits (newest.py); a clear one is preferred, then
+    the split the data show most clearly (smallest p). A confirmed change within 2 commits leaves
+    no room for one. A suspected one (the tail search's, over a dip just before, say) does not
+    hide a clear step at the newest commit: the level before is then the one before that
+    suspicion, and the newest commit must also step clearly past the suspicion's own commits."""
     n = len(x)
-    start = max((c.index for c in accepted), default=0)
     found = []
-    for k in range(max(start + 1, n - s.min_after_suspected + 1), n):
-        if any(abs(c.index - k) <= 2 for c in accepted):
+    for k in range(max(1, n - s.min_after_suspected + 1), n):
+        near = [c for c in accepted if abs(c.index - k) <= 2]
+        if any(c.confirmed or c.index >= k for c in near):
+            continue
+        start = max((c.index for c in accepted if c.index < k and c not in near), default=0)
+        if start >= k:
             continue
         evidence = judge_newest(x, y, k, start, s, logspace, ci_low, ci_high, samples,
-                                breaks=[c.index for c in accepted])
-        if evidence is not None:
-            found.append((not evidence.clear, k, evidence))
+                                breaks=[c.index for c in accepted if c.index < k])
+        if evidence is None:
+            continue
+        breaks = [c.index for c in accepted if c.index < k]
+        if near and not (k == n - 1 and evidence.clear
+                         and further_step_is_clear(x, k, max(c.index for c in near), evidence.sign, s, logspace,
+                                                   breaks)):
+            continue  # the suspicion already there covers these commits
+        found.append((not evidence.clear, k, evidence, start))
     if not found:
         return None
-    _, k, evidence = min(found, key=lambda f: (f[0], f[1]))
+    _, k, evidence, start = min(found, key=lambda f: (f[0], f[2].p_value, f[1]))
     before, after = x[max(start, k - s.window):k], x[k:]
     lb, la = _level(before, logspace), _level(after, logspace)
     sigma = robust_sigma(x[:k])
