@@ -121,6 +121,8 @@ def test_a_suspected_change_fails_only_with_strict(tmp_path, capsys):
     assert out.rstrip().endswith("(1 suspected; --strict would fail)")
     code, out, _ = run(capsys, "--results", str(history.results_dir), "--strict")
     assert code == 1 and out.rstrip().endswith("FAIL: 1 suspected (--strict)")
+    code, out, _ = run(capsys, "--results", str(history.results_dir), "--strict", "--base", history.commits[-1])
+    assert code == 0 and "no commits after the base" in out  # nothing new to judge
 
 
 def test_a_benchmark_that_starts_failing_fails_the_gate_once(tmp_path, capsys):

@@ -94,7 +94,7 @@ def judge(frame: pd.DataFrame, findings: Sequence[Finding], status_changes: Sequ
     """The gate's verdict on the judged commits (see the module docstring)."""
     runs = judged_runs(frame, base_commit)
     verdict = GateVerdict(runs, strict=strict)
-    by_run = {(r.machine, r.env_name): r for r in runs}
+    by_run = {(r.machine, r.env_name): r for r in runs if r.commits}  # a run with nothing new is not judged
     orders = {(str(m), str(e)): c["commit_hash"].astype(str).tolist()
               for (m, e), c in commit_order(frame).groupby(["machine", "env_name"], observed=True)}
     older: list[Finding] = []
