@@ -2,17 +2,20 @@
 `python -m benchmarks.profile --save`) into one tidy DataFrame (pure; no Dash here).
 
 One row per (machine, commit, case, impl, kernel). A broken or foreign file is reported with its
-reason and skipped; the rest loads. Nothing is ever written here.
+reason and skipped; the rest loads. Files are read with the loader's limits (dashboard.safe_read:
+regular files inside the results folder, size and nesting capped, sane dates). Nothing is ever
+written here.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
+from dashboard.safe_read import date_problem, read_json
 
 PROFILES_DIRNAME = "profiles"
 COLUMNS = ["machine", "commit_hash", "date", "case", "impl", "device", "kernel", "launches_per_call",
@@ -46,6 +49,9 @@ def _rows_of(doc: dict, path: Path) -> tuple[list[tuple], list[tuple]]:
     if not isinstance(doc, dict) or doc.get("version") != 1 or not isinstance(doc.get("profiles"), list):
         raise ValueError("not a profile pass of this suite (version 1 with a 'profiles' list)")
     machine, commit = str(doc["machine"]), str(doc["commit_hash"])
+    problem = date_problem(doc.get("date"))
+    if problem is not None:
+        raise ValueError(problem)
     date = pd.to_datetime(int(doc["date"]), unit="ms")
     rows, skipped = [], []
     for entry in doc["profiles"]:
@@ -67,10 +73,13 @@ def _rows_of(doc: dict, path: Path) -> tuple[list[tuple], list[tuple]]:
 def load_profiles(results_dir: str | Path) -> LoadedProfiles:
     rows, not_profiled, bad = [], [], []
     for path in sorted(profiles_dir(results_dir).glob("*/*.json")):
+        doc, reason = read_json(path, Path(results_dir))
+        if reason is not None:
+            bad.append((str(path), reason))
+            continue
         try:
-            with open(path, encoding="utf-8") as f:
-                file_rows, file_skipped = _rows_of(json.load(f), path)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+            file_rows, file_skipped = _rows_of(doc, path)
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as exc:
             bad.append((str(path), f"{type(exc).__name__}: {exc}"))
             continue
         rows += file_rows
