@@ -5,7 +5,7 @@ Public API:
     gated_up(x, w_gate, w_up, activation="gelu_tanh")            act(x @ Wg.T) * (x @ Wu.T), one kernel
     gated_mlp(x, w_gate, w_up, w_down, activation="gelu_tanh")   + down projection, two kernels
     narrow_mlp(x, weights, biases=None, activation="relu")       whole MLP (widths <= 128), one kernel
-    pack_layers(weights, biases), narrow_mlp_packed(x, ...)      narrow_mlp with the layers packed once
+    pack_layers(weights, biases), narrow_mlp_packed(x, packed)    narrow_mlp with the layers packed once
     FusedLinear, FusedMLP, FusedGatedMLP, FusedNarrowMLP         nn.Modules with from_module()
     ACTIVATIONS, GATED_ACTIVATIONS                               the activation table
 
@@ -18,9 +18,9 @@ from .activations import ACTIVATIONS, GATED_ACTIVATIONS
 from .modules import FusedGatedMLP, FusedLinear, FusedMLP, FusedNarrowMLP
 from .ops.gated_up import gated_mlp, gated_up
 from .ops.linear_act import linear_act
-from .ops.narrow_mlp import narrow_mlp, narrow_mlp_packed, pack_layers
+from .ops.narrow_mlp import PackedMLP, narrow_mlp, narrow_mlp_packed, pack_layers
 
 __all__ = [
-    "ACTIVATIONS", "GATED_ACTIVATIONS", "FusedGatedMLP", "FusedLinear", "FusedMLP", "FusedNarrowMLP",
+    "ACTIVATIONS", "GATED_ACTIVATIONS", "FusedGatedMLP", "FusedLinear", "FusedMLP", "FusedNarrowMLP", "PackedMLP",
     "gated_mlp", "gated_up", "linear_act", "narrow_mlp", "narrow_mlp_packed", "pack_layers",
 ]

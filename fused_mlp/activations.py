@@ -21,7 +21,8 @@ def _identity(x):
 
 @triton.jit
 def _relu(x):
-    return tl.maximum(x, 0.0)
+    # NaN in, NaN out, as torch.relu: a numerical blow-up must not be hidden as 0
+    return tl.maximum(x, 0.0, propagate_nan=tl.PropagateNan.ALL)
 
 
 @triton.jit

@@ -148,12 +148,60 @@ def test_prepared_fused_narrow_mlp_packs_once(device, monkeypatch):
     assert_close(outs[-1], OPS["narrow_mlp"].reference(**inputs), torch.float16)
 
 
-def test_narrow_mlp_packed_checks_its_sizes(device):
-    from fused_mlp import narrow_mlp_packed, pack_layers
+def test_narrow_mlp_packed_checks_what_it_is_given(device):
+    from fused_mlp import PackedMLP, narrow_mlp_packed, pack_layers
 
-    inputs = make_inputs(Case.from_widths("narrow_mlp", 4, (8, 16, 4), "fp32", "relu"), device)
-    packed_w, packed_b = pack_layers(inputs["weights"], inputs["biases"])
-    with pytest.raises(ValueError, match="in_features=200 and out_features=4 must be in 1..16"):
-        narrow_mlp_packed(torch.randn(4, 200, device=device), packed_w, packed_b, 200, 4)
-    with pytest.raises(ValueError, match=r"packed_biases has shape \(2, 15\)"):
-        narrow_mlp_packed(inputs["x"], packed_w, packed_b[:, :15], 8, 4)
+    inputs = make_inputs(Case.from_widths("narrow_mlp", 4, (8, 16, 4), "fp16", "relu"), device)
+    packed = pack_layers(inputs["weights"], inputs["biases"])
+    assert packed.widths == (8, 16, 4)
+    with pytest.raises(ValueError, match="last dim must be the MLP's in_features = 8"):
+        narrow_mlp_packed(torch.randn(4, 200, device=device, dtype=torch.float16), packed)
+    with pytest.raises(ValueError, match=r"packed.biases has shape \(2, 15\)"):
+        narrow_mlp_packed(inputs["x"], packed._replace(biases=packed.biases[:, :15]))
+    with pytest.raises(TypeError, match="PackedMLP that pack_layers returns"):
+        narrow_mlp_packed(inputs["x"], (packed.weights, packed.biases))
+    # weights with the right shape but not the layout pack_layers makes: refused, not misread
+    transposed = packed.weights.transpose(1, 2).contiguous().transpose(1, 2)
+    assert transposed.shape == packed.weights.shape and not transposed.is_contiguous()
+    with pytest.raises(ValueError, match="packed.weights is not contiguous"):
+        narrow_mlp_packed(inputs["x"], packed._replace(weights=transposed))
+    assert isinstance(packed, PackedMLP)
+
+
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+@pytest.mark.parametrize("activation", ["relu", "gelu_tanh"])
+def test_nan_in_gives_nan_out_as_in_torch(dtype, activation, device):
+    """relu must not turn a NaN into 0 (tl.maximum drops NaN by default): a blow-up stays visible."""
+    inputs = make_inputs(Case("linear_act", 8, 16, 24, dtype, activation, bias=True), device)
+    inputs["x"][3, 5] = float("nan")
+    out = fused_mlp.linear_act(**inputs)
+    ref = OPS["linear_act"].reference(**inputs)
+    assert torch.isnan(ref[3]).all() and torch.isnan(out[3]).all()
+    assert not torch.isnan(out[[0, 1, 2, 4, 5, 6, 7]]).any()
+    narrow = make_inputs(Case.from_widths("narrow_mlp", 6, (8, 32, 32, 4), dtype, activation), device)
+    narrow["x"][2, 1] = float("nan")
+    assert torch.isnan(fused_mlp.narrow_mlp(**narrow)[2]).all()
+    assert not torch.isnan(fused_mlp.narrow_mlp(**narrow)[[0, 1, 3, 4, 5]]).any()
+
+
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_narrow_mlp_keeps_an_infinity_where_torch_does(dtype, device):
+    """An Inf times a padding zero is NaN; the padded lanes must not carry it into real ones."""
+    case = Case.from_widths("narrow_mlp", 5, (6, 20, 3), dtype, "relu", bias=False)
+    inputs = make_inputs(case, device)
+    inputs["weights"] = [w.abs() for w in inputs["weights"]]  # positive: the Inf reaches the output as Inf
+    inputs["x"][1, 0] = float("inf")
+    out = fused_mlp.narrow_mlp(**inputs)
+    ref = OPS["narrow_mlp"].reference(**inputs)
+    assert torch.equal(torch.isnan(out), torch.isnan(ref)) and torch.equal(torch.isinf(out), torch.isinf(ref))
+    assert torch.isinf(ref).any(), "the case must carry an Inf through"
+    finite = torch.isfinite(ref)
+    assert_close(out[finite], ref[finite], torch_dtype(case))
+
+
+@pytest.mark.parametrize("op", ["linear_act", "gated_up", "gated_mlp"])
+def test_zero_input_features_give_what_torch_gives(op, device, poisoned_empty):
+    """K = 0: an empty sum is 0, so the output is act(bias) (or act(0) * 0), as torch computes."""
+    inputs = make_inputs(Case(op, 5, 0, 7, "fp32", "gelu_tanh", bias=op == "linear_act"), device)
+    out = getattr(fused_mlp, op)(**inputs)
+    assert_close(out, OPS[op].reference(**inputs), torch.float32)

@@ -1,6 +1,8 @@
 """Pieces shared by the GEMM-shaped kernels (linear_act, gated_up): tile order, the M bucket of
 the autotune key, input checks."""
 
+import math
+
 import triton
 import triton.language as tl
 
@@ -51,6 +53,7 @@ def check_activation_input(x, weights: dict):
 def rows_view(x):
     """x (..., K) as a 2-D (M, K) tensor: a view when the strides allow it, else a copy.
 
-    The kernels take strides, so any 2-D layout works; only leading dims need folding.
+    The kernels take strides, so any 2-D layout works; only leading dims need folding. M is
+    spelled out: reshape(-1, 0) is ambiguous when K = 0.
     """
-    return x.reshape(-1, x.shape[-1])
+    return x.reshape(math.prod(x.shape[:-1]), x.shape[-1])

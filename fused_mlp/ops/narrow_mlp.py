@@ -8,6 +8,7 @@ bfloat16; float32 runs one linear_act kernel per layer (see _layer_by_layer).
 """
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 import triton
@@ -17,7 +18,7 @@ from .. import _validate as v
 from .._triton_compat import INTERPRETER, autotune, dot_upcast_needed
 from ..activations import get_activation
 from ._kernel_spec import KernelSpec
-from ._matmul_common import m_bucket
+from ._matmul_common import m_bucket, rows_view
 from ._tuning import Exclusion, device_pruner
 from .linear_act import linear_act
 
@@ -61,7 +62,7 @@ def _narrow_mlp_kernel(
     x_ptr, w_ptr, b_ptr, out_ptr,
     M, IN_FEATURES, OUT_FEATURES, M_BUCKET,
     stride_xm, stride_xk, stride_om, stride_on,
-    NUM_LAYERS: tl.constexpr, WIDTH: tl.constexpr, HAS_BIAS: tl.constexpr,
+    NUM_LAYERS: tl.constexpr, WIDTH: tl.constexpr, OUT_WIDTHS: tl.constexpr, HAS_BIAS: tl.constexpr,
     ACTIVATION: tl.constexpr, OUTPUT_ACTIVATION: tl.constexpr,
     DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr,
@@ -90,6 +91,12 @@ def _narrow_mlp_kernel(
             acc = OUTPUT_ACTIVATION(acc)
         # Round to the storage dtype between layers, as a framework MLP in that dtype does.
         h = acc.to(out_ptr.dtype.element_ty)
+        if layer < NUM_LAYERS - 1:
+            if OUT_WIDTHS[layer] < WIDTH:
+                # Padded lanes back to zero: an Inf in a real lane times a padding zero made them
+                # NaN, which the next layer's padding would carry into real lanes. (No select is
+                # compiled for a layer as wide as the packing; the last layer's store is masked.)
+                h = tl.where(offs_w[None, :] < OUT_WIDTHS[layer], h, 0.0)
     tl.store(
         out_ptr + offs_m[:, None] * stride_om + offs_w[None, :] * stride_on,
         h,
@@ -126,13 +133,21 @@ def _check_layers(weights, biases):
         v.check_shape(f"biases[{i}]", b.shape, (w.shape[0],), f"out_features of weights[{i}]")
 
 
-def pack_layers(weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor | None] | None = None):
+class PackedMLP(NamedTuple):
+    """An MLP's layers as the one kernel reads them (made by `pack_layers`)."""
+
+    weights: torch.Tensor  # (layers, W, W), each layer's (out, in) weight zero-padded to W x W
+    biases: torch.Tensor | None  # (layers, W), zero-padded, or None
+    widths: tuple[int, ...]  # every layer's width: (in, hidden..., out)
+
+
+def pack_layers(weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor | None] | None = None) -> PackedMLP:
     """Validate the layers and pack them into the kernel's zero-padded buffers.
 
-    Returns (packed_weights (L, W, W), packed_biases (L, W) or None). `narrow_mlp` and
-    FusedNarrowMLP pack on every call (a few small copies): no cache can see every way weights
-    change (writes through .data or numpy bump no version counter). Where the weights are known
-    to stay fixed, pack once and call `narrow_mlp_packed` (the benchmark harness does).
+    `narrow_mlp` and FusedNarrowMLP pack on every call (a few small copies): no cache can see
+    every way weights change (writes through .data or numpy bump no version counter). Where the
+    weights are known to stay fixed, pack once and call `narrow_mlp_packed` (the benchmark
+    harness does).
     """
     _check_layers(weights, biases)
     first = weights[0]
@@ -149,74 +164,80 @@ def pack_layers(weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor |
         for i, b in enumerate(biases):
             if b is not None:
                 packed_b[i, : b.shape[0]] = b
-    return packed_w, packed_b
+    return PackedMLP(packed_w, packed_b, (first.shape[1], *(w.shape[0] for w in weights)))
 
 
-def _layer_by_layer(x2, packed_weights, packed_biases, in_features: int, out_features: int, activation: str,
-                    output_activation: str | None):
+def _layer_by_layer(x2, packed: PackedMLP, activation: str, output_activation: str | None):
     """The MLP as one linear_act kernel per layer, for float32. The one-kernel MLP keeps a whole
     layer's operands in registers, which 4-byte operands overflow: with an IEEE dot it spills at
     every config on sm_90 and sm_80, with a TF32 dot at every config for width 128 (measured by
     python -m fused_mlp.aot). Like tiny-cuda-nn's fully fused MLP, the one kernel is for 16-bit
-    dtypes. The padded lanes stay zero, as in the kernel: every activation maps 0 to 0."""
-    num_layers = packed_weights.shape[0]
+    dtypes. Each layer uses its true widths (views into the packed buffers), as torch does."""
     h = x2
-    for i in range(num_layers):
-        w = packed_weights[i]
-        w = w[:, :in_features] if i == 0 else w
-        w = w[:out_features] if i == num_layers - 1 else w
-        b = None if packed_biases is None else packed_biases[i][: w.shape[0]]
-        h = linear_act(h, w, b, activation if i < num_layers - 1 else (output_activation or "none"))
+    layers = len(packed.widths) - 1
+    for i, (n_in, n_out) in enumerate(zip(packed.widths[:-1], packed.widths[1:])):
+        b = None if packed.biases is None else packed.biases[i, :n_out]
+        h = linear_act(h, packed.weights[i, :n_out, :n_in], b,
+                       activation if i < layers - 1 else (output_activation or "none"))
     return h
 
 
-def _kernel_args(x2, packed_weights, packed_biases, out, activation: str,
-                 output_activation: str | None) -> tuple[tuple, dict]:
+def _kernel_args(x2, packed: PackedMLP, out, activation: str, output_activation: str | None) -> tuple[tuple, dict]:
     """The kernel's arguments and constexprs (shared with the compile check, fused_mlp.aot)."""
-    num_layers, width, _ = packed_weights.shape
+    num_layers, width, _ = packed.weights.shape
     M, in_features = x2.shape
-    args = (x2, packed_weights, packed_biases if packed_biases is not None else packed_weights, out,
+    args = (x2, packed.weights, packed.biases if packed.biases is not None else packed.weights, out,
             M, in_features, out.shape[1], m_bucket(M),
             x2.stride(0), x2.stride(1), out.stride(0), out.stride(1))
-    constexprs = dict(NUM_LAYERS=num_layers, WIDTH=width, HAS_BIAS=packed_biases is not None,
+    constexprs = dict(NUM_LAYERS=num_layers, WIDTH=width, OUT_WIDTHS=tuple(packed.widths[1:]),
+                      HAS_BIAS=packed.biases is not None,
                       ACTIVATION=get_activation(activation).triton_fn,
                       OUTPUT_ACTIVATION=get_activation(output_activation or "none", "output_activation").triton_fn,
                       DOT_UPCAST=dot_upcast_needed(x2.dtype), INPUT_PRECISION=v.dot_precision(x2.dtype))
     return args, constexprs
 
 
-def narrow_mlp_packed(x: torch.Tensor, packed_weights: torch.Tensor, packed_biases: torch.Tensor | None,
-                      in_features: int, out_features: int, activation: str = "relu",
+def _check_packed(packed) -> None:
+    """A PackedMLP as pack_layers makes it: the kernel reads the buffers as dense arrays."""
+    if not isinstance(packed, PackedMLP):
+        raise TypeError(f"packed must be the PackedMLP that pack_layers returns, got {type(packed).__name__}")
+    weights, biases, widths = packed
+    layers, width = len(widths) - 1, weights.shape[-1] if weights.dim() == 3 else None
+    if weights.dim() != 3 or tuple(weights.shape) != (layers, width, width):
+        raise ValueError(f"packed.weights has shape {tuple(weights.shape)}; expected ({layers}, W, W) from pack_layers")
+    if not 0 < max(widths) <= width:
+        raise ValueError(f"packed.widths={widths} do not fit the packed width {width}")
+    if biases is not None:
+        v.check_same("packed.weights", weights, **{"packed.biases": biases})
+        v.check_shape("packed.biases", biases.shape, (layers, width), "(layers, W) from pack_layers")
+    for name, t in (("packed.weights", weights), ("packed.biases", biases)):
+        if t is not None and not t.is_contiguous():
+            raise ValueError(f"{name} is not contiguous (strides {t.stride()}); the kernel reads it as "
+                             "pack_layers made it: pack again, or call .contiguous() on it")
+
+
+def narrow_mlp_packed(x: torch.Tensor, packed: PackedMLP, activation: str = "relu",
                       output_activation: str | None = None) -> torch.Tensor:
     """Run the fused narrow MLP on layers already packed by `pack_layers`."""
     get_activation(activation)
     get_activation(output_activation or "none", "output_activation")
     v.check_tensor("x", x, min_ndim=1)
-    v.check_same("x", x, weights=packed_weights)
+    _check_packed(packed)
+    v.check_same("x", x, **{"packed.weights": packed.weights})
     v.check_runnable_device("x", x)
-    v.check_forward_only(x, packed_weights, packed_biases)
+    v.check_forward_only(x, packed.weights, packed.biases)
+    in_features, out_features = packed.widths[0], packed.widths[-1]
     if x.shape[-1] != in_features:
         raise ValueError(
             f"x has shape {tuple(x.shape)}; its last dim must be the MLP's in_features = {in_features}"
         )
-    if packed_weights.dim() != 3 or packed_weights.shape[1] != packed_weights.shape[2]:
-        raise ValueError(f"packed_weights has shape {tuple(packed_weights.shape)}; expected (layers, W, W) from pack_layers")
-    width = packed_weights.shape[1]
-    if not (0 < in_features <= width and 0 < out_features <= width):
-        raise ValueError(f"in_features={in_features} and out_features={out_features} must be in 1..{width}, "
-                         "the packed width")
-    if packed_biases is not None:
-        v.check_same("packed_weights", packed_weights, packed_biases=packed_biases)
-        v.check_shape("packed_biases", packed_biases.shape, packed_weights.shape[:2], "(layers, W) from pack_layers")
-    x2 = x.reshape(-1, in_features)
+    x2 = rows_view(x)
     if x.dtype == torch.float32:
-        out = _layer_by_layer(x2, packed_weights, packed_biases, in_features, out_features, activation,
-                              output_activation)
-        return out.reshape(*x.shape[:-1], out_features)
+        return _layer_by_layer(x2, packed, activation, output_activation).reshape(*x.shape[:-1], out_features)
     M = x2.shape[0]
     out = torch.empty((M, out_features), dtype=x.dtype, device=x.device)
     if M > 0:
-        args, constexprs = _kernel_args(x2, packed_weights, packed_biases, out, activation, output_activation)
+        args, constexprs = _kernel_args(x2, packed, out, activation, output_activation)
         grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]),)
         _narrow_mlp_kernel[grid](*args, **constexprs)
     return out.reshape(*x.shape[:-1], out_features)
@@ -239,10 +260,7 @@ def narrow_mlp(x: torch.Tensor, weights: Sequence[torch.Tensor],
     v.check_tensor("x", x, min_ndim=1)
     _check_layers(weights, biases)
     v.check_same("x", x, **{"weights[0]": weights[0]})  # before packing: fail without copying anything
-    packed_w, packed_b = pack_layers(weights, biases)
-    return narrow_mlp_packed(
-        x, packed_w, packed_b, weights[0].shape[1], weights[-1].shape[0], activation, output_activation
-    )
+    return narrow_mlp_packed(x, pack_layers(weights, biases), activation, output_activation)
 
 
 def _compile_example(width: int):
@@ -250,9 +268,9 @@ def _compile_example(width: int):
         """A 5-layer MLP of this width over 2^21 rows (a NeRF-style batch), on meta tensors."""
         layers, M = 5, 2**21
         x2, out = (torch.empty(M, width, dtype=dtype, device="meta") for _ in range(2))
-        packed_w = torch.empty(layers, width, width, dtype=dtype, device="meta")
-        packed_b = torch.empty(layers, width, dtype=dtype, device="meta")
-        return _kernel_args(x2, packed_w, packed_b, out, activation, activation)
+        packed = PackedMLP(torch.empty(layers, width, width, dtype=dtype, device="meta"),
+                           torch.empty(layers, width, dtype=dtype, device="meta"), (width,) * (layers + 1))
+        return _kernel_args(x2, packed, out, activation, activation)
     return example
 
 

@@ -82,16 +82,19 @@ class NarrowMLP(OpSpec):
 
     def fused(self, library, inputs):
         """Packs the layers once, as a deployment does at load time, where the library offers
-        that (pack_layers + narrow_mlp_packed); else the plain call, which packs (or, in some
-        older commits, looks up a cache) on every call."""
+        that; else the plain call, which packs (or, in some older commits, looks up a cache) on
+        every call."""
         pack, run_packed = getattr(library, "pack_layers", None), getattr(library, "narrow_mlp_packed", None)
         if not (callable(pack) and callable(run_packed)):
             return super().fused(library, inputs)
-        packed_w, packed_b = pack(inputs["weights"], inputs["biases"])
-        x, weights = inputs["x"], inputs["weights"]
-        in_features, out_features = weights[0].shape[1], weights[-1].shape[0]
-        return lambda: run_packed(x, packed_w, packed_b, in_features, out_features,
-                                  inputs["activation"], inputs["output_activation"])
+        packed = pack(inputs["weights"], inputs["biases"])
+        x, activation, output_activation = inputs["x"], inputs["activation"], inputs["output_activation"]
+        if hasattr(packed, "widths"):  # a PackedMLP (from 2026-12)
+            return lambda: run_packed(x, packed, activation, output_activation)
+        # the first public form (2026-11-30): a (weights, biases) pair, and the MLP's in/out features
+        packed_w, packed_b = packed
+        in_features, out_features = inputs["weights"][0].shape[1], inputs["weights"][-1].shape[0]
+        return lambda: run_packed(x, packed_w, packed_b, in_features, out_features, activation, output_activation)
 
 
 OP = NarrowMLP()
