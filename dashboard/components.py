@@ -73,10 +73,10 @@ def run_controls(page: str, data: DashboardData, query: Query, commit_keys: dict
     run = data.run(query.one("machine"), query.one("env"))
     machines = data.machine_names()
     controls = [
-        labelled("Machine", dropdown(page, "machine", _counted(machines, _machine_counts(data)),
+        labelled("Machine", dropdown(page, "machine", machine_options(data, machines),
                                      run.machine if run else None, clearable=False), "17rem"),
-        labelled("Environment", dropdown(page, "env", data.envs_of(run.machine) if run else [],
-                                         run.env_name if run else None, clearable=False), "16rem"),
+        labelled("Environment", dropdown(page, "env", env_options(data, run.machine) if run else [],
+                                         run.env_name if run else None, clearable=False), "19rem"),
     ]
     for key, offset in (commit_keys or {}).items():
         label = {"commit": "Commit", "a": "Commit A (old)", "b": "Commit B (new)"}.get(key, key)
@@ -86,15 +86,25 @@ def run_controls(page: str, data: DashboardData, query: Query, commit_keys: dict
     return controls
 
 
-def _machine_counts(data: DashboardData) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for (m, _), run in data.runs.items():
-        counts[m] = counts.get(m, 0) + len(run.commits)
-    return counts
+def machine_options(data: DashboardData, machines: list[str]) -> list[dict]:
+    """A machine with its distinct commits (an environment's commits count once), and its
+    environments when there are several: the plots show one environment at a time."""
+    options = []
+    for m in machines:
+        runs = [r for (machine, _), r in data.runs.items() if machine == m]
+        commits = len(set().union(*(set(r.commits["commit_hash"]) for r in runs))) if runs else 0
+        envs = f", {len(runs)} environments" if len(runs) > 1 else ""
+        options.append({"label": f"{m} ({commits} commit{'s' if commits != 1 else ''}{envs})", "value": m})
+    return options
 
 
-def _counted(values, counts: dict[str, int], noun: str = "commits") -> list[dict]:
-    return [{"label": f"{v} ({counts.get(v, 0)} {noun})", "value": v} for v in values]
+def env_options(data: DashboardData, machine: str | None) -> list[dict]:
+    """The machine's environments, each with the commits it has (what a plot of it shows)."""
+    options = []
+    for env in data.envs_of(machine) if machine else []:
+        n = len(data.runs[(machine, env)].commits)
+        options.append({"label": f"{env} ({n} commit{'s' if n != 1 else ''})", "value": env})
+    return options
 
 
 def register_run_controls(app: dash.Dash, store: ResultsStore, page: str, commit_keys: dict[str, int] | None = None):
@@ -105,7 +115,7 @@ def register_run_controls(app: dash.Dash, store: ResultsStore, page: str, commit
     def _envs(machine, env):
         data = store.get()
         envs = data.envs_of(machine) if machine else []
-        return envs, env if env in envs else (envs[0] if envs else None)
+        return env_options(data, machine), env if env in envs else (envs[0] if envs else None)
 
     if commit_keys:
         keys = list(commit_keys)

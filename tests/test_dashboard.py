@@ -345,3 +345,76 @@ def test_samples_are_built_for_the_rows_a_view_asks_for(fx, data, main_run):
     at = main_run.at_commit(commit)
     assert at["samples"].map(lambda s: isinstance(s, list)).any() and at["samples"].isna().any()  # skipped: None
     assert list(main_run.at_commit("no-such-commit").columns) == list(at.columns)
+
+
+# --------------------------------------------------------------------------- units and markers
+
+
+def test_values_are_shown_in_one_scaled_unit():
+    from dashboard.units import display_unit, format_value
+
+    assert display_unit("seconds", [135e-6, 140e-6, 2e-3]).symbol == "µs"  # the median decides
+    assert display_unit("seconds", [135e-6])(135e-6) == pytest.approx(135)
+    assert display_unit("bytes", [3.2e9]).symbol == "GB" and display_unit("TFLOP/s", [0.5]).symbol == "TFLOP/s"
+    assert display_unit("unit", [5.0]).symbol == "" and display_unit("seconds", []).symbol == "s"
+    assert format_value(196e-6, "seconds") == "196 µs" and format_value(2.15e9, "bytes") == "2.15 GB"
+    assert format_value(999.7e-6, "seconds") == "1 ms" and format_value(float("nan"), "seconds") == "–"
+    assert format_value(312.4, "TFLOP/s") == "312 TFLOP/s" and format_value(7, None) == "7"
+
+
+def test_trend_axis_names_its_scaled_unit_and_markers_point_the_way_values_moved(data, fx):
+    fig = trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "latency", ["fused"], "commit", [], None)
+    fused = next(t for t in fig.data if t.name == "fused")
+    raw = data.run(MAIN_MACHINE, MAIN_ENV).of_case(fx.regressed[0])
+    raw = raw[(raw["metric"] == "latency") & (raw["impl"] == "fused")]["value"]
+    assert 1e-6 <= raw.median() < 1e-3  # the fixture's fused latencies are microseconds
+    assert fig.layout.yaxis.title.text == "Latency (µs)" and not fig.layout.yaxis.ticksuffix
+    np.testing.assert_allclose(sorted(fused.y), sorted(raw * 1e6))
+    up = next(t for t in fig.data if t.name == "regressions")
+    assert up.marker.symbol == "triangle-up"  # latency rose
+    tflops = trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "tflops", ["fused"], "commit", [], None)
+    down = next(t for t in tflops.data if t.name == "regressions")
+    line = next(t for t in tflops.data if t.name == "fused")
+    at = list(line.x).index(down.x[0])
+    assert down.marker.symbol == "triangle-down" and line.y[at] < np.median(line.y[:at])  # TFLOP/s fell
+
+
+def test_failed_and_skipped_implementations_show_where_their_line_would_be(data, fx):
+    case, impl = fx.failing
+    rows = data.run(MAIN_MACHINE, MAIN_ENV).of_case(case)
+    latency = rows[rows["metric"] == "latency"]
+    n_failed = int(((latency["impl"] == impl) & (latency["status"] == "failed")).sum())
+    n_skipped = int(((latency["impl"] == "cublaslt") & (latency["status"] == "skipped")).sum())
+    assert n_failed and n_skipped  # the fixture: compile fails everywhere, cuBLASLt has no silu epilogue
+    fig = trends.update(data, MAIN_MACHINE, MAIN_ENV, case, "latency", None, "commit", [], None)
+    names = [t.name for t in fig.data]
+    assert impl not in names  # no value to draw a line through...
+    failed = fig.data[names.index(f"{impl}: failed at {n_failed} commits")]  # ...but a legend entry and markers
+    assert len(failed.x) == n_failed and failed.marker.symbol == "x" and "asv stored null" in failed.hovertemplate
+    skipped = fig.data[names.index(f"cublaslt: skipped at {n_skipped} commits")]
+    assert skipped.marker.symbol == "circle-open" and "NaN" in skipped.hovertemplate
+
+
+def test_compare_cells_are_numbers_in_the_unit_of_their_header(data, main_run, fx):
+    before = main_run.commits["commit_hash"].iloc[15]
+    rows, columns, _ = compare.update(data, MAIN_MACHINE, MAIN_ENV, before, fx.regression_commit, "latency", "1.1",
+                                      [], None, None, None, None, None)
+    table, _ = compare.compare_table(data, MAIN_MACHINE, MAIN_ENV, before, fx.regression_commit, "latency", "1.1",
+                                     None, None, None, None, None)
+    header = {c["id"]: c["name"] for c in columns}
+    assert header["old"] == "old (µs)" and header["new"] == "new (µs)"
+    raw = table.set_index(["case", "impl"])["new"]
+    for row in rows[:20]:
+        assert row["new"] == pytest.approx(raw[(row["case"], row["impl"])] * 1e6)
+
+
+def test_machine_and_environment_labels_count_what_the_plot_shows(data):
+    from dashboard.components import env_options, machine_options
+
+    main = data.runs[(MAIN_MACHINE, MAIN_ENV)]
+    other = data.runs[(MAIN_MACHINE, "existing-py_usr_bin_python3")]
+    distinct = len(set(main.commits["commit_hash"]) | set(other.commits["commit_hash"]))
+    label = next(o["label"] for o in machine_options(data, data.machine_names()) if o["value"] == MAIN_MACHINE)
+    assert label == f"{MAIN_MACHINE} ({distinct} commits, 2 environments)"
+    envs = {o["value"]: o["label"] for o in env_options(data, MAIN_MACHINE)}
+    assert envs[MAIN_ENV] == f"{MAIN_ENV} ({len(main.commits)} commits)"

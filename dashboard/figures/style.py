@@ -3,6 +3,8 @@ figure (pure: plotly only)."""
 
 from __future__ import annotations
 
+import zlib
+
 import plotly.graph_objects as go
 
 THEMES = ("light", "dark")
@@ -11,6 +13,9 @@ _BACKGROUND = {"light": "#ffffff", "dark": "#1e2127"}  # matches assets/style.cs
 IMPL_ORDER = ("fused", "eager", "compile", "cublaslt")
 IMPL_COLORS = {"fused": "#e4572e", "eager": "#4c78a8", "compile": "#54a24b", "cublaslt": "#b279a2"}
 REGRESSION_COLOR, IMPROVEMENT_COLOR = "#d62728", "#2ca02c"
+# Lines that are not implementations (another project's parameter combinations), by position.
+LINE_PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d",
+                "#bab0ac", "#eeca3b", "#17becf", "#7f7f7f")
 
 
 def impl_sort_key(impl: str):
@@ -18,8 +23,9 @@ def impl_sort_key(impl: str):
 
 
 def impl_color(impl: str) -> str:
-    palette = ["#f58518", "#72b7b2", "#9d755d", "#bab0ac"]
-    return IMPL_COLORS.get(impl, palette[hash(impl) % len(palette)])
+    """An implementation's colour; another name gets a palette colour picked by a stable digest
+    of the name (hash() differs from process to process)."""
+    return IMPL_COLORS.get(impl) or LINE_PALETTE[zlib.crc32(impl.encode()) % len(LINE_PALETTE)]
 
 
 def base_layout(fig: go.Figure, theme: str, **kwargs) -> go.Figure:

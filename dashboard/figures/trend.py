@@ -6,60 +6,123 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from dashboard.figures.style import (IMPROVEMENT_COLOR, REGRESSION_COLOR, alpha, base_layout, build_empty_figure,
-                                     impl_color, impl_sort_key)
+from dashboard.data import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
+from dashboard.figures.style import (IMPL_COLORS, IMPROVEMENT_COLOR, LINE_PALETTE, REGRESSION_COLOR, alpha,
+                                     base_layout, build_empty_figure, impl_sort_key)
 from dashboard.metrics import METRICS
 from dashboard.regressions import position_note
+from dashboard.units import display_unit
 
-# --------------------------------------------------------------------------- Trends
+# Where asv's stored value says a benchmark did not run; asv keeps no error message in its files.
+FAILED_HOVER = "failed: asv stored null (the benchmark raised an error or timed out; asv keeps no message)"
+SKIPPED_HOVER = "skipped: asv stored NaN (setup raised NotImplementedError / SkipNotImplemented)"
+_STRIP_Y = 0.03  # failure markers sit on a strip at the bottom of the plot (paper-like axis y2)
 
 
-def build_trend_figure(series: pd.DataFrame, metric: str, changes: pd.DataFrame | None = None,
+def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | None = None,
                        marked_commit: str | None = None, x_axis: str = "commit", log_y: bool = False,
                        theme: str = "light", title: str = "") -> go.Figure:
-    """One metric against commits: a line per implementation, its 99 % CI band, change markers.
+    """One metric against commits: a line per implementation (or parameter combination), its 99 % CI
+    band, change markers, and a marker strip where a line failed or was skipped.
 
-    ``series``: derived rows (metrics.derive) with impl, position, commit_hash, date, y, y_lo, y_hi.
-    ``changes``: rows with impl, commit_hash, direction, relative_change, confirmed.
+    ``series``: derived rows (metrics.derive) with ``line`` (else ``impl``), position, commit_hash,
+    date, y, y_lo, y_hi and ``status`` (asv's ok / skipped / failed).
+    ``metric``: a name in metrics.METRICS or anything with ``label``, ``unit`` and ``better``.
+    ``changes``: rows with line (else impl), commit_hash, direction, relative_change, confirmed.
     """
-    spec = METRICS[metric]
+    spec = METRICS[metric] if isinstance(metric, str) else metric
+    series = _with_line_and_status(series)
     ok = series[np.isfinite(series["y"].to_numpy(dtype=float))]
-    if ok.empty:
+    not_run = series[series["status"].isin([STATUS_FAILED, STATUS_SKIPPED])]
+    if ok.empty and not_run.empty:
         return build_empty_figure(f"No measured {spec.label.lower()} for this selection.", theme)
+    shown = display_unit(spec.unit, ok["y"])
+    ok = ok.assign(y=shown(ok["y"]), y_lo=shown(ok["y_lo"]), y_hi=shown(ok["y_hi"]))
     xcol = "date" if x_axis == "date" else "position"
+    lines = ordered_lines(series["line"])
+    colors = line_colors(lines)
     fig = go.Figure()
-    for impl in sorted(ok["impl"].astype(str).unique(), key=impl_sort_key):
-        rows = ok[ok["impl"].astype(str) == impl].sort_values("position")
-        color = impl_color(impl)
-        x = rows[xcol]
+    for line in lines:
+        rows = ok[ok["line"] == line].sort_values("position")
+        if rows.empty:
+            continue
+        color = colors[line]
         band = rows[np.isfinite(rows["y_lo"].to_numpy(dtype=float)) & np.isfinite(rows["y_hi"].to_numpy(dtype=float))]
         if len(band):
             fig.add_trace(go.Scatter(x=band[xcol], y=band["y_hi"], mode="lines", line=dict(width=0),
-                                     hoverinfo="skip", showlegend=False, legendgroup=impl))
+                                     hoverinfo="skip", showlegend=False, legendgroup=line))
             fig.add_trace(go.Scatter(x=band[xcol], y=band["y_lo"], mode="lines", line=dict(width=0),
                                      fill="tonexty", fillcolor=alpha(color, 0.18), hoverinfo="skip",
-                                     name=f"{impl} 99% CI", showlegend=False, legendgroup=impl))
-        hashes = rows["commit_hash"].astype(str)
-        custom = np.stack([hashes.to_numpy(), rows["date"].dt.strftime("%Y-%m-%d %H:%M").to_numpy(),
-                           rows["position"].astype(str).to_numpy(), hashes.str[:10].to_numpy()], axis=1)
+                                     name=f"{line} 99% CI", showlegend=False, legendgroup=line))
         fig.add_trace(go.Scatter(
-            x=x, y=rows["y"], mode="lines+markers", name=impl, legendgroup=impl,
-            line=dict(color=color, width=2), marker=dict(size=5, color=color), customdata=custom,
-            hovertemplate=(f"<b>{impl}</b> %{{y:.4s}}{spec.unit}<br>commit %{{customdata[3]}} "
-                           "(#%{customdata[2]})<br>%{customdata[1]}<extra></extra>")))
+            x=rows[xcol], y=rows["y"], mode="lines+markers", name=line, legendgroup=line,
+            line=dict(color=color, width=2), marker=dict(size=5, color=color), customdata=_commit_custom(rows),
+            hovertemplate=(f"<b>{line}</b> %{{y:.4g}}{' ' + shown.symbol if shown.symbol else ''}<br>commit "
+                           "%{customdata[3]} (#%{customdata[2]})<br>%{customdata[1]}<extra></extra>")))
+    _add_not_run_markers(fig, not_run, lines, colors, xcol, len(ok) > 0)
     if changes is not None and len(changes):
-        _add_change_markers(fig, ok, changes, xcol, spec, series)
+        _add_change_markers(fig, ok, _with_line_and_status(changes), xcol, spec.better, series)
     if marked_commit:
-        marked = ok[ok["commit_hash"].astype(str).str.startswith(marked_commit)]
+        marked = series[series["commit_hash"].astype(str).str.startswith(marked_commit)]
         if len(marked):
             fig.add_vline(x=marked[xcol].iloc[0], line=dict(color="#888", dash="dash", width=1.5))
             fig.add_annotation(x=marked[xcol].iloc[0], y=1.0, yref="paper", text=f"{marked_commit[:8]}",
                                showarrow=False, yanchor="bottom", font=dict(size=11))
-    fig.update_yaxes(title=f"{spec.label} ({spec.unit})" if spec.unit else spec.label,
-                     type="log" if log_y else "linear", exponentformat="SI", ticksuffix=spec.unit and f" {spec.unit}",
-                     range=_trend_y_range(ok, log_y))
+    fig.update_yaxes(title=shown.title(spec.label), type="log" if log_y else "linear",
+                     exponentformat="none" if shown.symbol else "SI", range=_trend_y_range(ok, log_y))
     fig.update_xaxes(title="commit (oldest → newest)" if xcol == "position" else "commit date")
     return base_layout(fig, theme, title=title, hovermode="closest", height=480)
+
+
+def _with_line_and_status(rows: pd.DataFrame) -> pd.DataFrame:
+    """``line`` (the legend label; the implementation unless given) and ``status`` as str."""
+    out = rows.assign(line=(rows["line"] if "line" in rows.columns else rows["impl"]).astype(str))
+    if "status" in out.columns:
+        return out.assign(status=out["status"].astype(str))
+    return out.assign(status=STATUS_OK)
+
+
+def ordered_lines(lines) -> list[str]:
+    """Implementations in their usual order; other labels (parameter combinations) as they sort."""
+    return sorted({str(v) for v in lines}, key=impl_sort_key)
+
+
+def line_colors(lines: list[str]) -> dict[str, str]:
+    """Implementation colours for implementations, else a fixed palette by position (stable
+    across processes and reloads, unlike a colour from hash())."""
+    palette = LINE_PALETTE
+    others = [line for line in lines if line not in IMPL_COLORS]
+    return {line: IMPL_COLORS.get(line) or palette[others.index(line) % len(palette)] for line in lines}
+
+
+def _commit_custom(rows: pd.DataFrame) -> np.ndarray:
+    hashes = rows["commit_hash"].astype(str)
+    return np.stack([hashes.to_numpy(), rows["date"].dt.strftime("%Y-%m-%d %H:%M").to_numpy(),
+                     rows["position"].astype(str).to_numpy(), hashes.str[:10].to_numpy()], axis=1)
+
+
+def _add_not_run_markers(fig, not_run: pd.DataFrame, lines: list[str], colors: dict, xcol: str,
+                         any_values: bool) -> None:
+    """Failed (x) and skipped (open circle) commits of each line on a strip at the bottom of the
+    plot, with a legend entry that says how often: a line that never ran still shows up."""
+    if not_run.empty:
+        return
+    for line in lines:
+        for status, symbol, hover in ((STATUS_FAILED, "x", FAILED_HOVER), (STATUS_SKIPPED, "circle-open", SKIPPED_HOVER)):
+            rows = not_run[(not_run["line"] == line) & (not_run["status"] == status)].sort_values("position")
+            if rows.empty:
+                continue
+            fig.add_trace(go.Scatter(
+                x=rows[xcol], y=np.full(len(rows), _STRIP_Y), yaxis="y2", mode="markers",
+                name=f"{line}: {status} at {len(rows)} commit{'s' if len(rows) != 1 else ''}", legendgroup=line,
+                marker=dict(symbol=symbol, size=9, color=colors[line], line=dict(width=2, color=colors[line])),
+                customdata=_commit_custom(rows),
+                hovertemplate=(f"<b>{line}</b> {hover}<br>commit %{{customdata[3]}} (#%{{customdata[2]}})"
+                               "<br>%{customdata[1]}<extra></extra>")))
+    fig.update_layout(yaxis2=dict(overlaying="y", range=[0, 1], visible=False, fixedrange=True))
+    if not any_values:
+        fig.add_annotation(text="nothing measured: every point failed or was skipped", showarrow=False,
+                           x=0.5, y=0.5, xref="paper", yref="paper", font=dict(size=13))
 
 
 def _trend_y_range(ok: pd.DataFrame, log_y: bool) -> list[float] | None:
@@ -84,24 +147,32 @@ def _trend_y_range(ok: pd.DataFrame, log_y: bool) -> list[float] | None:
     return [bottom - pad, top + pad]
 
 
-def _add_change_markers(fig, ok: pd.DataFrame, changes: pd.DataFrame, xcol: str, spec,
+def change_symbol(direction: str, better: str) -> str:
+    """A triangle pointing the way the plotted value moved: a regression of a higher-is-better
+    metric (TFLOP/s) points down, one of a lower-is-better metric (latency) points up."""
+    moved_up = (direction == "regression") == (better == "lower")
+    return "triangle-up" if moved_up else "triangle-down"
+
+
+def _add_change_markers(fig, ok: pd.DataFrame, changes: pd.DataFrame, xcol: str, better: str,
                         series: pd.DataFrame) -> None:
-    for direction, color, symbol in (("regression", REGRESSION_COLOR, "triangle-up"),
-                                     ("improvement", IMPROVEMENT_COLOR, "triangle-down")):
+    for direction, color in (("regression", REGRESSION_COLOR), ("improvement", IMPROVEMENT_COLOR)):
         chosen = changes[changes["direction"] == direction]
         if chosen.empty:
             continue
-        points = chosen.merge(ok[["impl", "commit_hash", xcol, "y"]].astype({"impl": str, "commit_hash": str}),
-                              on=["impl", "commit_hash"], how="inner")
+        points = chosen.drop(columns=[c for c in (xcol, "y") if c in chosen.columns]).merge(
+            ok[["line", "commit_hash", xcol, "y"]].astype({"commit_hash": str}), on=["line", "commit_hash"],
+            how="inner")
         if points.empty:
             continue
         notes = _position_notes(points)
         text = [f"{direction} in {i}: {r:+.1%}{'' if c else ' (suspected)'}<br>commit {h[:10]}{n}"
-                for i, r, c, h, n in zip(points["impl"], points["relative_change"], points["confirmed"],
+                for i, r, c, h, n in zip(points["line"], points["relative_change"], points["confirmed"],
                                          points["commit_hash"], notes)]
         _shade_plausible_positions(fig, series, points, xcol, color)
         fig.add_trace(go.Scatter(x=points[xcol], y=points["y"], mode="markers", name=f"{direction}s",
-                                 marker=dict(symbol=symbol, size=15, color=color, line=dict(width=1, color="#000")),
+                                 marker=dict(symbol=change_symbol(direction, better), size=15, color=color,
+                                             line=dict(width=1, color="#000")),
                                  text=text, hovertemplate="%{text}<extra></extra>"))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 from dash import Input, Output, State, dash_table, dcc, html
-from dash.dash_table.Format import Format, Scheme
+from dash.dash_table.Format import Format, Group, Scheme
 
 from dashboard import metrics
 from dashboard.components import (
@@ -14,6 +14,7 @@ from dashboard.components import (
 )
 from dashboard.model import DashboardData, ResultsStore
 from dashboard.pages import Page
+from dashboard.units import DisplayUnit, display_unit
 from dashboard.urlstate import Query, qid
 
 ID = "compare"
@@ -48,7 +49,7 @@ def layout(data: DashboardData, query: Query):
                className="hint"),
         html.Div(id="compare-summary"),
         dash_table.DataTable(
-            id="compare-table", columns=_columns("s"), data=[], sort_action="native", filter_action="native",
+            id="compare-table", columns=_columns(), data=[], sort_action="native", filter_action="native",
             page_action="native", page_size=25, sort_by=[], style_table={"overflowX": "auto"},
             style_cell={"fontFamily": "inherit", "fontSize": "13px", "padding": "4px 8px", "textAlign": "left"},
             style_data_conditional=[
@@ -62,14 +63,14 @@ def layout(data: DashboardData, query: Query):
     ])
 
 
-def _columns(unit: str) -> list[dict]:
-    si = Format(precision=3, scheme=Scheme.decimal_si_prefix)
+def _columns(shown: DisplayUnit = DisplayUnit("")) -> list[dict]:
+    """Old and new in one scaled unit named in their headers ("old (µs)"), 4 significant digits."""
+    values = Format(group=Group.yes, precision=4, scheme=Scheme.decimal)
     out = []
     for c in COLUMNS:
         col = {"name": c, "id": c}
         if c in ("old", "new"):
-            col.update(type="numeric", format=si.symbol_suffix(f" {unit}" if unit else ""),
-                       name=f"{c} ({unit})" if unit else c)
+            col.update(type="numeric", format=values, name=shown.title(c))
         elif c == "ratio":
             col.update(type="numeric", format=Format(precision=3, scheme=Scheme.fixed))
         out.append(col)
@@ -78,7 +79,7 @@ def _columns(unit: str) -> list[dict]:
 
 def compare_table(data: DashboardData, machine, env, a, b, metric, factor, op, dtype, activation, shape, impl
                   ) -> tuple[pd.DataFrame, str]:
-    """The table (all rows, filters applied) and the unit of its values."""
+    """The table (all rows, filters applied) and the asv unit of its values ("seconds")."""
     run = data.run(machine, env)
     if run is None or not a or not b:
         return pd.DataFrame(columns=COLUMNS + ["significant"]), ""
@@ -89,23 +90,24 @@ def compare_table(data: DashboardData, machine, env, a, b, metric, factor, op, d
     old, new = old[old["metric"] == metric], new[new["metric"] == metric]
     table = metrics.compare_rows(old, new, float(factor or DEFAULT_FACTOR), metrics.METRICS[metric].better)
     unit = next((str(u) for u in table["unit"] if isinstance(u, str)), "")
-    return table, {"seconds": "s", "bytes": "B"}.get(unit, "")
+    return table, unit
 
 
 def update(data: DashboardData, machine, env, a, b, metric, factor, sig, op, dtype, activation, shape, impl):
     """(table rows, table columns, summary) for the page."""
     table, unit = compare_table(data, machine, env, a, b, metric, factor, op, dtype, activation, shape, impl)
+    shown = display_unit(unit, table[["old", "new"]].to_numpy(dtype=float))
     if not a or not b:
-        return [], _columns(unit), message("Pick two commits.")
+        return [], _columns(shown), message("Pick two commits.")
     counts = metrics.change_counts(table)
-    shown = table[table["significant"]] if "only" in (sig or []) else table
+    shown_rows = table[table["significant"]] if "only" in (sig or []) else table
     summary = html.P([f"{a[:8]} → {b[:8]}: {len(table)} series; ",
                       html.Span(f"{counts['worse']} worse", className="bad", id="compare-worse"), ", ",
                       html.Span(f"{counts['better']} better", className="good", id="compare-better"),
-                      f", {counts['unchanged']} unchanged, {counts['other']} not comparable. Showing {len(shown)}."],
+                      f", {counts['unchanged']} unchanged, {counts['other']} not comparable. Showing {len(shown_rows)}."],
                      id="compare-summary-text")
-    rows = shown[COLUMNS].astype(object).where(shown[COLUMNS].notna(), None).to_dict("records")
-    return rows, _columns(unit), summary
+    rows = shown_rows[COLUMNS].assign(old=shown(shown_rows["old"]), new=shown(shown_rows["new"]))
+    return rows.astype(object).where(rows.notna(), None).to_dict("records"), _columns(shown), summary
 
 
 def csv_text(data: DashboardData, *args) -> str:
@@ -125,7 +127,7 @@ def register(app, store: ResultsStore):
 
     @app.callback(Output("compare-table", "data"), Output("compare-table", "columns"),
                   Output("compare-summary", "children"), *inputs)
-    @guarded(lambda t: [], lambda t: _columns(""), message)
+    @guarded(lambda t: [], lambda t: _columns(), message)
     def _update(*args):
         return update(store.get(), *args)
 
