@@ -93,7 +93,7 @@ def machine_options(data: DashboardData, machines: list[str]) -> list[dict]:
     for m in machines:
         runs = [r for (machine, _), r in data.runs.items() if machine == m]
         commits = len(set().union(*(set(r.commits["commit_hash"]) for r in runs))) if runs else 0
-        envs = f", {len(runs)} environments" if len(runs) > 1 else ""
+        envs = f", {len(runs)} envs" if len(runs) > 1 else ""
         options.append({"label": f"{m} ({commits} commit{'s' if commits != 1 else ''}{envs})", "value": m})
     return options
 

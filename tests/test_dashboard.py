@@ -194,15 +194,25 @@ def test_trend_y_axis_keeps_the_values_in_view_when_one_ci_band_spikes():
     assert low < 1.0 < high  # one value everywhere, no band: still a range around it
 
 
-def test_roofline_figure_draws_the_measured_roof(data, main_run):
+def test_roofline_figure_draws_the_measured_roofs_and_pairs_each_fused_point(data, main_run):
     newest = main_run.commits["commit_hash"].iloc[-1]
     fig = roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest, None, None, None, None, None)
     roofs = [t for t in fig.data if (t.name or "").startswith("roof")]
-    assert {t.name for t in roofs} == {"roof bf16", "roof fp16", "roof fp32"}
     ceil = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, newest)
-    bf16 = roofs[[t.name for t in roofs].index("roof bf16")]
-    assert max(bf16.y) == pytest.approx(ceil.matmul_tflops["bf16"])
-    assert {t.xaxis for t in fig.data if t.name == "fused"} == {"x"}  # fused left, unfused right
+    by_dtype = {t.name.split(":")[0].removeprefix("roof "): max(t.y) for t in roofs}
+    assert by_dtype == pytest.approx({d: p for d, p in ceil.matmul_tflops.items()})  # one roof per measured peak
+    assert len({t.line.dash for t in roofs}) == len(roofs)  # told apart by their line style
+    assert all("TFLOP/s" in t.name for t in roofs) and "GB/s" in roofs[0].name
+    points, _ = roofline.roofline_points(data, MAIN_MACHINE, MAIN_ENV, newest, {})
+    ops = set(points["op"].astype(str))
+    assert {t.name for t in fig.data if (t.name or "").startswith("op: ")} == {f"op: {o}" for o in ops}
+    pairs = next(t for t in fig.data if t.name == "fused ↔ its best unfused peer")
+    ok = points[np.isfinite(points["tflops"])]
+    both = set(ok[ok["impl"] == "fused"]["case"]) & set(ok[ok["impl"] != "fused"]["case"])
+    assert len(pairs.x) == 3 * len(both) and pairs.x[0] == pairs.x[1]  # vertical: same case, same intensity
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):  # every tick labelled in full, none a bare "2" or "5"
+        assert len(axis.tickvals) >= 3
+        assert [float(t.replace(",", "")) for t in axis.ticktext] == pytest.approx(list(axis.tickvals))
     assert "no roof" in build_roofline_figure(fig_points(data, newest), None).layout.title.text
 
 
@@ -322,7 +332,7 @@ def test_real_cpu_run_of_the_suite_feeds_every_view(real_run):
     eager = next(t for t in trend.data if t.name == "eager")
     assert 0 < eager.y[0] < 1  # a CPU run is below its own roof
     roof = roofline.update(data, machine, env, commit, None, None, None, None, None)
-    assert any(t.name == "roof fp32" for t in roof.data)
+    assert any((t.name or "").startswith("roof fp32") for t in roof.data)
     rows, _, _ = compare.update(data, machine, env, commit, commit, "latency", "1.1", [], None, None, None, None, None)
     statuses = {r["impl"]: r["change"] for r in rows if r["case"] == case}
     assert statuses["eager"] == "unchanged" and statuses["fused"] == "skipped → skipped"
@@ -415,6 +425,6 @@ def test_machine_and_environment_labels_count_what_the_plot_shows(data):
     other = data.runs[(MAIN_MACHINE, "existing-py_usr_bin_python3")]
     distinct = len(set(main.commits["commit_hash"]) | set(other.commits["commit_hash"]))
     label = next(o["label"] for o in machine_options(data, data.machine_names()) if o["value"] == MAIN_MACHINE)
-    assert label == f"{MAIN_MACHINE} ({distinct} commits, 2 environments)"
+    assert label == f"{MAIN_MACHINE} ({distinct} commits, 2 envs)"
     envs = {o["value"]: o["label"] for o in env_options(data, MAIN_MACHINE)}
     assert envs[MAIN_ENV] == f"{MAIN_ENV} ({len(main.commits)} commits)"

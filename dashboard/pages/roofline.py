@@ -1,5 +1,5 @@
 """Roofline: achieved TFLOP/s against arithmetic intensity for each case at one commit, under the
-ceilings measured on that machine in that run; fused and unfused side by side."""
+ceilings measured on that machine in that run; each fused point joined to its best unfused peer."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ def layout(data: DashboardData, query: Query):
         html.Div(run_controls(ID, data, query, COMMITS), className="controls"),
         html.Div(facet_controls(ID, run, query), className="controls"),
         html.P("Roof = min(measured matmul TFLOP/s of the dtype, intensity × measured copy GB/s). Intensity uses the "
-               "minimum bytes a fully fused kernel must move (the suite's cost model), so unfused points sit lower.",
+               "minimum bytes a fully fused kernel must move (the suite's cost model), so a case's points share one x "
+               "and a grey segment joins its fused point to its best unfused one. Marker shape = op.",
                className="hint"),
         graph(ID, "figure"),
     ])
