@@ -120,6 +120,7 @@ class DashboardData:
     report: LoadReport = field(default_factory=LoadReport)
     case_rows: pd.DataFrame = field(default_factory=pd.DataFrame)  # every run's Case rows, ``sample_row``
     ceilings: pd.DataFrame = field(default_factory=pd.DataFrame)
+    ceiling_problems: list = field(default_factory=list)  # metrics.CeilingProblem: stored ceilings left out
     runs: dict[tuple[str, str], Run] = field(default_factory=dict)
     machines: dict = field(default_factory=dict)
     benchmarks: dict = field(default_factory=dict)
@@ -196,7 +197,9 @@ def build_data(results_dir: str | Path, asv_conf: Path | None = DEFAULT_ASV_CONF
             return DashboardData(root, str(exc), commit_url=url_future.result(), signature=signature)
         commit_url = url_future.result()
     cases = metrics.cases_frame(loaded.frame)
-    data = DashboardData(root, None, loaded.load_report, cases, metrics.ceilings_table(loaded.frame),
+    ceilings, ceiling_problems = metrics.ceilings_table(loaded.frame)
+    loaded.load_report.problems.extend(p.text() for p in ceiling_problems)
+    data = DashboardData(root, None, loaded.load_report, cases, ceilings, ceiling_problems=ceiling_problems,
                          machines=loaded.machines, benchmarks=loaded.benchmarks, commit_url=commit_url,
                          signature=signature, samples=loaded.samples)
     if cases.empty:

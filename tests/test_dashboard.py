@@ -428,3 +428,50 @@ def test_machine_and_environment_labels_count_what_the_plot_shows(data):
     assert label == f"{MAIN_MACHINE} ({distinct} commits, 2 envs)"
     envs = {o["value"]: o["label"] for o in env_options(data, MAIN_MACHINE)}
     assert envs[MAIN_ENV] == f"{MAIN_ENV} ({len(main.commits)} commits)"
+
+
+def _set_result(path, benchmark, values):
+    """Rewrite one benchmark's stored results in an asv result file (asv writes Infinity too)."""
+    import json
+
+    doc = json.loads(path.read_text())
+    column = doc["result_columns"].index("result")
+    doc["results"][benchmark][column] = values
+    path.write_text(json.dumps(doc))
+
+
+def test_one_bad_ceiling_value_is_left_out_with_its_reason(fx, tmp_path):
+    import shutil
+
+    from tests.suite_fixtures import COPY_BENCHMARK, MATMUL_BENCHMARK
+
+    results = shutil.copytree(fx.results_dir, tmp_path / "results")
+    by_commit = {json_commit(p): p for p in (results / MAIN_MACHINE).glob(f"*-{MAIN_ENV}.json")}
+    data = build_data(results)
+    run = data.run(MAIN_MACHINE, MAIN_ENV)
+    newest_commit, older_commit = run.commits["commit_hash"].iloc[-1], run.commits["commit_hash"].iloc[-2]
+    newest, older = by_commit[newest_commit], by_commit[older_commit]
+    _set_result(newest, COPY_BENCHMARK, [float("inf")])  # a copy "measured" as taking forever
+    _set_result(older, MATMUL_BENCHMARK, [0.0, 2e-3, 2e-2])  # bf16 0 s; fp16 and fp32 fine
+    data = build_data(results)
+    assert metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, newest_commit) is None
+    kept = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, older_commit)
+    assert kept is not None and set(kept.matmul_tflops) == {"fp16", "fp32"}
+    third = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, run.commits["commit_hash"].iloc[-3])
+    assert set(third.matmul_tflops) == {"bf16", "fp16", "fp32"}  # other commits untouched
+    reasons = [p.text() for p in data.ceiling_problems]
+    assert len(reasons) == 2 and any("copy" in r and "inf" in r for r in reasons)
+    assert any("matmul ceiling bf16" in r and "0.0" in r for r in reasons)
+    assert any("left out" in p for p in data.report.problems)
+    heat, device, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, newest_commit, None, None, None, None, None)
+    assert heat.data and "no usable copy ceiling" in texts(device) and "inf" in texts(device)
+    roof = roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest_commit, None, None, None, None, None)
+    assert "no roof" in roof.layout.title.text and any(t.name == "fused" for t in roof.data)
+    roof = roofline.update(data, MAIN_MACHINE, MAIN_ENV, older_commit, None, None, None, None, None)
+    assert {t.name.split(":")[0] for t in roof.data if (t.name or "").startswith("roof")} == {"roof fp16", "roof fp32"}
+
+
+def json_commit(path):
+    import json
+
+    return json.loads(path.read_text())["commit_hash"]

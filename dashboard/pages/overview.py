@@ -56,12 +56,15 @@ def device_panel(data: DashboardData, machine: str, env: str, commit: str):
     identity = data.machine_identity(machine)
     ceilings = metrics.ceilings_of(data.ceilings, machine, env, commit)
     items = [html.Li([html.B(f"{k}: "), v]) for k, v in identity.items()] or [html.Li("no machine.json identity")]
+    left_out = [p for p in data.ceiling_problems if (p.machine, p.env_name, p.commit_hash) == (machine, env, commit)]
     if ceilings is None:
-        measured = [html.Li("no ceilings measured in this run (bench_device)")]
+        measured = [html.Li("no usable copy ceiling in this run (bench_device)" if left_out
+                            else "no ceilings measured in this run (bench_device)")]
     else:
         measured = [html.Li([html.B("copy: "), f"{ceilings.copy_gbps:,.0f} GB/s"])]
         measured += [html.Li([html.B(f"matmul {d}: "), f"{t:,.3g} TFLOP/s"])
                      for d, t in sorted(ceilings.matmul_tflops.items())]
+    measured += [html.Li(f"{p.what} left out: {p.reason}", className="bad") for p in left_out]
     return [html.H3(f"Device: {machine}"), html.Ul(items, className="kv"),
             html.H4("Measured ceilings (this run)"), html.Ul(measured, className="kv", id="overview-ceilings")]
 
