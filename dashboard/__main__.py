@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
 from dashboard.model import DEFAULT_RESULTS_DIR
+
+
+def _stop_like_ctrl_c(signum, frame):
+    """SIGTERM (systemd, docker stop, kill) ends the server the way Ctrl-C does: the server loop
+    returns and the detector's worker is stopped, instead of the process dying on the spot and
+    leaving that worker (and its resource tracker) behind."""
+    raise KeyboardInterrupt
 
 
 def main(argv=None) -> int:
@@ -22,10 +30,17 @@ def main(argv=None) -> int:
     from dashboard.app import create_app
 
     app = create_app(args.results)
+    store = app.server.config["FUSED_MLP_STORE"]
     if not args.results.exists():
         print(f"note: {args.results} does not exist yet; the dashboard shows how to produce results", file=sys.stderr)
     print(f"serving {args.results.resolve()} at http://{args.host}:{args.port}/", file=sys.stderr)
-    app.run(host=args.host, port=args.port, debug=args.debug)
+    signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
+    try:
+        app.run(host=args.host, port=args.port, debug=args.debug)
+    except KeyboardInterrupt:  # a signal that arrived outside the server loop
+        pass
+    finally:
+        store.close()
     return 0
 
 

@@ -233,6 +233,20 @@ def _detect_in_subprocess(results_dir: str) -> list:
     return find_changes(cases, benchmarks_meta=loaded.benchmarks)
 
 
+def _die_with_parent(parent: int) -> None:
+    """In the detector's worker: exit once the server process ``parent`` is gone, however it
+    ended (even by SIGKILL, which runs no clean-up, or before this worker finished starting);
+    otherwise the idle worker would wait on its queue forever. (Not PR_SET_PDEATHSIG: that
+    fires when the request thread that spawned the worker ends.)"""
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
 @dataclass
 class FindingsState:
     status: str  # "running", "done" or "failed"
@@ -288,7 +302,8 @@ class ResultsStore:
         if self._executor is None:
             # spawn: forking a threaded web server is unsafe
             self._executor = concurrent.futures.ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"))
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_die_with_parent,
+                initargs=(os.getpid(),))
         return self._executor
 
     def _run_inline(self, state: FindingsState) -> None:
