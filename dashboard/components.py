@@ -67,21 +67,42 @@ def resolve_commit(run: Run | None, wanted: str | None, offset_from_newest: int 
     return hashes[max(len(hashes) - 1 - offset_from_newest, 0)]
 
 
+def run_of(data: DashboardData, query: Query) -> Run | None:
+    """The run a link asks for; a machine or environment these results do not have is noted on
+    the query (the page then says what it shows instead)."""
+    machine, env = query.one("machine"), query.one("env")
+    if machine is not None and machine not in data.machine_names():
+        query.reject("machine", machine)
+    run = data.run(machine, env)
+    if env is not None and run is not None and env != run.env_name and machine in (None, run.machine):
+        query.reject("env", env)
+    return run
+
+
+def commit_of(run: Run | None, query: Query, key: str, offset_from_newest: int = 0) -> str | None:
+    """resolve_commit for ``key`` of the query, noting a commit the run does not have."""
+    wanted = query.one(key)
+    chosen = resolve_commit(run, wanted, offset_from_newest)
+    if wanted and (chosen is None or not chosen.startswith(wanted)):
+        query.reject(key, wanted)
+    return chosen
+
+
 def run_controls(page: str, data: DashboardData, query: Query, commit_keys: dict[str, int] | None = None):
     """Machine, environment and commit dropdowns. ``commit_keys``: key -> default offset from the
     newest commit (Compare: {"a": 1, "b": 0})."""
-    run = data.run(query.one("machine"), query.one("env"))
+    run = run_of(data, query)
     machines = data.machine_names()
     controls = [
         labelled("Machine", dropdown(page, "machine", machine_options(data, machines),
-                                     run.machine if run else None, clearable=False), "17rem"),
+                                     run.machine if run else None, clearable=False), "21rem"),
         labelled("Environment", dropdown(page, "env", env_options(data, run.machine) if run else [],
                                          run.env_name if run else None, clearable=False), "19rem"),
     ]
     for key, offset in (commit_keys or {}).items():
         label = {"commit": "Commit", "a": "Commit A (old)", "b": "Commit B (new)"}.get(key, key)
         controls.append(labelled(label, dropdown(page, key, commit_options(run),
-                                                 resolve_commit(run, query.one(key), offset), clearable=False),
+                                                 commit_of(run, query, key, offset), clearable=False),
                                  "15rem"))
     return controls
 
@@ -151,7 +172,7 @@ def facet_values(catalog) -> dict[str, list[str]]:
 
 def facet_controls(page: str, run: Run | None, query: Query, facets=metrics.FACETS) -> list:
     """Multi-select filters for op, dtype, activation, shape, implementation; labels count cases."""
-    catalog = run.catalog if run is not None else metrics.case_catalog(metrics._empty_cases_frame())
+    catalog = run.catalog if run is not None else metrics.empty_catalog()
     values = facet_values(catalog)
     selections = {f: query.many(f, allowed=values[f]) for f in metrics.FACETS}
     counts = metrics.facet_counts(catalog, selections)
@@ -192,6 +213,33 @@ def empty_state(data: DashboardData) -> html.Div:
                 html.Code("python -m dashboard --results DIR"), "."]),
         load_report_panel(data, open_=True),
     ], className="empty-state", id="empty-state")
+
+
+def link_notice(query: Query, layout, shown_label=str) -> html.Div | None:
+    """What a link asked for that these results do not have, and what the page shows instead
+    (read from the controls' values in ``layout``): a copied link never silently shows another view."""
+    if not query.rejected:
+        return None
+    shown = {c.id["key"]: getattr(c, "value", None) for c in _walk(layout)
+             if isinstance(getattr(c, "id", None), dict) and c.id.get("key") in query.rejected}
+    parts = []
+    for key, asked in query.rejected.items():
+        value = shown.get(key)
+        value = ", ".join(map(str, value)) if isinstance(value, list) else value
+        instead = f"showing {shown_label(value)}" if value not in (None, "") else "left out"
+        parts.append(f"{key} {asked!r} ({instead})")
+    return html.Div(["This link asks for what these results do not have: ", "; ".join(parts),
+                     ". The nearest view is shown; change a control to update the link."],
+                    className="message message-warning", id="link-notice")
+
+
+def _walk(component):
+    if isinstance(component, (list, tuple)):
+        for c in component:
+            yield from _walk(c)
+    elif component is not None and not isinstance(component, (str, int, float)):
+        yield component
+        yield from _walk(getattr(component, "children", None))
 
 
 def load_report_panel(data: DashboardData, open_: bool = False):

@@ -5,8 +5,8 @@ device ceilings per run. Everything else — TFLOP/s, GB/s, roofline fraction, f
 speedup, A-vs-B significance — is derived here, on the rows in view, never stored.
 
 Each distinct Case key is parsed once (``Case.from_key``, the suite's torch-free workload
-vocabulary in benchmarks/harness) into a small table; the large frame only carries the key and
-gets the Case fields by a categorical lookup.
+vocabulary in benchmarks/harness) into a small table, and joined to the series (not to every
+row): a view's rows get the Case fields through their series.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pandas as pd
 from benchmarks.harness import cost
 from benchmarks.harness.workloads import Case
 
-from dashboard.data import SAMPLE_ROW, STATUS_OK
+from dashboard.data import STATUS_OK
 from dashboard.regressions.direction import metric_direction
 
 COPY_BENCHMARK = "bench_device.CopyCeiling.track_copy_seconds"
@@ -90,76 +90,38 @@ def case_table(keys) -> pd.DataFrame:
     return table
 
 
-def cases_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows of the Case benchmarks, with ``metric``, ``impl`` and the Case fields added.
+CASE_COLUMNS = ("metric", "case", "impl", *CASE_FIELDS, "flops", "min_bytes", "intensity")
 
-    Rows whose case key does not parse are dropped (they cannot be placed on any view).
+
+def case_series(series: pd.DataFrame) -> pd.DataFrame:
+    """The series that are this suite's Case metrics, with what the views need of them:
+    ``metric`` (latency, peak_memory, kernels), ``case`` (the Case key), ``impl``, the Case
+    fields and the cost model's flops, minimum bytes and intensity. Indexed like ``series``
+    (dashboard.table: benchmark, param_names, param_values per series).
+
+    A series counts when its benchmark records a stored metric and has ``case`` and ``impl``
+    parameters whose case key parses; any other series (the ceilings, another project's
+    benchmarks, a retired case key) is not a Case series.
     """
-    if "case" not in frame.columns or "impl" not in frame.columns:
-        return _empty_cases_frame()
-    # Everything per row is done on integer codes: each distinct benchmark name, case key and
-    # Case field value is looked at once (1M rows at scale; hashing them all cost ~0.5 s).
-    bench = frame["benchmark"].astype("category")
-    metric_of_name = [stored_metric_of(b) for b in bench.cat.categories]
-    metric_code = np.array([-1 if m is None else STORED_METRICS.index(m) for m in metric_of_name] + [-1],
-                           dtype=np.int8)  # the last entry serves code -1 (no benchmark)
-    metric_codes = metric_code[bench.cat.codes.to_numpy()]
-    keep = (metric_codes >= 0) & frame["case"].notna().to_numpy()
-    case_cat = _factorized(frame["case"], keep)
-    table = case_table(case_cat.categories)
-    position = table.index.get_indexer(case_cat.categories)  # -1: key did not parse
-    codes = np.asarray(case_cat.codes)
-    row_pos = np.where(codes >= 0, position[np.maximum(codes, 0)], -1)
-    parsed = row_pos >= 0  # of the kept rows
-    rows = np.flatnonzero(keep)[parsed]
-    row_pos = row_pos[parsed]
-    base_cols = ["machine", "env_name", "commit_hash", "date", "benchmark", "params_key", "value", "status",
-                 "unit", "ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat"]
-    # samples as lists, or (load_results(samples="compact")) the row number in the SampleStore
-    base_cols += [c for c in ("samples", SAMPLE_ROW) if c in frame.columns]
-    out = frame[base_cols].take(rows)
-    out["metric"] = pd.Categorical.from_codes(metric_codes[rows], categories=list(STORED_METRICS))
-    out["case"] = pd.Categorical.from_codes(codes[parsed], dtype=case_cat.dtype)
-    impl = _factorized(frame["impl"], keep)
-    out["impl"] = pd.Categorical.from_codes(np.asarray(impl.codes)[parsed], dtype=impl.dtype)
-    used = np.unique(row_pos)  # the case-table rows in view
-    for col in CASE_FIELDS:
-        values = table[col].to_numpy()
-        if col in ("op", "dtype", "activation", "shape"):  # categories: the sorted values present
-            small = pd.Categorical(values[used])
-            code_of = np.full(len(table), -1, dtype=np.int64)
-            code_of[used] = small.codes
-            out[col] = pd.Categorical.from_codes(code_of[row_pos], dtype=small.dtype)
-        else:
-            out[col] = values[row_pos]
-    for col in ("flops", "min_bytes", "intensity"):
-        out[col] = table[col].to_numpy(dtype=float)[row_pos]
-    return out.reset_index(drop=True)
+    rows = {}
+    for sid, bench, names, values in zip(series.index, series["benchmark"], series["param_names"],
+                                         series["param_values"]):
+        metric = stored_metric_of(bench)
+        if metric is None or "case" not in names or "impl" not in names:
+            continue
+        case, impl = values[names.index("case")], values[names.index("impl")]
+        if isinstance(case, str):
+            rows[sid] = (metric, case, str(impl))
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=["metric", "case", "impl"])
+    table = case_table(out["case"].unique() if len(out) else [])
+    out = out[out["case"].isin(table.index)]
+    out = out.join(table, on="case")
+    out.index.name = series.index.name
+    return out[list(CASE_COLUMNS)] if len(out) else pd.DataFrame(columns=list(CASE_COLUMNS))
 
 
-def _factorized(column: pd.Series, keep: np.ndarray) -> pd.Categorical:
-    """The kept values as a Categorical of their str(), categories in order of appearance.
-
-    A categorical column (``load_results(samples="compact")``) is recoded from its integer
-    codes; anything else is hashed (pd.factorize). Both give the same result.
-    """
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        codes = column.cat.codes.to_numpy()[keep]
-        present, first_seen = np.unique(codes[codes >= 0], return_index=True)
-        present = present[np.argsort(first_seen, kind="stable")]  # order of appearance
-        remap = np.full(len(column.cat.categories) + 1, -1, dtype=np.int64)
-        remap[present] = np.arange(len(present))
-        categories = column.cat.categories.to_numpy(dtype=object)[present]
-        return pd.Categorical.from_codes(remap[codes], [str(k) for k in categories])
-    codes, uniques = pd.factorize(column.to_numpy()[keep])
-    return pd.Categorical.from_codes(codes, [str(k) for k in uniques])
-
-
-def _empty_cases_frame() -> pd.DataFrame:
-    cols = ["machine", "env_name", "commit_hash", "date", "benchmark", "params_key", "value", "status", "unit",
-            "ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat", "samples", "metric", "case", "impl",
-            *CASE_FIELDS, "flops", "min_bytes", "intensity"]
-    return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+def empty_catalog() -> pd.DataFrame:
+    return pd.DataFrame(columns=["case", "impl", *CASE_FIELDS])
 
 
 # --------------------------------------------------------------------------- ceilings
@@ -295,12 +257,12 @@ def floor_seconds_per_row(rows: pd.DataFrame, ceilings: pd.DataFrame) -> np.ndar
 
 
 def derive(rows: pd.DataFrame, metric: str, ceilings: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Rows of the metric's stored source with ``y`` (the metric), ``y_lo``/``y_hi`` (99 % CI
-    band) and ``q_lo``/``q_hi`` (quartiles) in the metric's units. Non-finite bounds become NaN."""
+    """Rows of the metric's stored source with ``y`` (the metric) and ``y_lo``/``y_hi`` (99 % CI
+    band) in the metric's units. Non-finite bounds become NaN."""
     spec = METRICS[metric]
     out = rows.copy()
     value = out["value"].to_numpy(dtype=float)
-    bounds = {k: out[k].to_numpy(dtype=float) for k in ("ci_99_a", "ci_99_b", "q_25", "q_75")}
+    bounds = {k: out[k].to_numpy(dtype=float) for k in ("ci_99_a", "ci_99_b")}
     if metric in STORED_METRICS:
         factor, invert = np.ones(len(out)), False
     elif metric == "tflops":
@@ -318,10 +280,8 @@ def derive(rows: pd.DataFrame, metric: str, ceilings: pd.DataFrame | None = None
 
         out["y"] = convert(value)
         lo, hi = convert(bounds["ci_99_a"]), convert(bounds["ci_99_b"])
-        qlo, qhi = convert(bounds["q_25"]), convert(bounds["q_75"])
     # dividing swaps the ends of an interval
     out["y_lo"], out["y_hi"] = (hi, lo) if invert else (lo, hi)
-    out["q_lo"], out["q_hi"] = (qhi, qlo) if invert else (qlo, qhi)
     out["better"] = spec.better
     return out
 

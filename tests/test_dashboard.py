@@ -59,7 +59,7 @@ def test_broken_files_are_listed_and_the_rest_loads(fx, data):
 
 
 def test_case_fields_come_from_case_keys(main_run):
-    rows = main_run.rows.drop_duplicates("case")
+    rows = main_run.series.drop_duplicates("case")
     for key, op, m, k, n, dtype, act in rows[["case", "op", "M", "K", "N", "dtype", "activation"]].itertuples(index=False):
         case = Case.from_key(key)
         assert (case.op, case.M, case.K, case.N, case.dtype, case.activation) == (op, m, k, n, dtype, act)
@@ -246,7 +246,7 @@ def test_compare_callback_and_csv(data, main_run, fx):
 
 
 def test_regressions_inbox_groups_by_commit_and_links_to_trends(data, fx):
-    findings = find_changes(data.cases)
+    findings = find_changes(data.rows_frame())
     state = FindingsState("done", 0.0, findings, 1.0)
     children, poll_disabled = inbox_page.inbox(data, state, None, "regression", [], "dark")
     assert poll_disabled
@@ -338,23 +338,28 @@ def test_real_cpu_run_of_the_suite_feeds_every_view(real_run):
     assert statuses["eager"] == "unchanged" and statuses["fused"] == "skipped → skipped"
 
 
-def test_samples_are_built_for_the_rows_a_view_asks_for(fx, data, main_run):
-    """Rows keep samples compact; at_commit / of_case / data.cases give asv's lists, the same
-    as load_results' samples column."""
+def test_the_dashboards_table_holds_what_load_results_reads(fx, data, main_run):
+    """Every row a view can get (at_commit, of_case, rows_frame) has the value, status, CIs and
+    samples that load_results reads from the same files."""
     from dashboard.data import load_results
 
-    assert "samples" not in main_run.rows.columns and "sample_row" in main_run.rows.columns
     lists = load_results(fx.results_dir).frame
-    keys = ["commit_hash", "benchmark", "params_key"]
-    expected = {tuple(map(str, k)): s for *k, s in lists[[*keys, "samples"]].itertuples(index=False)}
+    keys = ["machine", "env_name", "commit_hash", "benchmark", "params_key"]
+    expected = {tuple(map(str, row[:5])): row[5:] for row in
+                lists[[*keys, "value", "status", "ci_99_a", "ci_99_b", "samples"]].itertuples(index=False)}
     commit = fx.regression_commit
-    for rows in (main_run.at_commit(commit), main_run.of_case(fx.regressed[0]), data.cases.head(500)):
-        assert "samples" in rows.columns and "sample_row" not in rows.columns and len(rows)
-        for *k, s in rows[[*keys, "samples"]].itertuples(index=False):
-            assert s == expected[tuple(map(str, k))]
+    for rows in (main_run.at_commit(commit), main_run.of_case(fx.regressed[0]), data.rows_frame()):
+        assert len(rows)
+        for *k, value, status, ci_a, ci_b, samples in rows[[*keys, "value", "status", "ci_99_a", "ci_99_b",
+                                                            "samples"]].itertuples(index=False):
+            e_value, e_status, e_a, e_b, e_samples = expected[tuple(map(str, k))]
+            assert (value == e_value or (np.isnan(value) and np.isnan(e_value))) and str(status) == str(e_status)
+            assert (ci_a == e_a or (np.isnan(ci_a) and np.isnan(e_a))) and samples == e_samples
     at = main_run.at_commit(commit)
     assert at["samples"].map(lambda s: isinstance(s, list)).any() and at["samples"].isna().any()  # skipped: None
     assert list(main_run.at_commit("no-such-commit").columns) == list(at.columns)
+    case_rows = lists[lists["benchmark"].astype(str).str.startswith("bench_ops.")]
+    assert len(data.rows_frame(samples=False)) == len(case_rows)  # every Case row, nothing else
 
 
 # --------------------------------------------------------------------------- units and markers
@@ -475,3 +480,22 @@ def json_commit(path):
     import json
 
     return json.loads(path.read_text())["commit_hash"]
+
+
+def test_a_bad_link_shows_a_notice_and_the_nearest_valid_view(fx, data):
+    store = ResultsStore(fx.results_dir, detect_in_background=False)
+    pages = discover_pages()
+    page = render_page(store, pages, "/trends", "?machine=nosuch&case=bogus&dtype=fp8,bf16&commit=zzz")
+    notice = next(c for c in _walk(page) if getattr(c, "id", None) == "link-notice")
+    values = {c.id["key"]: c.value for c in _walk(page) if isinstance(getattr(c, "id", None), dict)}
+    nearest = data.run(None, None)
+    assert values["machine"] == nearest.machine and values["dtype"] == ["bf16"] and values["commit"] is None
+    text = texts(notice)
+    for asked, shown in (("'nosuch'", f"showing {nearest.machine}"), ("'bogus'", f"showing {values['case']}"),
+                         ("'fp8'", "showing bf16"), ("'zzz'", "left out")):
+        assert asked in text and shown in text, (asked, shown, text)
+    assert values["case"] in trends.case_choices(nearest, {"dtype": ["bf16"]})
+    clean = render_page(store, pages, "/trends", f"?machine={MAIN_MACHINE}")
+    assert not any(getattr(c, "id", None) == "link-notice" for c in _walk(clean))
+    compare_page = render_page(store, pages, "/compare", f"?a=zzz&b={fx.regression_commit}&metric=bogus")
+    assert "'zzz'" in texts(compare_page) and "'bogus'" in texts(compare_page)

@@ -10,7 +10,8 @@ from dash.dash_table.Format import Format, Group, Scheme
 
 from dashboard import metrics
 from dashboard.components import (
-    facet_controls, guarded, labelled, dropdown, message, register_facet_counts, register_run_controls, run_controls,
+    dropdown, facet_controls, guarded, labelled, message, register_facet_counts, register_run_controls, run_controls,
+    run_of,
 )
 from dashboard.model import DashboardData, ResultsStore
 from dashboard.pages import Page
@@ -25,7 +26,7 @@ COLUMNS = ["case", "impl", "op", "dtype", "activation", "shape", "old", "new", "
 
 
 def layout(data: DashboardData, query: Query):
-    run = data.run(query.one("machine"), query.one("env"))
+    run = run_of(data, query)
     return html.Div([
         html.H1("Compare two commits"),
         html.Div(run_controls(ID, data, query, COMMITS), className="controls"),

@@ -9,7 +9,7 @@ from dash import Input, Output, dcc, html
 from dashboard import metrics
 from dashboard.components import (
     error_figure, facet_controls, graph, guarded, message, register_facet_counts, register_run_controls,
-    run_controls,
+    run_controls, run_of,
 )
 from dashboard.figures import build_speedup_heatmap_figure
 from dashboard.model import DashboardData, ResultsStore
@@ -23,7 +23,7 @@ FACTOR = 1.1  # asv compare's default factor: a change smaller than 10 % is not 
 
 
 def layout(data: DashboardData, query: Query):
-    run = data.run(query.one("machine"), query.one("env"))
+    run = run_of(data, query)
     return html.Div([
         html.H1("Overview"),
         html.Div(run_controls(ID, data, query, COMMITS), className="controls"),

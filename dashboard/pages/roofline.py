@@ -7,7 +7,7 @@ from dash import Input, Output, html
 
 from dashboard import metrics
 from dashboard.components import (
-    error_figure, facet_controls, graph, guarded, register_facet_counts, register_run_controls, run_controls,
+    error_figure, facet_controls, graph, guarded, register_facet_counts, register_run_controls, run_controls, run_of,
 )
 from dashboard.figures import build_roofline_figure
 from dashboard.model import DashboardData, ResultsStore
@@ -19,7 +19,7 @@ COMMITS = {"commit": 0}
 
 
 def layout(data: DashboardData, query: Query):
-    run = data.run(query.one("machine"), query.one("env"))
+    run = run_of(data, query)
     return html.Div([
         html.H1("Roofline"),
         html.Div(run_controls(ID, data, query, COMMITS), className="controls"),

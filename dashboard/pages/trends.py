@@ -11,8 +11,8 @@ from dash import Input, Output, State, dcc, html
 
 from dashboard import metrics
 from dashboard.components import (
-    commit_options, error_figure, facet_controls, graph, guarded, labelled, dropdown, message, register_facet_counts,
-    register_run_controls, resolve_commit, run_controls,
+    commit_options, dropdown, error_figure, facet_controls, graph, guarded, labelled, message, register_facet_counts,
+    register_run_controls, resolve_commit, run_controls, run_of,
 )
 from dashboard.figures import build_trend_figure
 from dashboard.model import DashboardData, ResultsStore, Run
@@ -32,10 +32,10 @@ def case_choices(run: Run | None, selections: dict) -> list[str]:
 
 
 def layout(data: DashboardData, query: Query):
-    run = data.run(query.one("machine"), query.one("env"))
+    run = run_of(data, query)
     selections = {f: query.many(f) for f in CASE_FACETS}
     cases = case_choices(run, selections)
-    case = query.one("case") if query.one("case") in cases else (cases[0] if cases else None)
+    case = query.one("case", cases[0] if cases else None, allowed=cases)
     metric = query.one("metric", "latency", allowed=metrics.METRICS)
     return html.Div([
         html.H1("Trends"),
@@ -52,13 +52,22 @@ def layout(data: DashboardData, query: Query):
                                               inline=True), "13rem"),
             labelled("y axis", dcc.Checklist(id=qid(ID, "logy"), options=[{"label": " log", "value": "log"}],
                                              value=query.many("logy", allowed=("log",)), inline=True), "6rem"),
-            labelled("Mark commit", dropdown(ID, "commit", commit_options(run),
-                                             resolve_commit(run, query.one("commit")) if query.one("commit") else None,
+            labelled("Mark commit", dropdown(ID, "commit", commit_options(run), marked_commit(run, query),
                                              clearable=True, placeholder="none"), "15rem"),
         ], className="controls"),
         graph(ID, "figure"),
         html.Div(id="trends-commit-info", className="card"),
     ])
+
+
+def marked_commit(run: Run | None, query: Query) -> str | None:
+    """The commit a link marks, if the run has it (else nothing is marked, and the page says so)."""
+    wanted = query.one("commit")
+    chosen = resolve_commit(run, wanted) if wanted else None
+    if wanted and (chosen is None or not chosen.startswith(wanted)):
+        query.reject("commit", wanted)
+        return None
+    return chosen
 
 
 @lru_cache(maxsize=256)
