@@ -215,6 +215,21 @@ def empty_state(data: DashboardData) -> html.Div:
     ], className="empty-state", id="empty-state")
 
 
+def generic_notice(data: DashboardData, page: str) -> html.Div:
+    """What Overview and Roofline say about another project's results: why they are off, what
+    was loaded, and where to look instead."""
+    return html.Div([
+        html.H1(page),
+        html.P([f"{page} is off for these results: it compares this suite's fused kernels with their unfused "
+                "peers, which needs benchmarks with ", html.Code("case"), " and ", html.Code("impl"),
+                " parameters naming a Case, and the device ceilings of ", html.Code("bench_device"),
+                "; none are here. Loaded: ", data.what_was_loaded(), ". Trends, Compare and Regressions show "
+                "every benchmark."], className="message", id="generic-notice"),
+        html.P([dcc.Link("Trends →", href="/trends"), "  ", dcc.Link("Compare →", href="/compare"), "  ",
+                dcc.Link("Regressions →", href="/regressions")]),
+    ])
+
+
 def link_notice(query: Query, layout, shown_label=str) -> html.Div | None:
     """What a link asked for that these results do not have, and what the page shows instead
     (read from the controls' values in ``layout``): a copied link never silently shows another view."""

@@ -289,33 +289,60 @@ def derive(rows: pd.DataFrame, metric: str, ceilings: pd.DataFrame | None = None
 # --------------------------------------------------------------------------- speedups
 
 
+FASTER, SLOWER, WITHIN_NOISE = "faster", "slower", "within noise"
+SPEEDUP_COLUMNS = ["case", *CASE_FIELDS, "fused", "best_baseline", "baseline_impl", "speedup", "verdict"]
+
+
 def speedups(latency_rows: pd.DataFrame, baselines: list[str] | None = None) -> pd.DataFrame:
     """Fused vs the best (fastest) unfused baseline per case, from latency rows of ONE run.
 
     Returns one row per case with a measured fused time: case fields, fused, best_baseline,
-    baseline_impl, speedup = t_baseline / t_fused (NaN when no baseline ran).
+    baseline_impl, speedup = t_baseline / t_fused (NaN when no baseline ran), and ``verdict``:
+    whether fused is faster or slower beyond the noise, by asv's rule without samples (the two
+    99 % confidence intervals of the medians do not overlap), else "within noise".
     """
     ok = latency_rows[(latency_rows["status"] == STATUS_OK) & np.isfinite(latency_rows["value"])]
-    cols = ["case", *CASE_FIELDS, "fused", "best_baseline", "baseline_impl", "speedup"]
-    if ok.empty:
-        return pd.DataFrame(columns=cols)
-    table = ok.pivot_table(index="case", columns="impl", values="value", aggfunc="min", observed=True)
-    if FUSED not in table.columns:
-        return pd.DataFrame(columns=cols)
-    others = [c for c in table.columns if c != FUSED and (baselines is None or c in baselines)]
-    out = pd.DataFrame({"fused": table[FUSED]})
-    if others:
-        base = table[others]
-        out["best_baseline"] = base.min(axis=1, skipna=True)
-        has = base.notna().any(axis=1)
-        out["baseline_impl"] = base.fillna(np.inf).idxmin(axis=1).where(has)
-    else:
-        out["best_baseline"], out["baseline_impl"] = np.nan, None
-    out = out[out["fused"].notna()]
+    if ok.empty or FUSED not in set(ok["impl"].astype(str)):
+        return pd.DataFrame(columns=SPEEDUP_COLUMNS)
+    ok = ok.assign(impl=ok["impl"].astype(str), case=ok["case"].astype(str))
+    fastest = ok.sort_values("value", kind="stable").drop_duplicates(["case", "impl"])  # one row per case x impl
+    fused = fastest[fastest["impl"] == FUSED].set_index("case")
+    others = fastest[(fastest["impl"] != FUSED) & (fastest["impl"].isin(baselines) if baselines is not None else True)]
+    best = others.drop_duplicates("case").set_index("case")  # sorted by value: the first is the fastest
+    out = fused[list(CASE_FIELDS)].astype(object)
+    out["fused"] = fused["value"]
+    out["best_baseline"] = best["value"].reindex(out.index)
+    out["baseline_impl"] = best["impl"].reindex(out.index).astype(object)
     out["speedup"] = out["best_baseline"] / out["fused"]
-    fields = ok.drop_duplicates("case").set_index("case")[list(CASE_FIELDS)]
-    out = out.join(fields.astype(object))
-    return out.reset_index()[cols]
+    with np.errstate(invalid="ignore"):
+        f_lo, f_hi = (fused[c].to_numpy(dtype=float) for c in ("ci_99_a", "ci_99_b"))
+        b_lo, b_hi = (best[c].reindex(out.index).to_numpy(dtype=float) for c in ("ci_99_a", "ci_99_b"))
+        faster = f_hi < b_lo  # NaN and the infinite CIs of too few samples compare False
+        slower = f_lo > b_hi
+    out["verdict"] = np.where(faster, FASTER, np.where(slower, SLOWER, WITHIN_NOISE))
+    out.loc[out["best_baseline"].isna(), "verdict"] = None
+    out.index.name = "case"
+    return out.reset_index()[SPEEDUP_COLUMNS]
+
+
+def geomean(values) -> float:
+    """Geometric mean of the finite positive values (NaN when there are none)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    return float(np.exp(np.log(v).mean())) if len(v) else float("nan")
+
+
+def speedup_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per op x dtype of a speedups() table: cases, the geometric mean speedup and how many cases
+    fused is faster, slower or within noise of the best unfused implementation."""
+    rows = []
+    for (op, dtype), group in table.groupby(["op", "dtype"], sort=True):
+        verdicts = group["verdict"].value_counts()
+        rows.append({"op": op, "dtype": dtype, "cases": len(group), "geomean": geomean(group["speedup"]),
+                     FASTER: int(verdicts.get(FASTER, 0)), SLOWER: int(verdicts.get(SLOWER, 0)),
+                     WITHIN_NOISE: int(verdicts.get(WITHIN_NOISE, 0)),
+                     "no_baseline": int(group["verdict"].isna().sum())})
+    return pd.DataFrame(rows, columns=["op", "dtype", "cases", "geomean", FASTER, SLOWER, WITHIN_NOISE, "no_baseline"])
 
 
 # --------------------------------------------------------------------------- A vs B

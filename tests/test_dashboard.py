@@ -7,7 +7,7 @@ import pytest
 
 from dashboard import metrics
 from dashboard.app import create_app, nav_state, query_from_controls, render_page
-from dashboard.figures import build_roofline_figure, build_speedup_heatmap_figure, build_trend_figure
+from dashboard.figures import build_roofline_figure, build_speedup_panel_figure, build_trend_figure
 from dashboard.model import FindingsState, ResultsStore, build_data, results_signature
 from dashboard.pages import discover_pages, overview, regressions as inbox_page, roofline, trends, compare
 from dashboard.regressions import find_changes
@@ -132,14 +132,29 @@ def test_facet_counts_count_cases_given_the_other_filters(main_run):
 # --------------------------------------------------------------------------- figures
 
 
-def test_heatmap_has_one_panel_per_op_and_dtype(main_run):
+def test_speedup_panels_are_sized_by_their_cells_on_one_colour_scale(main_run):
+    from dashboard.figures.heatmap import color_span, panel_size, speedup_ticks
+
     newest = main_run.commits["commit_hash"].iloc[-1]
     latency = main_run.at_commit(newest)
     table = metrics.speedups(latency[latency["metric"] == "latency"])
-    fig = build_speedup_heatmap_figure(table, "dark")
-    assert {t.name for t in fig.data} == {f"{o} {d}" for o, d in table[["op", "dtype"]].drop_duplicates().itertuples(index=False)}
-    assert fig.layout.template.layout.paper_bgcolor is not None or fig.layout.paper_bgcolor == "#1e2127"
-    assert "No case" in build_speedup_heatmap_figure(table.iloc[:0]).layout.annotations[0].text
+    span = color_span(table["speedup"])
+    sizes = {}
+    for (op, dtype), panel in table.groupby(["op", "dtype"]):
+        fig = build_speedup_panel_figure(panel, span, "dark", f"{op} {dtype}")
+        (heat,) = fig.data
+        assert (heat.zmin, heat.zmax) == (-span, span) and not heat.showscale  # one scale, drawn once on the page
+        assert len(heat.y) == panel["shape"].nunique() and len(heat.x) == panel["activation"].nunique()
+        sizes[(op, dtype)] = (fig.layout.width, fig.layout.height, len(heat.y))
+        assert fig.layout.paper_bgcolor == "#1e2127"
+    rows_to_height = {n: h for _, h, n in sizes.values()}
+    assert len(rows_to_height) > 1 and sorted(rows_to_height.values()) == [rows_to_height[n] for n in sorted(rows_to_height)]
+    for n in (1, 40):  # one case or forty: a cell is as big as in any other panel
+        width, height = panel_size(n, 5, 30)
+        assert (height - panel_size(1, 5, 30)[1]) == 26 * (n - 1) and width < 1400
+    ticks = speedup_ticks(span)
+    assert 1.0 in ticks and 3 <= len(ticks) <= 9 and ticks == sorted(ticks)  # real ticks, not one "1x"
+    assert all(abs(np.log2(t)) <= span + 1e-9 for t in ticks)
 
 
 def test_trend_figure_marks_detected_changes_and_the_linked_commit(data, fx):
@@ -224,14 +239,54 @@ def fig_points(data, commit):
 # --------------------------------------------------------------------------- callbacks and app
 
 
-def test_overview_callback(data, main_run):
+def test_overview_headline_answers_is_fused_faster_and_what_got_worse(data, main_run, fx):
     newest = main_run.commits["commit_hash"].iloc[-1]
-    fig, device, changes = overview.update(data, MAIN_MACHINE, MAIN_ENV, newest, ["gated_mlp"], None, None, None, None)
-    assert {t.name for t in fig.data} == {"gated_mlp bf16"}
+    headline, panels, changes, device = overview.update(data, MAIN_MACHINE, MAIN_ENV, newest, None, ["gated_mlp"],
+                                                        None, None, None, None)
+    latency = main_run.at_commit(newest)
+    latency = latency[(latency["metric"] == "latency") & (latency["op"] == "gated_mlp")]
+    table = metrics.speedups(latency)
+    row = next(c for c in _walk(headline) if getattr(c, "id", None) == "headline-gated_mlp-bf16")
+    cells = [texts(td) for td in row.children]
+    assert cells[1] == str(len(table)) and cells[2] == f"{metrics.geomean(table['speedup']):.2f}×"
+    assert [int(c) for c in cells[3:6]] == [int((table["verdict"] == v).sum()) for v in ("faster", "slower",
+                                                                                         "within noise")]
     assert "NVIDIA H200" in texts(device) and "GB/s" in texts(device)
-    assert "cases faster" in texts(changes)
-    fig, _, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, "nonsense", None, None, None, None, None)
-    assert "Pick" in fig.layout.annotations[0].text
+    assert "slower" in texts(changes) and len([p for p in _walk(panels) if getattr(p, "figure", None)]) == 1
+    headline, panels, _, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, "nonsense", None, None, None, None, None,
+                                             None)
+    assert "Pick" in texts(headline) and panels == []
+
+
+def test_a_planted_fused_regression_is_marked_in_the_headline_panel_and_change_list(data, main_run, fx):
+    commit = fx.regression_commit
+    headline, panels, changes, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, commit, None, None, None, None,
+                                                   None, None)
+    row = next(c for c in _walk(headline) if getattr(c, "id", None) == "headline-gated_mlp-bf16")
+    assert texts(row.children[6]) == "1 slower"  # fused changes since the previous commit
+    assert texts(next(c for c in _walk(headline) if getattr(c, "id", None) == "headline-all").children[6]) == "1 slower"
+    compare_link = next(c for c in _walk(row.children[6]) if getattr(c, "href", None))
+    q = Query(compare_link.href.split("?", 1)[1])
+    assert (q.one("a"), q.one("b"), q.many("impl"), q.many("op")) == (main_run.previous_commit(commit), commit,
+                                                                      ["fused"], ["gated_mlp"])
+    figure = next(p.figure for p in _walk(panels) if getattr(p, "id", None) == {"type": "overview-panel",
+                                                                                  "op": "gated_mlp", "dtype": "bf16"})
+    (heat,) = figure.data
+    case = Case.from_key(fx.regressed[0])
+    label = metrics._case_row(fx.regressed[0])["shape"]
+    cell = heat.text[list(heat.y).index(label)][list(heat.x).index(case.activation)]
+    assert cell.startswith("⚠ ")  # once a plain "1.00x"
+    assert len(figure.layout.shapes) == 1  # the outline
+    hover = heat.customdata[list(heat.y).index(label)][list(heat.x).index(case.activation)]
+    assert "+3" in hover and "since" in hover  # fused latency +30 % (noise aside) since the previous commit
+    listed = next(c for c in _walk(changes) if getattr(c, "id", None) == "overview-change-list")
+    trend = next(c.href for c in _walk(listed) if getattr(c, "href", "").startswith("/trends"))
+    q = Query(trend.split("?", 1)[1])
+    assert (q.one("case"), q.one("commit"), q.one("machine")) == (fx.regressed[0], commit, MAIN_MACHINE)
+    older = main_run.commits["commit_hash"].iloc[2]  # a chosen baseline instead of the previous commit
+    headline, _, changes, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, commit, older, None, None, None, None,
+                                              None)
+    assert f"since {older[:8]}" in texts(headline) and f"Latency since {older[:8]}" in texts(changes)
 
 
 def test_compare_callback_and_csv(data, main_run, fx):
@@ -325,8 +380,8 @@ def test_real_cpu_run_of_the_suite_feeds_every_view(real_run):
     commit = run.commits["commit_hash"].iloc[-1]
     ceil = metrics.ceilings_of(data.ceilings, machine, env, commit)
     assert ceil is not None and set(ceil.matmul_tflops) == {"fp32"}  # the CPU run measures fp32 only
-    fig, device, _ = overview.update(data, machine, env, commit, None, None, None, None, None)
-    assert "No case has a fused" in fig.layout.annotations[0].text  # Triton skips without CUDA
+    headline, panels, _, device = overview.update(data, machine, env, commit, None, None, None, None, None, None)
+    assert "No case has a fused" in texts(headline) and panels == []  # Triton skips without CUDA
     case = grid("tiny")["linear_act"][0].key  # (the planted broken benchmark's case fails everywhere)
     trend = trends.update(data, machine, env, case, "roofline", None, "commit", [], None)
     eager = next(t for t in trend.data if t.name == "eager")
@@ -468,8 +523,9 @@ def test_one_bad_ceiling_value_is_left_out_with_its_reason(fx, tmp_path):
     assert len(reasons) == 2 and any("copy" in r and "inf" in r for r in reasons)
     assert any("matmul ceiling bf16" in r and "0.0" in r for r in reasons)
     assert any("left out" in p for p in data.report.problems)
-    heat, device, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, newest_commit, None, None, None, None, None)
-    assert heat.data and "no usable copy ceiling" in texts(device) and "inf" in texts(device)
+    _, panels, _, device = overview.update(data, MAIN_MACHINE, MAIN_ENV, newest_commit, None, None, None, None, None,
+                                           None)
+    assert panels and "no usable copy ceiling" in texts(device) and "inf" in texts(device)
     roof = roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest_commit, None, None, None, None, None)
     assert "no roof" in roof.layout.title.text and any(t.name == "fused" for t in roof.data)
     roof = roofline.update(data, MAIN_MACHINE, MAIN_ENV, older_commit, None, None, None, None, None)

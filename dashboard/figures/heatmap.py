@@ -1,4 +1,10 @@
-"""The Overview's speedup heatmap (pure)."""
+"""The Overview's speedup panels (pure): one small heatmap per op x dtype, rows = shapes, columns
+= activations, colour = log2(t_best_unfused / t_fused) on one scale shared by every panel.
+
+Each panel is its own figure sized by its cells (26 px a row, 86 px a column), so a panel of one
+case stays small and one of 40 stays readable; the page lays them out side by side. One scale,
+its ticks and its colours are defined here and drawn once on the page (speedup_legend_stops).
+"""
 
 from __future__ import annotations
 
@@ -7,70 +13,105 @@ import math
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
+from plotly.colors import sample_colorscale
 
-from dashboard.figures.style import base_layout, build_empty_figure
+from dashboard.figures.style import REGRESSION_COLOR, base_layout
 from dashboard.metrics import sort_values_naturally
+from dashboard.units import format_value
 
-def _fmt_seconds(s: float) -> str:
-    if not np.isfinite(s):
-        return "–"
-    for unit, scale in (("s", 1), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)):
-        if s >= scale:
-            return f"{s / scale:.3g} {unit}"
-    return f"{s / 1e-9:.3g} ns"
-
-
-# --------------------------------------------------------------------------- Overview
+# Red: fused slower than the best unfused implementation; blue: faster; light grey: even. Light
+# enough at both ends for dark cell text.
+COLORSCALE = [[0.0, "#ca4b3c"], [0.25, "#f4a582"], [0.5, "#f2f2f2"], [0.75, "#92c5de"], [1.0, "#3f8fc4"]]
+NICE_SPEEDUPS = (1 / 8, 1 / 4, 1 / 3, 1 / 2, 2 / 3, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 8.0)
+MIN_SPAN, MAX_SPAN = math.log2(1.25), 3.0  # the scale shows at least 0.8x-1.25x, at most 1/8x-8x
+ROW_PX, COL_PX, TOP_PX, BOTTOM_PX = 26, 86, 70, 44
+REGRESSED_MARK = "⚠ "
 
 
-def build_speedup_heatmap_figure(speedups: pd.DataFrame, theme: str = "light", title: str = "") -> go.Figure:
-    """Speedup of fused over the best unfused baseline: one heatmap per (op, dtype), rows =
-    shapes, columns = activations. Colour is log2(speedup), centred on 1x (red = fused slower)."""
-    if speedups.empty:
-        return build_empty_figure("No case has a fused and a baseline latency at this commit.", theme)
-    ops = sorted(speedups["op"].astype(str).unique())
-    dtypes = sorted(speedups["dtype"].astype(str).unique())
-    present = set(speedups.groupby(["op", "dtype"], observed=True).groups)
-    # one row per op, one column per dtype; a row is as tall as its longest list of shapes
-    heights = [max(speedups[speedups["op"] == op]["shape"].nunique(), 2) for op in ops]
-    titles = [f"{op} · {dt}" if (op, dt) in present else "" for op in ops for dt in dtypes]
-    fig = make_subplots(rows=len(ops), cols=len(dtypes), subplot_titles=titles, row_heights=heights,
-                        horizontal_spacing=0.17 if len(dtypes) > 1 else 0.1, vertical_spacing=0.22 / len(ops))
-    finite = speedups["speedup"].to_numpy(dtype=float)
-    finite = finite[np.isfinite(finite) & (finite > 0)]
-    span = max(float(np.abs(np.log2(finite)).max()) if len(finite) else 1.0, 0.25)
-    for op, dt in sorted(present):
-        sub = speedups[(speedups["op"] == op) & (speedups["dtype"] == dt)]
-        shapes = sort_values_naturally(sub["shape"])
-        acts = sorted(sub["activation"].astype(str).unique())
-        grid = sub.set_index(["shape", "activation"])
-        z, text, hover = [], [], []
-        for shape in shapes:
-            zr, tr, hr = [], [], []
-            for act in acts:
-                if (shape, act) in grid.index:
-                    r = grid.loc[(shape, act)]
-                    r = r.iloc[0] if isinstance(r, pd.DataFrame) else r
-                    s = float(r["speedup"])
-                    zr.append(math.log2(s) if np.isfinite(s) and s > 0 else None)
-                    tr.append(f"{s:.2f}×" if np.isfinite(s) else "no baseline")
-                    hr.append(f"{op} {shape} {dt} {act}<br>fused {_fmt_seconds(r['fused'])}"
-                              f"<br>best unfused: {r['baseline_impl'] or '–'} {_fmt_seconds(r['best_baseline'])}"
-                              f"<br>speedup {tr[-1]}")
-                else:
-                    zr.append(None), tr.append(""), hr.append(f"{shape} {act}: not measured")
-            z.append(zr), text.append(tr), hover.append(hr)
-        fig.add_trace(go.Heatmap(z=z, x=acts, y=shapes, text=text, texttemplate="%{text}", customdata=hover,
-                                 hovertemplate="%{customdata}<extra></extra>", coloraxis="coloraxis",
-                                 xgap=2, ygap=2, name=f"{op} {dt}"),
-                      row=ops.index(op) + 1, col=dtypes.index(dt) + 1)
-    ticks = [v for v in (-3, -2, -1, 0, 1, 2, 3) if abs(v) <= span + 1e-9] or [0]
-    fig.update_layout(coloraxis=dict(colorscale="RdBu", cmin=-span, cmax=span, cmid=0,
-                                     colorbar=dict(title="speedup", tickvals=ticks,
-                                                   ticktext=[f"{2.0 ** v:g}×" for v in ticks])))
-    fig.update_yaxes(type="category", automargin=True, tickfont=dict(size=10))
-    fig.update_xaxes(type="category")
-    return base_layout(fig, theme, title=title or "Fused vs the best unfused baseline (t_baseline / t_fused)",
-                   height=max(360, 140 + 24 * sum(heights) + 60 * len(ops)))
+def color_span(speedups) -> float:
+    """Half-width of the colour scale in log2 units: the largest |log2(speedup)|, kept within
+    0.8x-1.25x and 1/8x-8x so small differences look small and large ones still fit."""
+    s = np.asarray(speedups, dtype=float)
+    s = s[np.isfinite(s) & (s > 0)]
+    span = float(np.abs(np.log2(s)).max()) if len(s) else MIN_SPAN
+    return min(max(span, MIN_SPAN), MAX_SPAN)
 
+
+def speedup_ticks(span: float) -> list[float]:
+    """Speedups to label on the scale: the nice values inside it (1x always)."""
+    inside = [v for v in NICE_SPEEDUPS if abs(math.log2(v)) <= span + 1e-9]
+    while len(inside) > 9:  # thin out evenly, keeping 1x and both ends
+        inside = inside[::2] if inside.index(1.0) % 2 == 0 else inside[1::2]
+    return inside
+
+
+def speedup_label(v: float) -> str:
+    """A tick of the scale: "0.8×", "1×", "1.25×"."""
+    return f"{v:.2g}×" if v < 1 else f"{v:.3g}×"
+
+
+def speedup_text(v: float) -> str:
+    """A measured speedup: "1.17×" ("–" when there is none)."""
+    return f"{v:.2f}×" if np.isfinite(v) else "–"
+
+
+def speedup_legend_stops(span: float) -> tuple[list[tuple[float, str]], list[tuple[float, str]]]:
+    """For a legend drawn outside the figures: (position 0-1, colour) stops of the gradient and
+    (position 0-1, label) of each tick."""
+    positions = np.linspace(0, 1, 9)
+    colors = sample_colorscale(COLORSCALE, list(positions))
+    ticks = [((math.log2(v) + span) / (2 * span), speedup_label(v)) for v in speedup_ticks(span)]
+    return list(zip(positions.tolist(), colors)), ticks
+
+
+def panel_size(n_rows: int, n_cols: int, longest_label: int) -> tuple[int, int]:
+    """(width, height) in px of a panel with these cells and row labels."""
+    label_px = 7 * longest_label + 16
+    return label_px + COL_PX * max(n_cols, 2) + 24, TOP_PX + ROW_PX * n_rows + BOTTOM_PX
+
+
+def build_speedup_panel_figure(panel: pd.DataFrame, span: float, theme: str = "light", title: str = "",
+                               changed: dict[str, str] | None = None) -> go.Figure:
+    """One op x dtype: ``panel`` is its rows of metrics.speedups (case, shape, activation, fused,
+    best_baseline, baseline_impl, speedup, verdict). ``changed``: case -> a note for cells whose
+    fused latency got significantly worse since the baseline commit (outlined and marked ⚠)."""
+    changed = changed or {}
+    shapes = sort_values_naturally(panel["shape"])
+    acts = sort_values_naturally(panel["activation"])
+    grid = panel.set_index(["shape", "activation"])
+    z, text, hover, marks = [], [], [], []
+    for i, shape in enumerate(shapes):
+        zr, tr, hr = [], [], []
+        for j, act in enumerate(acts):
+            if (shape, act) not in grid.index:
+                zr.append(None), tr.append(""), hr.append(f"{shape} {act}: not measured")
+                continue
+            r = grid.loc[(shape, act)]
+            r = r.iloc[0] if isinstance(r, pd.DataFrame) else r
+            s = float(r["speedup"])
+            note = changed.get(str(r["case"]))
+            zr.append(math.log2(s) if np.isfinite(s) and s > 0 else None)
+            label = f"{s:.2f}×" if np.isfinite(s) else "no baseline"
+            tr.append((REGRESSED_MARK if note else "") + label)
+            hr.append(f"<b>{r['case']}</b><br>fused {format_value(r['fused'], 'seconds')}"
+                      f"<br>best unfused: {r['baseline_impl'] or '–'} {format_value(r['best_baseline'], 'seconds')}"
+                      f"<br>speedup {label}" + (f" (fused {r['verdict']})" if isinstance(r["verdict"], str) else "")
+                      + (f"<br><b>{note}</b>" if note else ""))
+            if note:
+                marks.append((j, i))
+        z.append(zr), text.append(tr), hover.append(hr)
+    fig = go.Figure(go.Heatmap(
+        z=z, x=acts, y=shapes, text=text, texttemplate="%{text}", textfont=dict(color="#111", size=11),
+        customdata=hover, hovertemplate="%{customdata}<extra></extra>", colorscale=COLORSCALE, zmin=-span,
+        zmax=span, zmid=0, showscale=False, xgap=2, ygap=2))
+    for x, y in marks:
+        fig.add_shape(type="rect", x0=x - 0.5, x1=x + 0.5, y0=y - 0.5, y1=y + 0.5,
+                      line=dict(color=REGRESSION_COLOR, width=3))
+    width, height = panel_size(len(shapes), len(acts), max(map(len, shapes)))
+    fig.update_yaxes(type="category", automargin=True, tickfont=dict(size=11), autorange="reversed",
+                     fixedrange=True)
+    fig.update_xaxes(type="category", tickfont=dict(size=11), fixedrange=True)
+    fig = base_layout(fig, theme, width=width, height=height,
+                      title=dict(text=title, font=dict(size=13), x=0.01, xanchor="left", y=1, yanchor="top",
+                                 yref="container", pad=dict(t=14)))
+    return fig.update_layout(margin=dict(l=10, r=10, t=TOP_PX - 6, b=BOTTOM_PX - 12))

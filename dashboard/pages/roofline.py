@@ -7,7 +7,8 @@ from dash import Input, Output, html
 
 from dashboard import metrics
 from dashboard.components import (
-    error_figure, facet_controls, graph, guarded, register_facet_counts, register_run_controls, run_controls, run_of,
+    error_figure, facet_controls, generic_notice, graph, guarded, register_facet_counts, register_run_controls,
+    run_controls, run_of,
 )
 from dashboard.figures import build_roofline_figure
 from dashboard.model import DashboardData, ResultsStore
@@ -19,6 +20,8 @@ COMMITS = {"commit": 0}
 
 
 def layout(data: DashboardData, query: Query):
+    if data.generic:
+        return generic_notice(data, "Roofline")
     run = run_of(data, query)
     return html.Div([
         html.H1("Roofline"),
