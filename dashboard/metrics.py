@@ -12,6 +12,7 @@ row): a view's rows get the Case fields through their series.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -354,19 +355,28 @@ def _stats_of(row) -> tuple[dict, list | None]:
     return stats, samples
 
 
-def compare_rows(old: pd.DataFrame, new: pd.DataFrame, factor: float = 1.1, better: str = "lower") -> pd.DataFrame:
+CASE_KEY = ("metric", "case", "impl")
+SERIES_KEY = ("benchmark", "params_key")  # any asv results (generic mode)
+
+
+def compare_rows(old: pd.DataFrame, new: pd.DataFrame, factor: float = 1.1, better: str | dict = "lower",
+                 key=CASE_KEY, fields=CASE_FIELDS) -> pd.DataFrame:
     """Every series present in either run: old -> new, ratio and asv's verdict.
 
     Significance is asv's own rule (``asv compare``: ``_is_result_better``): the two results
     must differ by more than ``factor`` AND ``asv._stats.is_different`` must hold — Mann-Whitney U
     on the samples (p < 0.002) when both runs recorded samples, else non-overlapping 99 % CIs.
+    ``better``: "lower" / "higher" for every row, or a dict from the first ``key`` column's value
+    (the benchmark, in generic mode) to it. ``key`` names a series; ``fields`` are carried along.
     """
     from asv.commands.compare import _is_result_better  # asv==0.6.6 pinned; the rule asv compare applies
 
-    key = ["metric", "case", "impl"]
-    keep = [*key, *CASE_FIELDS, "value", "status", "ci_99_a", "ci_99_b", "repeat", "samples", "unit"]
+    key, fields = list(key), list(fields)
+    keep = [*key, *fields, "value", "status", "ci_99_a", "ci_99_b", "repeat", "samples", "unit"]
     merged = old[keep].merge(new[keep], on=key, how="outer", suffixes=("_old", "_new"))
-    for col in CASE_FIELDS:
+    lower_is_better = (np.full(len(merged), better == "lower") if isinstance(better, str)
+                       else merged[key[0]].astype(str).map(better).fillna("lower").to_numpy() == "lower")
+    for col in fields:
         merged[col] = merged[f"{col}_old"].astype(object).where(merged[f"{col}_old"].notna(),
                                                                 merged[f"{col}_new"].astype(object))
     v_old = merged["value_old"].to_numpy(dtype=float)
@@ -385,7 +395,7 @@ def compare_rows(old: pd.DataFrame, new: pd.DataFrame, factor: float = 1.1, bett
     for i in np.flatnonzero(candidates):
         a_ss, b_ss = _stats_of(cols_old.iloc[i]), _stats_of(cols_new.iloc[i])
         o, n = v_old[i], v_new[i]
-        lower_better = better == "lower"
+        lower_better = lower_is_better[i]
         if _is_result_better(n, o, b_ss, a_ss, factor):  # new smaller than old, significantly
             change[i] = "better" if lower_better else "worse"
         elif _is_result_better(o, n, a_ss, b_ss, factor):
@@ -395,7 +405,7 @@ def compare_rows(old: pd.DataFrame, new: pd.DataFrame, factor: float = 1.1, bett
     status_old = merged["status_old"].astype(object).fillna("absent")
     status_new = merged["status_new"].astype(object).fillna("absent")
     change = np.where(both, change, [f"{o} \u2192 {n}" for o, n in zip(status_old, status_new)])
-    out = merged[key + list(CASE_FIELDS)].copy()
+    out = merged[key + fields].copy()
     out["old"], out["new"], out["ratio"] = v_old, v_new, np.where(both, ratio, np.nan)
     out["change"] = change
     out["significant"] = np.isin(change, ["better", "worse"])
@@ -455,12 +465,10 @@ def case_catalog(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def sort_values_naturally(values) -> list[str]:
-    """Facet values in a readable order: shapes by their numbers, the rest alphabetically."""
-    def key(v: str):
-        parts = []
-        for token in str(v).replace("=", " ").replace("x", " ").split():
-            parts.append((0, int(token), "") if token.isdigit() else (1, 0, token))
-        return parts
+    """Values in a readable order: numbers inside them compare as numbers ("M=16" before "M=128",
+    "size=1024, ..." before "size=65536, ..."), the rest as text."""
+    def key(v: str):  # text and digit runs alternate, so the parts always compare like with like
+        return [int(part) if i % 2 else part for i, part in enumerate(re.split(r"(\d+)", v))]
     return sorted({str(v) for v in values}, key=key)
 
 

@@ -34,6 +34,7 @@ from dashboard.cache import ResultsCache
 from dashboard.data import LoadReport, ResultsDirError, SkippedFile
 from dashboard.detection import Detector, FindingsState  # noqa: F401 (FindingsState: pages import it here)
 from dashboard.table import ResultsTable, RunRows
+from dashboard.urlstate import PARAM_PREFIX
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RESULTS_DIR = REPO_ROOT / "results"
@@ -94,6 +95,17 @@ class Run:
             return {}
         return {(str(b), str(p)): (str(c), str(i)) for b, p, c, i in
                 self.series[["benchmark", "params_key", "case", "impl"]].itertuples(index=False)}
+
+    def trend_query(self, benchmark: str, params_key: str) -> dict:
+        """The Trends URL keys that show one series (a detector finding's): its case and metric
+        here, its benchmark and parameter values in generic mode."""
+        mine = self.series[(self.series["benchmark"] == benchmark) & (self.series["params_key"] == params_key)]
+        if mine.empty:
+            return {}
+        row = mine.iloc[0]
+        if self.suite:
+            return {"case": row["case"], "metric": row["metric"]}
+        return {"benchmark": benchmark, **{PARAM_PREFIX + n: [r] for n, r in zip(row["param_names"], row["param_reprs"])}}
 
     def warm(self) -> None:
         """Build the cached indexes (part of loading, not of the first callback)."""

@@ -8,7 +8,8 @@ stored column (CIs, repeat, quartiles, the raw samples) stays in the cache's seg
 (memory-mapped) and is read for the rows a view shows.
 
 A series is one (machine, environment, benchmark, parameter combination); ``series`` is a small
-DataFrame with one row per series (benchmark, params_key, unit, parameter names and values).
+DataFrame with one row per series (benchmark, params_key, unit, parameter names, parsed values
+and the repr() strings asv stores).
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ class ResultsTable:
         self.groups = [(ids, np.asarray(starts, dtype=np.int64)) for ids, starts in self.groups]
         self.n_rows = row
         self.series = pd.DataFrame(self._series_rows, columns=["machine", "env_name", "benchmark", "params_key",
-                                                               "unit", "param_names", "param_values"])
+                                                               "unit", "param_names", "param_values", "param_reprs"])
         self.series.index.name = "series"
         # per-row arrays, in the order above; each file's rows are a slice of its segment
         self.series_of_row = (np.concatenate([ids for _, ids, _ in ordered]) if ordered
@@ -124,19 +125,19 @@ class ResultsTable:
             combos = self._layout_combos.get(layout)
             if combos is None:
                 combos = self._layout_combos[layout] = self._combos(*self.parsed.layouts[layout])
-            bench, keys, names, values, unit = combos
-            for k, v in zip(keys, values):
+            bench, keys, names, values, reprs, unit = combos
+            for k, v, r in zip(keys, values, reprs):
                 key = (*run_key, bench, k)
                 sid = self._series_keys.get(key)
                 if sid is None:
                     sid = self._series_keys[key] = len(self._series_rows)
-                    self._series_rows.append((*run_key, bench, k, unit, names, v))
+                    self._series_rows.append((*run_key, bench, k, unit, names, v, r))
                 ids.append(sid)
         return np.asarray(ids, dtype=np.int32)
 
     def _combos(self, bench: str, params: list) -> tuple:
-        """A benchmark's parameter grid as asv stores it -> (name, params_keys, param names,
-        parsed values per combination, unit). Names as load_results gives them."""
+        """A benchmark's parameter grid as asv stores it -> (name, params_keys, param names, parsed
+        values and asv's repr() strings per combination, unit). Names as load_results gives them."""
         meta = self.parsed.benchmarks.get(bench) if isinstance(self.parsed.benchmarks.get(bench), dict) else {}
         names = meta.get("param_names")
         if not isinstance(names, list) or len(names) != len(params):
@@ -144,8 +145,9 @@ class ResultsTable:
         combos = list(itertools.product(*params)) if params else [()]
         keys = [", ".join(f"{n}={v}" for n, v in zip(names, combo)) for combo in combos]
         values = [tuple(parse_param_value(str(v)) for v in combo) for combo in combos]
+        reprs = [tuple(str(v) for v in combo) for combo in combos]
         unit = meta.get("unit") if isinstance(meta.get("unit"), str) else None
-        return bench, keys, tuple(str(n) for n in names), values, unit
+        return bench, keys, tuple(str(n) for n in names), values, reprs, unit
 
     def _gather(self, ordered, column: str, dtype) -> np.ndarray:
         parts = [np.asarray(self.segments[e.segment].arrays[column][e.row_start:e.row_start + e.n_rows])

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from dashboard.data import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
 from dashboard.figures.style import (IMPL_COLORS, IMPROVEMENT_COLOR, LINE_PALETTE, REGRESSION_COLOR, alpha,
                                      base_layout, build_empty_figure, impl_sort_key)
-from dashboard.metrics import METRICS
+from dashboard.metrics import METRICS, sort_values_naturally
 from dashboard.regressions import position_note
 from dashboard.units import display_unit
 
@@ -83,8 +83,11 @@ def _with_line_and_status(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def ordered_lines(lines) -> list[str]:
-    """Implementations in their usual order; other labels (parameter combinations) as they sort."""
-    return sorted({str(v) for v in lines}, key=impl_sort_key)
+    """Implementations in their usual order, then other labels (parameter combinations) with
+    their numbers in numeric order ("size=1024" before "size=65536")."""
+    names = {str(v) for v in lines}
+    impls = sorted((n for n in names if n in IMPL_COLORS), key=impl_sort_key)
+    return impls + sort_values_naturally(names - set(impls))
 
 
 def line_colors(lines: list[str]) -> dict[str, str]:

@@ -16,7 +16,7 @@ from dashboard.components import (
 )
 from dashboard.figures import build_trend_figure
 from dashboard.model import DashboardData, ResultsStore, Run
-from dashboard.pages import Page
+from dashboard.pages import Page, _generic_trends
 from dashboard.regressions import find_changes, findings_frame
 from dashboard.urlstate import SHELL, Query, link, qid
 
@@ -32,6 +32,8 @@ def case_choices(run: Run | None, selections: dict) -> list[str]:
 
 
 def layout(data: DashboardData, query: Query):
+    if data.generic:  # another project's benchmarks: benchmark and parameters instead of Cases
+        return _generic_trends.layout(data, query)
     run = run_of(data, query)
     selections = {f: query.many(f) for f in CASE_FACETS}
     cases = case_choices(run, selections)
@@ -130,6 +132,7 @@ def commit_info(data: DashboardData, machine, env, click, marked, theme="light")
 
 
 def register(app, store: ResultsStore):
+    _generic_trends.register(app, store)
     register_run_controls(app, store, ID)
     register_facet_counts(app, store, ID)
     theme = Input(qid(SHELL, "theme"), "value")
