@@ -35,6 +35,7 @@ FORMAT = 1
 # Per-row columns of a segment, as the parser produces them (stats rows become their own files).
 ROW_COLUMNS = ("value", "failed", *loader.STATS_KEYS, "sample_start", "sample_length")
 MAX_SEGMENTS = 24  # beyond this many, the small segments are merged into one
+BATCH_BYTES = 192 << 20  # JSON parsed per segment: the parser's arrays for it are what memory holds
 SKIP_DIRS = ("profiles",)  # results/profiles holds profile passes (dashboard.profiles), not asv results
 
 
@@ -203,6 +204,26 @@ def _segment_from_parsed(parsed: list[dict], entries: list[FileEntry], layouts: 
     return Segment(name, arrays)
 
 
+def _batches(entries: list[FileEntry]):
+    """Files to parse, in groups of about BATCH_BYTES of JSON: each group becomes one segment."""
+    batch, size = [], 0
+    for e in entries:
+        batch.append(e)
+        size += e.size
+        if size >= BATCH_BYTES:
+            yield batch
+            batch, size = [], 0
+    if batch:
+        yield batch
+
+
+def _open_segment(folder: Path, name: str) -> Segment:
+    arrays = {c: np.load(folder / f"{c}.npy", mmap_mode="r") for c in (*ROW_COLUMNS, "samples")}
+    if len({len(arrays[c]) for c in ROW_COLUMNS}) != 1:
+        raise ValueError(f"segment {name}: its columns have different lengths")
+    return Segment(name, arrays)
+
+
 def _merge(result: ParsedResults, merge: set[int]) -> None:
     """Copy the rows of the files in segments ``merge`` into one new segment."""
     moving = [e for e in result.files if e.reason is None and e.segment in merge]
@@ -283,11 +304,10 @@ class ResultsCache:
             return None  # another version's cache: parse again (and replace it)
         segments = []
         for seg in doc["segments"]:
-            folder = self.dir / seg["name"]
-            arrays = {c: np.load(folder / f"{c}.npy", mmap_mode="r") for c in (*ROW_COLUMNS, "samples")}
-            if any(len(arrays[c]) != seg["rows"] for c in ROW_COLUMNS) or len(arrays["samples"]) != seg["samples"]:
+            segment = _open_segment(self.dir / seg["name"], seg["name"])
+            if segment.rows != seg["rows"] or len(segment.arrays["samples"]) != seg["samples"]:
                 raise ValueError(f"segment {seg['name']} does not match the manifest")
-            segments.append(Segment(seg["name"], arrays))
+            segments.append(segment)
         files = {(f["path"], f["size"], f["mtime_ns"]): FileEntry(**f) for f in doc["files"]}
         return {"segments": segments, "files": files, "layouts": [tuple(x) for x in doc["layouts"]]}
 
@@ -302,14 +322,23 @@ class ResultsCache:
                 entry = FileEntry(path, machine, size, mtime_ns)
                 todo.append(entry)
             entries.append(entry)
-        if todo:
-            parsed = loader._parse_files([(str(self.root / e.path), e.machine) for e in todo], self.jobs)
-            name = f"seg-{uuid.uuid4().hex[:12]}"
-            segments.append(_segment_from_parsed(parsed, todo, layouts, len(segments), name))
+        note = ""
+        for batch in _batches(todo):
+            parsed = loader._parse_files([(str(self.root / e.path), e.machine) for e in batch], self.jobs)
+            segment = _segment_from_parsed(parsed, batch, layouts, len(segments), f"seg-{uuid.uuid4().hex[:12]}")
+            del parsed
+            if self.dir is not None and not note:
+                try:  # on disk now and mapped back: memory stays at one batch, not the whole history
+                    self.dir.mkdir(parents=True, exist_ok=True)
+                    self._write_segment(segment)
+                    segment = _open_segment(self.dir / segment.name, segment.name)
+                except OSError as exc:
+                    note = f"could not write the cache in {self.dir} ({exc.strerror or exc})"
+            segments.append(segment)
         layout_list = [None] * len(layouts)
         for key, i in layouts.items():
             layout_list[i] = tuple(json.loads(key))
-        return ParsedResults(self.root, entries, layout_list, segments, {}, {}, [], parsed=len(todo))
+        return ParsedResults(self.root, entries, layout_list, segments, {}, {}, [], parsed=len(todo), cache_note=note)
 
     # -- writing
 
