@@ -10,7 +10,9 @@ query string, so a copied link reproduces the view.
 
 from __future__ import annotations
 
+import importlib
 import logging
+import threading
 from pathlib import Path
 
 import dash
@@ -81,6 +83,14 @@ def query_from_controls(values: list, ids: list[dict], current: str | None):
     return search if search != (current or "") else dash.no_update
 
 
+def _import_in_background() -> None:
+    for name in ("dashboard.regressions", "asv.commands.compare"):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # then the callback that needs it says so
+            log.exception("importing %s failed", name)
+
+
 def create_app(results_dir: str | Path | None = None, asv_conf: Path | None = None,
                detect_in_background: bool = True, cache_dir: Path | None = None) -> Dash:
     """A Dash app over one asv results directory (read only).
@@ -91,6 +101,9 @@ def create_app(results_dir: str | Path | None = None, asv_conf: Path | None = No
     """
     store = ResultsStore(results_dir if results_dir is not None else DEFAULT_RESULTS_DIR, asv_conf,
                          detect_in_background, cache_dir)
+    # The detector's package imports scipy and Compare's rule asv (seconds together), which the
+    # first callbacks need and start-up does not: they load while the results do.
+    threading.Thread(target=_import_in_background, name="import-detector", daemon=True).start()
     pages = discover_pages()
     warm_up()
     app = Dash(__name__, title="fused-mlp-bench", suppress_callback_exceptions=True, update_title=None)

@@ -23,7 +23,6 @@ from benchmarks.harness import cost
 from benchmarks.harness.workloads import Case
 
 from dashboard.data import STATUS_OK
-from dashboard.regressions.direction import metric_direction
 
 COPY_BENCHMARK = "bench_device.CopyCeiling.track_copy_seconds"
 MATMUL_BENCHMARK = "bench_device.MatmulCeiling.track_matmul_seconds"
@@ -31,6 +30,14 @@ FUSED = "fused"
 CASE_FIELDS = ("op", "M", "K", "N", "dtype", "activation", "shape")
 # Filters shared by the pages, in the order they are shown.
 FACETS = ("op", "dtype", "activation", "shape", "impl")
+
+
+def better_of(benchmark: str, unit: str | None = None, metadata=None) -> str:
+    """"lower" or "higher" is better: dashboard/regressions/direction.py decides (imported here on
+    first use: importing the detector's package imports scipy, seconds at start-up)."""
+    from dashboard.regressions.direction import metric_direction
+
+    return metric_direction(benchmark, unit, metadata=metadata if isinstance(metadata, dict) else None)
 
 
 @dataclass(frozen=True)
@@ -45,7 +52,7 @@ class Metric:
     @property
     def better(self) -> str:
         """"lower" or "higher", from the one direction table the gate uses too."""
-        return metric_direction(self.name, self.unit)
+        return better_of(self.name, self.unit)
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
@@ -360,7 +367,7 @@ SERIES_KEY = ("benchmark", "params_key")  # any asv results (generic mode)
 
 
 def compare_rows(old: pd.DataFrame, new: pd.DataFrame, factor: float = 1.1, better: str | dict = "lower",
-                 key=CASE_KEY, fields=CASE_FIELDS) -> pd.DataFrame:
+                 key=CASE_KEY, fields=CASE_FIELDS, samples=None) -> pd.DataFrame:
     """Every series present in either run: old -> new, ratio and asv's verdict.
 
     Significance is asv's own rule (``asv compare``: ``_is_result_better``): the two results
@@ -368,11 +375,14 @@ def compare_rows(old: pd.DataFrame, new: pd.DataFrame, factor: float = 1.1, bett
     on the samples (p < 0.002) when both runs recorded samples, else non-overlapping 99 % CIs.
     ``better``: "lower" / "higher" for every row, or a dict from the first ``key`` column's value
     (the benchmark, in generic mode) to it. ``key`` names a series; ``fields`` are carried along.
+    ``samples``: for frames without a ``samples`` column, a function from their ``row`` numbers to
+    asv's samples lists, called for the rows beyond the factor only (the others need none).
     """
     from asv.commands.compare import _is_result_better  # asv==0.6.6 pinned; the rule asv compare applies
 
     key, fields = list(key), list(fields)
-    keep = [*key, *fields, "value", "status", "ci_99_a", "ci_99_b", "repeat", "samples", "unit"]
+    lazy = "samples" not in old.columns or "samples" not in new.columns
+    keep = [*key, *fields, "value", "status", "ci_99_a", "ci_99_b", "repeat", "row" if lazy else "samples", "unit"]
     merged = old[keep].merge(new[keep], on=key, how="outer", suffixes=("_old", "_new"))
     lower_is_better = (np.full(len(merged), better == "lower") if isinstance(better, str)
                        else merged[key[0]].astype(str).map(better).fillna("lower").to_numpy() == "lower")
@@ -388,6 +398,14 @@ def compare_rows(old: pd.DataFrame, new: pd.DataFrame, factor: float = 1.1, bett
     candidates = both & ((ratio > factor) | (ratio < 1 / factor))
     change = np.full(len(merged), "", dtype=object)
     change[both & ~candidates] = "unchanged"
+    if lazy:  # the samples of the rows that can be significant, fetched in one go
+        merged["samples_old"], merged["samples_new"] = None, None
+        chosen = np.flatnonzero(candidates)
+        if len(chosen) and samples is not None:
+            merged.iloc[chosen, merged.columns.get_loc("samples_old")] = pd.Series(
+                samples(merged["row_old"].to_numpy()[chosen].astype(np.int64)), dtype=object).to_numpy()
+            merged.iloc[chosen, merged.columns.get_loc("samples_new")] = pd.Series(
+                samples(merged["row_new"].to_numpy()[chosen].astype(np.int64)), dtype=object).to_numpy()
     cols_old = merged[["ci_99_a_old", "ci_99_b_old", "repeat_old", "samples_old"]].set_axis(
         ["ci_99_a", "ci_99_b", "repeat", "samples"], axis=1)
     cols_new = merged[["ci_99_a_new", "ci_99_b_new", "repeat_new", "samples_new"]].set_axis(

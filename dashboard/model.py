@@ -88,6 +88,10 @@ class Run:
         return self.series.groupby("case").groups if self.suite else {}
 
     @cached_property
+    def _by_case_metric(self) -> dict:
+        return self.series.groupby(["case", "metric"]).groups if self.suite else {}
+
+    @cached_property
     def series_of_params(self) -> dict[tuple[str, str], tuple[str | None, str | None]]:
         """(benchmark, params_key) -> (case, impl): how a detector finding maps back to a Case
         (suite mode; another project's series have no case)."""
@@ -109,7 +113,7 @@ class Run:
 
     def warm(self) -> None:
         """Build the cached indexes (part of loading, not of the first callback)."""
-        self.catalog, self._by_case, self._shown  # noqa: B018 (cached_property side effect)
+        self.catalog, self._by_case, self._by_case_metric, self._shown  # noqa: B018 (cached_property side effect)
 
     def frame(self, rows: np.ndarray, samples: bool = True) -> pd.DataFrame:
         """These table rows with every column a view reads (and ``samples`` as asv's lists)."""
@@ -130,9 +134,10 @@ class Run:
         window = self.index.rows
         return self.frame(rows[(rows >= window.start) & (rows < window.stop)], samples)
 
-    def of_case(self, case: str | None, samples: bool = True) -> pd.DataFrame:
-        """Every row of one case (all commits, impls and metrics)."""
-        return self.of_series(self._by_case.get(case, []), samples)
+    def of_case(self, case: str | None, samples: bool = True, metric: str | None = None) -> pd.DataFrame:
+        """Every row of one case (all commits and impls; all metrics, or only ``metric``)."""
+        series = self._by_case.get(case, []) if metric is None else self._by_case_metric.get((case, metric), [])
+        return self.of_series(series, samples)
 
     def previous_commit(self, commit: str) -> str | None:
         hashes = self.commits["commit_hash"].tolist()

@@ -243,6 +243,7 @@ class ResultsTable:
             out["samples"] = self.samples(rows)
         frame = pd.DataFrame(out)
         frame["series"] = sid
+        frame["row"] = rows  # this table's row number (to fetch samples or stats later)
         if series_columns is not None:
             extra = series_columns.reindex(sid)
             for col in series_columns.columns:

@@ -68,6 +68,11 @@ def format_value(value, unit: str | None, digits: int = 3) -> str:
         return "–"
     if not math.isfinite(x):
         return "–"
-    shown = display_unit(unit, [x])
-    number = f"{shown(x).item():.{digits}g}"
-    return f"{number} {shown.symbol}" if shown.symbol else number
+    symbol = symbol_of(unit)
+    scale = 1.0
+    for name, factor in _PREFIXES.get(symbol, ()) if x else ():  # as display_unit picks it, for one value
+        if abs(x) >= factor * 0.9995 or factor == _PREFIXES[symbol][-1][1]:
+            symbol, scale = name, factor
+            break
+    number = f"{x / scale:.{digits}g}"
+    return f"{number} {symbol}" if symbol else number

@@ -3,6 +3,7 @@ functions, the app's routing and URL state — on a generated history in our sui
 one real CPU run of the suite."""
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 
 from dashboard import metrics
@@ -118,7 +119,7 @@ def test_grids_that_differ_between_commits(data, main_run, fx):
                                      ["narrow_mlp"], None, None, None, None)
     assert len(table) and set(table["change"]) == {"absent → ok"}
     narrow = next(c.key for c in fx.new_grid_cases if c.op == "narrow_mlp")
-    fig = trends.update(data, MAIN_MACHINE, MAIN_ENV, narrow, "latency", ["fused"], "commit", [], None)
+    fig = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, narrow, "latency", ["fused"], "commit", [], None))
     line = next(t for t in fig.data if t.name == "fused")
     assert min(line.x) == 8 and len(line.x) == 16  # measured only since the grid grew
 
@@ -141,7 +142,7 @@ def test_speedup_panels_are_sized_by_their_cells_on_one_colour_scale(main_run):
     span = color_span(table["speedup"])
     sizes = {}
     for (op, dtype), panel in table.groupby(["op", "dtype"]):
-        fig = build_speedup_panel_figure(panel, span, "dark", f"{op} {dtype}")
+        fig = go.Figure(build_speedup_panel_figure(panel, span, "dark", f"{op} {dtype}"))
         (heat,) = fig.data
         assert (heat.zmin, heat.zmax) == (-span, span) and not heat.showscale  # one scale, drawn once on the page
         assert len(heat.y) == panel["shape"].nunique() and len(heat.x) == panel["activation"].nunique()
@@ -158,8 +159,8 @@ def test_speedup_panels_are_sized_by_their_cells_on_one_colour_scale(main_run):
 
 
 def test_trend_figure_marks_detected_changes_and_the_linked_commit(data, fx):
-    fig = trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "latency", None, "commit", ["log"],
-                        fx.regression_commit)
+    fig = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "latency", None, "commit", ["log"],
+                        fx.regression_commit))
     names = [t.name for t in fig.data]
     assert {"fused", "eager", "compile", "regressions"} <= set(names)
     marker = fig.data[names.index("regressions")]
@@ -168,7 +169,7 @@ def test_trend_figure_marks_detected_changes_and_the_linked_commit(data, fx):
     assert any(s.x0 == 16 for s in fig.layout.shapes)  # the marked commit
     fused = fig.data[names.index("fused")]
     assert fused.customdata[16][0] == fx.regression_commit  # hover: hash and date
-    higher = trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "tflops", ["fused"], "date", [], None)
+    higher = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "tflops", ["fused"], "date", [], None))
     assert higher.layout.xaxis.title.text == "commit date" and "TFLOP/s" in higher.layout.yaxis.title.text
 
 
@@ -180,14 +181,14 @@ def test_trend_figure_shades_where_an_unpinned_change_may_be():
                            "y": [1.0, 1.0, 1.0, 1.1, 1.1, 1.1], "y_lo": np.nan, "y_hi": np.nan})
     change = {"impl": "fused", "commit_hash": "c3", "direction": "regression", "relative_change": 0.1,
               "confirmed": True, "earliest_commit": "c2", "latest_commit": "c4"}
-    fig = build_trend_figure(series, "latency", pd.DataFrame([{**change, "plausible_commits": 3}]))
+    fig = go.Figure(build_trend_figure(series, "latency", pd.DataFrame([{**change, "plausible_commits": 3}])))
     marker = next(t for t in fig.data if t.name == "regressions")
     assert "could be any of 3 commits c2..c4" in marker.text[0]
     assert [(s.x0, s.x1) for s in fig.layout.shapes] == [(2, 4)]
     unplotted_end = series.assign(y=np.where(series["commit_hash"] == "c2", np.nan, series["y"]))
-    fig = build_trend_figure(unplotted_end, "latency", pd.DataFrame([{**change, "plausible_commits": 3}]))
+    fig = go.Figure(build_trend_figure(unplotted_end, "latency", pd.DataFrame([{**change, "plausible_commits": 3}])))
     assert [(s.x0, s.x1) for s in fig.layout.shapes] == [(2, 4)]  # c2 failed to measure: still its commit
-    pinned = build_trend_figure(series, "latency", pd.DataFrame([{**change, "plausible_commits": 1}]))
+    pinned = go.Figure(build_trend_figure(series, "latency", pd.DataFrame([{**change, "plausible_commits": 1}])))
     assert not pinned.layout.shapes
     assert "could be" not in next(t for t in pinned.data if t.name == "regressions").text[0]
 
@@ -200,18 +201,18 @@ def test_trend_y_axis_keeps_the_values_in_view_when_one_ci_band_spikes():
                            "date": pd.date_range("2026-01-01", periods=20, tz="UTC"), "y": y,
                            "y_lo": y * 0.99, "y_hi": np.where(np.arange(20) == 7, 4.0, y * 1.01)})
     for log_y in (False, True):
-        low, high = build_trend_figure(series, "latency", log_y=log_y).layout.yaxis.range
+        low, high = go.Figure(build_trend_figure(series, "latency", log_y=log_y)).layout.yaxis.range
         to_axis = np.log10 if log_y else (lambda v: v)
         assert low < to_axis(0.99) and to_axis(1.05 * 1.01) < high  # every value and the usual band
         assert high < to_axis(1.2)  # not the spike to 4.0: a 5 % step stays visible
     flat = series.assign(y=1.0, y_lo=np.nan, y_hi=np.nan)
-    low, high = build_trend_figure(flat, "latency").layout.yaxis.range
+    low, high = go.Figure(build_trend_figure(flat, "latency")).layout.yaxis.range
     assert low < 1.0 < high  # one value everywhere, no band: still a range around it
 
 
 def test_roofline_figure_draws_the_measured_roofs_and_pairs_each_fused_point(data, main_run):
     newest = main_run.commits["commit_hash"].iloc[-1]
-    fig = roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest, None, None, None, None, None)
+    fig = go.Figure(roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest, None, None, None, None, None))
     roofs = [t for t in fig.data if (t.name or "").startswith("roof")]
     ceil = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, newest)
     by_dtype = {t.name.split(":")[0].removeprefix("roof "): max(t.y) for t in roofs}
@@ -228,7 +229,7 @@ def test_roofline_figure_draws_the_measured_roofs_and_pairs_each_fused_point(dat
     for axis in (fig.layout.xaxis, fig.layout.yaxis):  # every tick labelled in full, none a bare "2" or "5"
         assert len(axis.tickvals) >= 3
         assert [float(t.replace(",", "")) for t in axis.ticktext] == pytest.approx(list(axis.tickvals))
-    assert "no roof" in build_roofline_figure(fig_points(data, newest), None).layout.title.text
+    assert "no roof" in go.Figure(build_roofline_figure(fig_points(data, newest), None)).layout.title.text
 
 
 def fig_points(data, commit):
@@ -269,8 +270,8 @@ def test_a_planted_fused_regression_is_marked_in_the_headline_panel_and_change_l
     q = Query(compare_link.href.split("?", 1)[1])
     assert (q.one("a"), q.one("b"), q.many("impl"), q.many("op")) == (main_run.previous_commit(commit), commit,
                                                                       ["fused"], ["gated_mlp"])
-    figure = next(p.figure for p in _walk(panels) if getattr(p, "id", None) == {"type": "overview-panel",
-                                                                                  "op": "gated_mlp", "dtype": "bf16"})
+    figure = go.Figure(next(p.figure for p in _walk(panels) if getattr(p, "id", None) == {
+        "type": "overview-panel", "op": "gated_mlp", "dtype": "bf16"}))
     (heat,) = figure.data
     case = Case.from_key(fx.regressed[0])
     label = metrics._case_row(fx.regressed[0])["shape"]
@@ -383,10 +384,10 @@ def test_real_cpu_run_of_the_suite_feeds_every_view(real_run):
     headline, panels, _, device = overview.update(data, machine, env, commit, None, None, None, None, None, None)
     assert "No case has a fused" in texts(headline) and panels == []  # Triton skips without CUDA
     case = grid("tiny")["linear_act"][0].key  # (the planted broken benchmark's case fails everywhere)
-    trend = trends.update(data, machine, env, case, "roofline", None, "commit", [], None)
+    trend = go.Figure(trends.update(data, machine, env, case, "roofline", None, "commit", [], None))
     eager = next(t for t in trend.data if t.name == "eager")
     assert 0 < eager.y[0] < 1  # a CPU run is below its own roof
-    roof = roofline.update(data, machine, env, commit, None, None, None, None, None)
+    roof = go.Figure(roofline.update(data, machine, env, commit, None, None, None, None, None))
     assert any((t.name or "").startswith("roof fp32") for t in roof.data)
     rows, _, _ = compare.update(data, machine, env, commit, commit, "latency", "1.1", [], None, None, None, None, None)
     statuses = {r["impl"]: r["change"] for r in rows if r["case"] == case}
@@ -433,7 +434,7 @@ def test_values_are_shown_in_one_scaled_unit():
 
 
 def test_trend_axis_names_its_scaled_unit_and_markers_point_the_way_values_moved(data, fx):
-    fig = trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "latency", ["fused"], "commit", [], None)
+    fig = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "latency", ["fused"], "commit", [], None))
     fused = next(t for t in fig.data if t.name == "fused")
     raw = data.run(MAIN_MACHINE, MAIN_ENV).of_case(fx.regressed[0])
     raw = raw[(raw["metric"] == "latency") & (raw["impl"] == "fused")]["value"]
@@ -442,7 +443,7 @@ def test_trend_axis_names_its_scaled_unit_and_markers_point_the_way_values_moved
     np.testing.assert_allclose(sorted(fused.y), sorted(raw * 1e6))
     up = next(t for t in fig.data if t.name == "regressions")
     assert up.marker.symbol == "triangle-up"  # latency rose
-    tflops = trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "tflops", ["fused"], "commit", [], None)
+    tflops = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "tflops", ["fused"], "commit", [], None))
     down = next(t for t in tflops.data if t.name == "regressions")
     line = next(t for t in tflops.data if t.name == "fused")
     at = list(line.x).index(down.x[0])
@@ -456,7 +457,7 @@ def test_failed_and_skipped_implementations_show_where_their_line_would_be(data,
     n_failed = int(((latency["impl"] == impl) & (latency["status"] == "failed")).sum())
     n_skipped = int(((latency["impl"] == "cublaslt") & (latency["status"] == "skipped")).sum())
     assert n_failed and n_skipped  # the fixture: compile fails everywhere, cuBLASLt has no silu epilogue
-    fig = trends.update(data, MAIN_MACHINE, MAIN_ENV, case, "latency", None, "commit", [], None)
+    fig = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, case, "latency", None, "commit", [], None))
     names = [t.name for t in fig.data]
     assert impl not in names  # no value to draw a line through...
     failed = fig.data[names.index(f"{impl}: failed at {n_failed} commits")]  # ...but a legend entry and markers
@@ -526,9 +527,9 @@ def test_one_bad_ceiling_value_is_left_out_with_its_reason(fx, tmp_path):
     _, panels, _, device = overview.update(data, MAIN_MACHINE, MAIN_ENV, newest_commit, None, None, None, None, None,
                                            None)
     assert panels and "no usable copy ceiling" in texts(device) and "inf" in texts(device)
-    roof = roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest_commit, None, None, None, None, None)
+    roof = go.Figure(roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest_commit, None, None, None, None, None))
     assert "no roof" in roof.layout.title.text and any(t.name == "fused" for t in roof.data)
-    roof = roofline.update(data, MAIN_MACHINE, MAIN_ENV, older_commit, None, None, None, None, None)
+    roof = go.Figure(roofline.update(data, MAIN_MACHINE, MAIN_ENV, older_commit, None, None, None, None, None))
     assert {t.name.split(":")[0] for t in roof.data if (t.name or "").startswith("roof")} == {"roof fp16", "roof fp32"}
 
 
@@ -555,3 +556,21 @@ def test_a_bad_link_shows_a_notice_and_the_nearest_valid_view(fx, data):
     assert not any(getattr(c, "id", None) == "link-notice" for c in _walk(clean))
     compare_page = render_page(store, pages, "/compare", f"?a=zzz&b={fx.regression_commit}&metric=bogus")
     assert "'zzz'" in texts(compare_page) and "'bogus'" in texts(compare_page)
+
+
+def test_compare_fetches_samples_only_for_the_rows_beyond_the_factor(main_run, fx):
+    import pandas as pd
+
+    a, b = main_run.commits["commit_hash"].iloc[15], fx.regression_commit
+    eager = metrics.compare_rows(main_run.at_commit(a), main_run.at_commit(b), 1.1)
+    asked = []
+
+    def samples(rows):
+        asked.append(len(rows))
+        return main_run.table.samples(rows)
+
+    lazy = metrics.compare_rows(main_run.at_commit(a, samples=False), main_run.at_commit(b, samples=False), 1.1,
+                                samples=samples)
+    pd.testing.assert_frame_equal(eager, lazy)
+    beyond = int(((eager["ratio"] > 1.1) | (eager["ratio"] < 1 / 1.1)).sum())
+    assert beyond >= 1 and asked == [beyond, beyond]  # old and new samples of those rows, nothing else

@@ -82,11 +82,13 @@ def test_only_changed_added_or_removed_files_are_parsed_again(results, tmp_path)
 
 def test_segments_are_merged_and_dead_rows_dropped(results, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
-    monkeypatch.setattr(cache_module, "BATCH_BYTES", 1)  # one segment per file
+    sizes = sorted(p.stat().st_size for p in results.glob("*/*.json"))
+    monkeypatch.setattr(cache_module, "BATCH_BYTES", 2 * sizes[len(sizes) // 2])  # a few files per segment
     monkeypatch.setattr(cache_module, "MAX_SEGMENTS", 4)
     data = build_data(results, cache_dir=cache)
     manifest = json.loads((cache / next(os.scandir(cache)).name / "manifest.json").read_text())
     assert len(manifest["segments"]) == 2  # the largest, and everything else merged into one
+    assert max(len({f["segment"] for f in manifest["files"] if f["segment"] == i}) for i in (0, 1)) == 1
     assert len(list((cache / next(os.scandir(cache)).name).glob("seg-*"))) == 2  # the rest deleted
     same(rows(data), rows(build_data(results)))
     same(rows(build_data(results, cache_dir=cache)), rows(build_data(results)))

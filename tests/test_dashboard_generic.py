@@ -6,13 +6,14 @@ import json
 import subprocess
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 
 from dashboard.app import render_page
 from dashboard.detection import detect_in_worker
 from dashboard.model import GENERIC, ResultsStore, build_data
 from dashboard.pages import _generic_compare, _generic_trends, discover_pages, regressions as inbox_page
-from dashboard.urlstate import Query, encode_query, link
+from dashboard.urlstate import encode_query, link
 from tests.generic_fixtures import (BROKEN, ENV, GRID, MACHINE, OPTIONAL, READ, STEP_AT, THROUGHPUT,
                                     write_generic_history)
 from tests.test_dashboard import _walk, texts
@@ -54,6 +55,7 @@ def test_every_page_renders_and_overview_and_roofline_say_why_they_are_off(gx):
 def test_trends_draws_one_line_per_parameter_combination_in_its_own_unit(data):
     run = data.run(MACHINE, ENV)
     fig, note = _generic_trends.update(data, MACHINE, ENV, READ, {}, "commit", [], None)
+    fig = go.Figure(fig)
     lines = [t.name for t in fig.data if t.mode == "lines+markers"]
     assert lines == ["size=1024, kind='csv'", "size=1024, kind='json'", "size=1024, kind='parquet'",
                      "size=65536, kind='csv'", "size=65536, kind='json'", "size=65536, kind='parquet'"]
@@ -62,16 +64,18 @@ def test_trends_draws_one_line_per_parameter_combination_in_its_own_unit(data):
     shown = next(t for t in fig.data if t.name == lines[0])
     scale = raw.median() / np.median(shown.y)
     assert scale in (pytest.approx(1e-3), pytest.approx(1e-6))  # seconds shown as ms or µs, one scale
-    only = _generic_trends.update(data, MACHINE, ENV, READ, {"kind": ["'csv'"]}, "commit", [], None)[0]
+    only = go.Figure(_generic_trends.update(data, MACHINE, ENV, READ, {"kind": ["'csv'"]}, "commit", [], None)[0])
     assert [t.name for t in only.data if t.mode == "lines+markers"] == ["size=1024", "size=65536"]  # what varies
 
 
 def test_trends_marks_the_planted_steps_the_right_way_up(data, gx):
     fig, _ = _generic_trends.update(data, MACHINE, ENV, READ, {"size": ["65536"], "kind": ["'csv'"]}, "commit", [],
                                     None)
+    fig = go.Figure(fig)
     marker = next(t for t in fig.data if t.name == "regressions")
     assert list(marker.x) == [STEP_AT] and marker.marker.symbol == "triangle-up"  # a time went up
     fig, _ = _generic_trends.update(data, MACHINE, ENV, THROUGHPUT, {}, "commit", [], None)
+    fig = go.Figure(fig)
     marker = next(t for t in fig.data if t.name == "regressions")
     assert list(marker.x) == [STEP_AT] and marker.marker.symbol == "triangle-down"  # MB/s fell: worse, down
     assert "kind='parquet'" in marker.text[0]
@@ -79,9 +83,11 @@ def test_trends_marks_the_planted_steps_the_right_way_up(data, gx):
 
 def test_failed_and_skipped_benchmarks_show_in_trends(data, gx):
     fig, _ = _generic_trends.update(data, MACHINE, ENV, BROKEN, {}, "commit", [], None)
+    fig = go.Figure(fig)
     (failed,) = fig.data
     assert failed.name == f"time_broken: failed at {len(gx.history.commits)} commits" and failed.marker.symbol == "x"
     fig, _ = _generic_trends.update(data, MACHINE, ENV, OPTIONAL, {}, "commit", [], None)
+    fig = go.Figure(fig)
     assert fig.data[0].name.startswith("time_optional: skipped at")
 
 
@@ -93,6 +99,7 @@ def test_a_parameter_value_with_a_comma_survives_the_link(gx):
     assert values["benchmark"] == GRID and values["p_shape"] == ["(64, 64)"] and values["p_method"] == ["'lu'", "'qr'"]
     assert not any(getattr(c, "id", None) == "link-notice" for c in _walk(page))
     fig, _ = _generic_trends.update(store.get(), MACHINE, ENV, GRID, {"shape": ["(64, 64)"]}, "commit", [], None)
+    fig = go.Figure(fig)
     assert sorted(t.name for t in fig.data if t.mode == "lines+markers") == ["method='lu'", "method='qr'"]
 
 

@@ -93,8 +93,8 @@ commits = data.run(MAIN_MACHINE, MAIN_ENV).commits["commit_hash"].tolist()
 headline, panels, _, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, commits[-1], None, None, None, None, None, None)
 assert panels and "geomean" in str(panels)
 trend = trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "tflops", None, "commit", [], None)
-assert trend.data
-assert roofline.update(data, MAIN_MACHINE, MAIN_ENV, commits[-1], None, None, None, None, None).data
+assert trend["data"]
+assert roofline.update(data, MAIN_MACHINE, MAIN_ENV, commits[-1], None, None, None, None, None)["data"]
 rows, _, _ = compare.update(data, MAIN_MACHINE, MAIN_ENV, commits[0], commits[-1], "latency", "1.1", [],
                             None, None, None, None, None)
 assert rows

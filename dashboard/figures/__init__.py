@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.io.json import to_json_plotly
 from plotly.subplots import make_subplots
 
 from benchmarks.harness.grids import benchmarked_ops
@@ -33,7 +34,7 @@ def warm_up() -> None:
     panel = pd.DataFrame([dict(case=f"{op} x", op=op, dtype="bf16", shape="M=1", activation="relu", speedup=1.0,
                                fused=1e-6, best_baseline=1e-6, baseline_impl="eager", verdict="within noise")
                           for op in benchmarked_ops()])
-    build_speedup_panel_figure(panel, 1.0, "dark", "warm-up", {panel["case"].iloc[0]: "note"}).to_json()
+    to_json_plotly(build_speedup_panel_figure(panel, 1.0, "dark", "warm-up", {panel["case"].iloc[0]: "note"}))
     fig = make_subplots(rows=2, cols=1)
     fig.add_trace(go.Scatter(x=[0], y=[0]), row=1, col=1)
     fig.add_trace(go.Bar(x=["a"], y=[1]), row=2, col=1)

@@ -8,12 +8,11 @@ import math
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from benchmarks.harness import cost
 from benchmarks.harness.ops import OPS
 
-from dashboard.figures.style import base_layout, build_empty_figure, impl_color, impl_sort_key
+from dashboard.figures.style import build_empty_figure, impl_color, impl_sort_key, layout_dict
 
 FUSED = "fused"
 # One marker shape per op, in the registry's order (and a legend key for them).
@@ -69,15 +68,15 @@ def _pairs(ok: pd.DataFrame) -> pd.DataFrame:
 
 
 def build_roofline_figure(points: pd.DataFrame, ceilings: cost.Ceilings | None, theme: str = "light",
-                          title: str = "") -> go.Figure:
+                          title: str = ""):
     """Achieved TFLOP/s against arithmetic intensity (log-log) under the roofs min(peak TFLOP/s of
     the dtype, intensity x copy bandwidth) measured in that run. Colour is the implementation,
     marker shape the op (keyed in the legend); a grey segment joins each fused point to the best
-    unfused point of its case."""
+    unfused point of its case. Returns a figure dict (as dcc.Graph takes it)."""
     ok = points[np.isfinite(points["tflops"].to_numpy(dtype=float))] if len(points) else points
     if ok.empty:
         return build_empty_figure("No measured latency for this selection at this commit.", theme)
-    fig = go.Figure()
+    traces = []
     x_all = ok["intensity"].to_numpy(dtype=float)
     x_lo, x_hi = x_all.min() / 2, x_all.max() * 2
     y_all = ok["tflops"].to_numpy(dtype=float)
@@ -88,55 +87,56 @@ def build_roofline_figure(points: pd.DataFrame, ceilings: cost.Ceilings | None, 
             label = f"roof {'/'.join(dtypes)}: {peak:,.3g} TFLOP/s" + (
                 f" · copy {ceilings.copy_gbps:,.0f} GB/s" if i == 0 else "")  # one slope, shared by all
             roof = np.minimum(peak, xs * ceilings.copy_gbps / 1e3)  # GB/s x FLOP/B = GFLOP/s
-            fig.add_trace(go.Scatter(x=xs, y=roof, mode="lines", name=label, legendgroup="roofs",
-                                     line=dict(dash=_ROOF_DASH[i % len(_ROOF_DASH)], width=1.5, color=_ROOF_COLOR),
-                                     hovertemplate=f"roof {'/'.join(dtypes)}: %{{y:.3s}} TFLOP/s at %{{x:.3s}} "
-                                                   "FLOP/B<extra></extra>"))
+            traces.append(dict(type="scatter", x=xs, y=roof, mode="lines", name=label, legendgroup="roofs",
+                               line=dict(dash=_ROOF_DASH[i % len(_ROOF_DASH)], width=1.5, color=_ROOF_COLOR),
+                               hovertemplate=f"roof {'/'.join(dtypes)}: %{{y:.3s}} TFLOP/s at %{{x:.3s}} "
+                                             "FLOP/B<extra></extra>"))
             y_hi = max(y_hi, peak * 1.6)
     pairs = _pairs(ok)
     if len(pairs):
         xs = np.repeat(pairs["intensity"].to_numpy(), 3)
         ys = np.column_stack([pairs["fused"], pairs["best"], np.full(len(pairs), np.nan)]).ravel()
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name="fused ↔ its best unfused peer",
-                                 line=dict(color=PAIR_COLOR, width=2), hoverinfo="skip"))
-    for impl in sorted(ok["impl"].astype(str).unique(), key=impl_sort_key):
-        rows = ok[ok["impl"].astype(str) == impl]
-        speedup = _speedup_note(rows, pairs, impl)
-        hover = [f"<b>{impl}</b> {c}<br>{t:.3g} TFLOP/s at {x:.3g} FLOP/B"
-                 + (f"<br>{f:.0%} of roofline" if np.isfinite(f) else "") + s
-                 for c, t, x, f, s in zip(rows["case"].astype(str), rows["tflops"], rows["intensity"],
-                                          rows.get("roofline", pd.Series(np.nan, index=rows.index)), speedup)]
-        fig.add_trace(go.Scatter(x=rows["intensity"], y=rows["tflops"], mode="markers", name=impl,
-                                 legendgroup="impls",
-                                 marker=dict(color=impl_color(impl), size=10 if impl == FUSED else 8,
-                                             symbol=[op_symbol(o) for o in rows["op"]],
-                                             line=dict(width=0.5, color="#333")),
-                                 text=hover, hovertemplate="%{text}<extra></extra>"))
-    for op in [o for o in OPS if o in set(ok["op"].astype(str))]:  # the shape key
-        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=f"op: {op}", legendgroup="ops",
-                                 marker=dict(symbol=op_symbol(op), size=9, color="rgba(0,0,0,0)",
-                                             line=dict(width=1.5, color=_ROOF_COLOR))))
+        traces.append(dict(type="scatter", x=xs, y=ys, mode="lines", name="fused ↔ its best unfused peer",
+                           line=dict(color=PAIR_COLOR, width=2), hoverinfo="skip"))
+    notes = _speedup_notes(pairs)
+    ops, impls = ok["op"].astype(str).to_numpy(), ok["impl"].astype(str).to_numpy()
+    present = set(ops)
+    ordered_ops = [o for o in OPS if o in present] + sorted(present - set(OPS))
+    for impl in sorted(set(impls), key=impl_sort_key):
+        first = True
+        for op in ordered_ops:
+            rows = ok[(impls == impl) & (ops == op)]
+            if rows.empty:
+                continue
+            fractions = rows["roofline"] if "roofline" in rows.columns else pd.Series(np.nan, index=rows.index)
+            hover = [f"<b>{impl}</b> {c}<br>{t:.3g} TFLOP/s at {x:.3g} FLOP/B"
+                     + (f"<br>{f:.0%} of roofline" if np.isfinite(f) else "")
+                     + (notes.get(c, "") if impl == FUSED else "")
+                     for c, t, x, f in zip(rows["case"].astype(str), rows["tflops"], rows["intensity"], fractions)]
+            traces.append(dict(type="scatter", x=rows["intensity"].to_numpy(), y=rows["tflops"].to_numpy(),
+                               mode="markers", name=impl, legendgroup=impl, showlegend=first,
+                               marker=dict(color=impl_color(impl), size=10 if impl == FUSED else 8,
+                                           symbol=op_symbol(op), line=dict(width=0.5, color="#333")),
+                               text=hover, hovertemplate="%{text}<extra></extra>"))
+            first = False
+    for op in ordered_ops:  # the shape key
+        traces.append(dict(type="scatter", x=[None], y=[None], mode="markers", name=f"op: {op}", legendgroup="ops",
+                           marker=dict(symbol=op_symbol(op), size=9, color="rgba(0,0,0,0)",
+                                       line=dict(width=1.5, color=_ROOF_COLOR))))
     xt, xl = log_ticks(x_lo, x_hi)
     yt, yl = log_ticks(y_lo, y_hi)
-    fig.update_xaxes(type="log", title="arithmetic intensity (FLOP / minimum byte)", tickvals=xt, ticktext=xl,
-                     range=[math.log10(x_lo), math.log10(x_hi)])
-    fig.update_yaxes(type="log", title="achieved TFLOP/s", tickvals=yt, ticktext=yl,
-                     range=[math.log10(y_lo), math.log10(y_hi)])
     subtitle = "" if ceilings is not None else " — no ceilings measured in this run, no roof drawn"
-    return base_layout(fig, theme, title=(title or "Roofline") + subtitle, height=560,
-                       legend=dict(groupclick="toggleitem", tracegroupgap=10))
+    layout = layout_dict(
+        theme, title=dict(text=(title or "Roofline") + subtitle), height=560,
+        legend=dict(groupclick="toggleitem", tracegroupgap=10),
+        xaxis=dict(type="log", title=dict(text="arithmetic intensity (FLOP / minimum byte)"), tickvals=xt,
+                   ticktext=xl, range=[math.log10(x_lo), math.log10(x_hi)]),
+        yaxis=dict(type="log", title=dict(text="achieved TFLOP/s"), tickvals=yt, ticktext=yl,
+                   range=[math.log10(y_lo), math.log10(y_hi)]))
+    return {"data": traces, "layout": layout}
 
 
-def _speedup_note(rows: pd.DataFrame, pairs: pd.DataFrame, impl: str) -> list[str]:
-    """For fused points, the speedup over the best unfused peer (the pair's segment)."""
-    if impl != FUSED or pairs.empty:
-        return [""] * len(rows)
-    by_case = pairs.set_index("case")
-    out = []
-    for case in rows["case"].astype(str):
-        if case in by_case.index:
-            p = by_case.loc[case]
-            out.append(f"<br>{p['fused'] / p['best']:.2f}× the best unfused ({p['best_impl']})")
-        else:
-            out.append("")
-    return out
+def _speedup_notes(pairs: pd.DataFrame) -> dict[str, str]:
+    """case -> what a fused point's hover says about its pair (the segment)."""
+    return {c: f"<br>{f / b:.2f}× the best unfused ({i})"
+            for c, f, b, i in zip(pairs["case"], pairs["fused"], pairs["best"], pairs["best_impl"])}

@@ -4,8 +4,10 @@ figure (pure: plotly only)."""
 from __future__ import annotations
 
 import zlib
+from functools import lru_cache
 
 import plotly.graph_objects as go
+import plotly.io as pio
 
 THEMES = ("light", "dark")
 _TEMPLATE = {"light": "plotly_white", "dark": "plotly_dark"}
@@ -33,6 +35,20 @@ def base_layout(fig: go.Figure, theme: str, **kwargs) -> go.Figure:
     fig.update_layout(template=_TEMPLATE[theme], paper_bgcolor=_BACKGROUND[theme], plot_bgcolor=_BACKGROUND[theme],
                       margin=dict(l=60, r=20, t=60, b=50), font=dict(size=12), **kwargs)
     return fig
+
+
+@lru_cache(maxsize=len(THEMES))
+def template(theme: str) -> dict:
+    """The theme's Plotly template as a plain dict, built once: a figure made of dicts skips the
+    validation and deep copies a go.Figure does (tens of ms per figure at scale)."""
+    return pio.templates[_TEMPLATE[theme if theme in THEMES else "light"]].to_plotly_json()
+
+
+def layout_dict(theme: str, **kwargs) -> dict:
+    """base_layout for a figure made of dicts."""
+    theme = theme if theme in THEMES else "light"
+    return {"template": template(theme), "paper_bgcolor": _BACKGROUND[theme], "plot_bgcolor": _BACKGROUND[theme],
+            "margin": dict(l=60, r=20, t=60, b=50), "font": dict(size=12), **kwargs}
 
 
 def build_empty_figure(message: str, theme: str = "light") -> go.Figure:

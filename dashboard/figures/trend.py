@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
 from dashboard.data import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
 from dashboard.figures.style import (IMPL_COLORS, IMPROVEMENT_COLOR, LINE_PALETTE, REGRESSION_COLOR, alpha,
-                                     base_layout, build_empty_figure, impl_sort_key)
+                                     build_empty_figure, impl_sort_key, layout_dict)
 from dashboard.metrics import METRICS, sort_values_naturally
-from dashboard.regressions import position_note
 from dashboard.units import display_unit
 
 # Where asv's stored value says a benchmark did not run; asv keeps no error message in its files.
@@ -21,7 +19,7 @@ _STRIP_Y = 0.03  # failure markers sit on a strip at the bottom of the plot (pap
 
 def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | None = None,
                        marked_commit: str | None = None, x_axis: str = "commit", log_y: bool = False,
-                       theme: str = "light", title: str = "") -> go.Figure:
+                       theme: str = "light", title: str = ""):
     """One metric against commits: a line per implementation (or parameter combination), its 99 % CI
     band, change markers, and a marker strip where a line failed or was skipped.
 
@@ -29,6 +27,7 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
     date, y, y_lo, y_hi and ``status`` (asv's ok / skipped / failed).
     ``metric``: a name in metrics.METRICS or anything with ``label``, ``unit`` and ``better``.
     ``changes``: rows with line (else impl), commit_hash, direction, relative_change, confirmed.
+    Returns a figure dict (what dcc.Graph takes; go.Figure(...) of it for attribute access).
     """
     spec = METRICS[metric] if isinstance(metric, str) else metric
     series = _with_line_and_status(series)
@@ -41,7 +40,7 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
     xcol = "date" if x_axis == "date" else "position"
     lines = ordered_lines(series["line"])
     colors = line_colors(lines)
-    fig = go.Figure()
+    traces, shapes, annotations = [], [], []
     for line in lines:
         rows = ok[ok["line"] == line].sort_values("position")
         if rows.empty:
@@ -49,29 +48,45 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
         color = colors[line]
         band = rows[np.isfinite(rows["y_lo"].to_numpy(dtype=float)) & np.isfinite(rows["y_hi"].to_numpy(dtype=float))]
         if len(band):
-            fig.add_trace(go.Scatter(x=band[xcol], y=band["y_hi"], mode="lines", line=dict(width=0),
-                                     hoverinfo="skip", showlegend=False, legendgroup=line))
-            fig.add_trace(go.Scatter(x=band[xcol], y=band["y_lo"], mode="lines", line=dict(width=0),
-                                     fill="tonexty", fillcolor=alpha(color, 0.18), hoverinfo="skip",
-                                     name=f"{line} 99% CI", showlegend=False, legendgroup=line))
-        fig.add_trace(go.Scatter(
-            x=rows[xcol], y=rows["y"], mode="lines+markers", name=line, legendgroup=line,
-            line=dict(color=color, width=2), marker=dict(size=5, color=color), customdata=_commit_custom(rows),
+            x = _x(band, xcol)
+            traces.append(dict(type="scatter", x=x, y=band["y_hi"].to_numpy(), mode="lines", line=dict(width=0),
+                               hoverinfo="skip", showlegend=False, legendgroup=line))
+            traces.append(dict(type="scatter", x=x, y=band["y_lo"].to_numpy(), mode="lines", line=dict(width=0),
+                               fill="tonexty", fillcolor=alpha(color, 0.18), hoverinfo="skip",
+                               name=f"{line} 99% CI", showlegend=False, legendgroup=line))
+        traces.append(dict(
+            type="scatter", x=_x(rows, xcol), y=rows["y"].to_numpy(), mode="lines+markers", name=line,
+            legendgroup=line, line=dict(color=color, width=2), marker=dict(size=5, color=color),
+            customdata=_commit_custom(rows),
             hovertemplate=(f"<b>{line}</b> %{{y:.4g}}{' ' + shown.symbol if shown.symbol else ''}<br>commit "
                            "%{customdata[3]} (#%{customdata[2]})<br>%{customdata[1]}<extra></extra>")))
-    _add_not_run_markers(fig, not_run, lines, colors, xcol, len(ok) > 0)
+    layout = {}
+    _add_not_run_markers(traces, layout, annotations, not_run, lines, colors, xcol, len(ok) > 0)
     if changes is not None and len(changes):
-        _add_change_markers(fig, ok, _with_line_and_status(changes), xcol, spec.better, series)
+        _add_change_markers(traces, shapes, ok, _with_line_and_status(changes), xcol, spec.better, series)
     if marked_commit:
         marked = series[series["commit_hash"].astype(str).str.startswith(marked_commit)]
         if len(marked):
-            fig.add_vline(x=marked[xcol].iloc[0], line=dict(color="#888", dash="dash", width=1.5))
-            fig.add_annotation(x=marked[xcol].iloc[0], y=1.0, yref="paper", text=f"{marked_commit[:8]}",
-                               showarrow=False, yanchor="bottom", font=dict(size=11))
-    fig.update_yaxes(title=shown.title(spec.label), type="log" if log_y else "linear",
-                     exponentformat="none" if shown.symbol else "SI", range=_trend_y_range(ok, log_y))
-    fig.update_xaxes(title="commit (oldest → newest)" if xcol == "position" else "commit date")
-    return base_layout(fig, theme, title=title, hovermode="closest", height=480)
+            x = _x(marked.iloc[:1], xcol)[0]
+            shapes.append(dict(type="line", x0=x, x1=x, y0=0, y1=1, xref="x", yref="paper",
+                               line=dict(color="#888", dash="dash", width=1.5)))
+            annotations.append(dict(x=x, y=1.0, xref="x", yref="paper", text=f"{marked_commit[:8]}", showarrow=False,
+                                    yanchor="bottom", font=dict(size=11)))
+    layout.update(
+        yaxis=dict(title=dict(text=shown.title(spec.label)), type="log" if log_y else "linear",
+                   exponentformat="none" if shown.symbol else "SI", range=_trend_y_range(ok, log_y)),
+        xaxis=dict(title=dict(text="commit (oldest → newest)" if xcol == "position" else "commit date"),
+                   **({"type": "date"} if xcol == "date" else {})),
+        shapes=shapes, annotations=annotations)
+    return {"data": traces, "layout": layout_dict(theme, title=dict(text=title), hovermode="closest", height=480,
+                                                  **layout)}
+
+
+def _x(rows: pd.DataFrame, xcol: str) -> np.ndarray:
+    """x values as Plotly reads them (dates as ISO text: a dict figure is not converted for us)."""
+    if xcol == "date":
+        return rows["date"].dt.strftime("%Y-%m-%d %H:%M:%S").to_numpy()
+    return rows["position"].to_numpy()
 
 
 def _with_line_and_status(rows: pd.DataFrame) -> pd.DataFrame:
@@ -104,8 +119,8 @@ def _commit_custom(rows: pd.DataFrame) -> np.ndarray:
                      rows["position"].astype(str).to_numpy(), hashes.str[:10].to_numpy()], axis=1)
 
 
-def _add_not_run_markers(fig, not_run: pd.DataFrame, lines: list[str], colors: dict, xcol: str,
-                         any_values: bool) -> None:
+def _add_not_run_markers(traces: list, layout: dict, annotations: list, not_run: pd.DataFrame, lines: list[str],
+                         colors: dict, xcol: str, any_values: bool) -> None:
     """Failed (x) and skipped (open circle) commits of each line on a strip at the bottom of the
     plot, with a legend entry that says how often: a line that never ran still shows up."""
     if not_run.empty:
@@ -115,17 +130,17 @@ def _add_not_run_markers(fig, not_run: pd.DataFrame, lines: list[str], colors: d
             rows = not_run[(not_run["line"] == line) & (not_run["status"] == status)].sort_values("position")
             if rows.empty:
                 continue
-            fig.add_trace(go.Scatter(
-                x=rows[xcol], y=np.full(len(rows), _STRIP_Y), yaxis="y2", mode="markers",
+            traces.append(dict(
+                type="scatter", x=_x(rows, xcol), y=np.full(len(rows), _STRIP_Y), yaxis="y2", mode="markers",
                 name=f"{line}: {status} at {len(rows)} commit{'s' if len(rows) != 1 else ''}", legendgroup=line,
                 marker=dict(symbol=symbol, size=9, color=colors[line], line=dict(width=2, color=colors[line])),
                 customdata=_commit_custom(rows),
                 hovertemplate=(f"<b>{line}</b> {hover}<br>commit %{{customdata[3]}} (#%{{customdata[2]}})"
                                "<br>%{customdata[1]}<extra></extra>")))
-    fig.update_layout(yaxis2=dict(overlaying="y", range=[0, 1], visible=False, fixedrange=True))
+    layout["yaxis2"] = dict(overlaying="y", range=[0, 1], visible=False, fixedrange=True)
     if not any_values:
-        fig.add_annotation(text="nothing measured: every point failed or was skipped", showarrow=False,
-                           x=0.5, y=0.5, xref="paper", yref="paper", font=dict(size=13))
+        annotations.append(dict(text="nothing measured: every point failed or was skipped", showarrow=False,
+                                x=0.5, y=0.5, xref="paper", yref="paper", font=dict(size=13)))
 
 
 def _trend_y_range(ok: pd.DataFrame, log_y: bool) -> list[float] | None:
@@ -157,8 +172,8 @@ def change_symbol(direction: str, better: str) -> str:
     return "triangle-up" if moved_up else "triangle-down"
 
 
-def _add_change_markers(fig, ok: pd.DataFrame, changes: pd.DataFrame, xcol: str, better: str,
-                        series: pd.DataFrame) -> None:
+def _add_change_markers(traces: list, shapes: list, ok: pd.DataFrame, changes: pd.DataFrame, xcol: str,
+                        better: str, series: pd.DataFrame) -> None:
     for direction, color in (("regression", REGRESSION_COLOR), ("improvement", IMPROVEMENT_COLOR)):
         chosen = changes[changes["direction"] == direction]
         if chosen.empty:
@@ -172,29 +187,33 @@ def _add_change_markers(fig, ok: pd.DataFrame, changes: pd.DataFrame, xcol: str,
         text = [f"{direction} in {i}: {r:+.1%}{'' if c else ' (suspected)'}<br>commit {h[:10]}{n}"
                 for i, r, c, h, n in zip(points["line"], points["relative_change"], points["confirmed"],
                                          points["commit_hash"], notes)]
-        _shade_plausible_positions(fig, series, points, xcol, color)
-        fig.add_trace(go.Scatter(x=points[xcol], y=points["y"], mode="markers", name=f"{direction}s",
-                                 marker=dict(symbol=change_symbol(direction, better), size=15, color=color,
-                                             line=dict(width=1, color="#000")),
-                                 text=text, hovertemplate="%{text}<extra></extra>"))
+        _shade_plausible_positions(shapes, series, points, xcol, color)
+        traces.append(dict(type="scatter", x=_x(points, xcol), y=points["y"].to_numpy(), mode="markers",
+                           name=f"{direction}s", marker=dict(symbol=change_symbol(direction, better), size=15,
+                                                             color=color, line=dict(width=1, color="#000")),
+                           text=text, hovertemplate="%{text}<extra></extra>"))
 
 
 def _position_notes(points: pd.DataFrame) -> list[str]:
     if "plausible_commits" not in points.columns:
         return [""] * len(points)
+    from dashboard.regressions import position_note  # the detector's package imports scipy: on first use
+
     notes = map(position_note, points["plausible_commits"], points["earliest_commit"], points["latest_commit"])
     return [f"<br>{note}" if note else "" for note in notes]
 
 
-def _shade_plausible_positions(fig, series: pd.DataFrame, points: pd.DataFrame, xcol: str, color: str) -> None:
+def _shade_plausible_positions(shapes: list, series: pd.DataFrame, points: pd.DataFrame, xcol: str,
+                               color: str) -> None:
     """A faint band over the commits where a change that cannot be pinned to one may be
     (placed by commit, so also where an end commit has no plotted value)."""
     if "plausible_commits" not in points.columns:
         return
-    x_of = dict(zip(series["commit_hash"].astype(str), series[xcol]))
+    x_of = dict(zip(series["commit_hash"].astype(str), _x(series, xcol)))
     for n, first, last in zip(points["plausible_commits"], points["earliest_commit"], points["latest_commit"]):
         x0, x1 = x_of.get(str(first)), x_of.get(str(last))
         if n > 1 and x0 is not None and x1 is not None:
-            fig.add_vrect(x0=x0, x1=x1, fillcolor=alpha(color, 0.12), line_width=0, layer="below")
+            shapes.append(dict(type="rect", x0=x0, x1=x1, y0=0, y1=1, xref="x", yref="paper",
+                               fillcolor=alpha(color, 0.12), line=dict(width=0), layer="below"))
 
 

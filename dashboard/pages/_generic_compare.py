@@ -15,7 +15,6 @@ from dashboard.model import DashboardData, ResultsStore
 from dashboard.pages._comparison import (
     COMMITS, DEFAULT_FACTOR, FACTORS, comparison_columns, comparison_datatable, summary_line,
 )
-from dashboard.regressions import metric_direction
 from dashboard.units import display_unit, format_value, symbol_of
 from dashboard.urlstate import Query, qid
 
@@ -55,13 +54,14 @@ def compare_table(data: DashboardData, machine, env, a, b, factor, benchmarks) -
     run = data.run(machine, env)
     if run is None or not a or not b:
         return pd.DataFrame(columns=COLUMNS + ["significant"])
-    old, new = run.at_commit(a), run.at_commit(b)
+    old, new = run.at_commit(a, samples=False), run.at_commit(b, samples=False)
     if benchmarks:
         old, new = old[old["benchmark"].isin(benchmarks)], new[new["benchmark"].isin(benchmarks)]
     units = run.series.drop_duplicates("benchmark").set_index("benchmark")["unit"]
-    better = {name: metric_direction(name, unit if isinstance(unit, str) else None,
-                                     metadata=data.benchmarks.get(name)) for name, unit in units.items()}
-    return metrics.compare_rows(old, new, float(factor or DEFAULT_FACTOR), better, key=metrics.SERIES_KEY, fields=())
+    better = {name: metrics.better_of(name, unit if isinstance(unit, str) else None, data.benchmarks.get(name))
+              for name, unit in units.items()}
+    return metrics.compare_rows(old, new, float(factor or DEFAULT_FACTOR), better, key=metrics.SERIES_KEY, fields=(),
+                                samples=run.table.samples)
 
 
 def update(data: DashboardData, machine, env, a, b, factor, sig, benchmarks):

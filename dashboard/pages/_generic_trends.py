@@ -20,8 +20,8 @@ from dashboard.components import (
     resolve_commit, run_controls, run_of,
 )
 from dashboard.figures import build_trend_figure
+from dashboard.metrics import better_of
 from dashboard.model import DashboardData, ResultsStore, Run
-from dashboard.regressions import find_changes, findings_frame, metric_direction
 from dashboard.urlstate import PARAM_PREFIX, QUERY_TYPE, SHELL, Query, qid
 
 ID = "series"
@@ -143,12 +143,14 @@ def line_labels(series: pd.DataFrame) -> pd.Series:
 def measure_of(data: DashboardData, benchmark: str, unit) -> Measure:
     meta = data.benchmarks.get(benchmark) if isinstance(data.benchmarks.get(benchmark), dict) else None
     return Measure(benchmark.rsplit(".", 1)[-1], unit if isinstance(unit, str) else None,
-                   metric_direction(benchmark, unit if isinstance(unit, str) else None, metadata=meta))
+                   better_of(benchmark, unit if isinstance(unit, str) else None, meta))
 
 
 @lru_cache(maxsize=256)
 def _series_changes(signature_key: int, run: Run, series_ids: tuple[int, ...]) -> pd.DataFrame:
     """The detector on the series in view (the same algorithm as the inbox)."""
+    from dashboard.regressions import find_changes, findings_frame  # imports scipy: on first use
+
     found = findings_frame(find_changes(run.of_series(series_ids), benchmarks_meta=run.table.parsed.benchmarks))
     if found.empty:
         return pd.DataFrame(columns=["params", "commit_hash", "direction", "relative_change", "confirmed"])

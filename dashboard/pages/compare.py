@@ -66,10 +66,11 @@ def compare_table(data: DashboardData, machine, env, a, b, metric, factor, op, d
         return pd.DataFrame(columns=COLUMNS + ["significant"]), ""
     metric = metric if metric in metrics.STORED_METRICS else "latency"
     selections = {"op": op, "dtype": dtype, "activation": activation, "shape": shape, "impl": impl}
-    old = metrics.apply_filters(run.at_commit(a), selections)
-    new = metrics.apply_filters(run.at_commit(b), selections)
+    old = metrics.apply_filters(run.at_commit(a, samples=False), selections)
+    new = metrics.apply_filters(run.at_commit(b, samples=False), selections)
     old, new = old[old["metric"] == metric], new[new["metric"] == metric]
-    table = metrics.compare_rows(old, new, float(factor or DEFAULT_FACTOR), metrics.METRICS[metric].better)
+    table = metrics.compare_rows(old, new, float(factor or DEFAULT_FACTOR), metrics.METRICS[metric].better,
+                                 samples=run.table.samples)
     unit = next((str(u) for u in table["unit"] if isinstance(u, str)), "")
     return table, unit
 

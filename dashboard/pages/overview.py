@@ -57,7 +57,7 @@ def update(data: DashboardData, machine, env, commit, base, op, dtype, activatio
         text = "Pick a machine, environment and commit."
         return message(text), [], "", ""
     selections = {"op": op, "dtype": dtype, "activation": activation, "shape": shape}
-    rows = metrics.apply_filters(run.at_commit(commit), selections)
+    rows = metrics.apply_filters(run.at_commit(commit, samples=False), selections)
     latency = rows[rows["metric"] == "latency"]
     baselines = [i for i in (impl or []) if i != metrics.FUSED] or None
     table = metrics.speedups(latency, baselines)
@@ -75,9 +75,9 @@ def _changes(run, base: str | None, latency):
     """compare_rows of the latency rows at ``base`` -> at this commit (same filters), or None."""
     if base is None:
         return None
-    old = run.at_commit(base)
+    old = run.at_commit(base, samples=False)
     old = old[(old["metric"] == "latency") & old["case"].astype(str).isin(set(latency["case"].astype(str)))]
-    return metrics.compare_rows(old, latency, FACTOR, metrics.METRICS["latency"].better)
+    return metrics.compare_rows(old, latency, FACTOR, metrics.METRICS["latency"].better, samples=run.table.samples)
 
 
 def _regressed_fused(changes, base: str | None) -> dict[str, str]:
@@ -125,10 +125,7 @@ def _headline_row(op, dtype, r, table, changes, base, commit, common, css=""):
 def _change_counts(changes, op, dtype, fused: bool, base, commit, common):
     if changes is None:
         return "first commit"
-    mine = changes[(changes["impl"] == metrics.FUSED) == fused]
-    if op:
-        mine = mine[(mine["op"].astype(str) == op) & (mine["dtype"].astype(str) == dtype)]
-    worse, better = int((mine["change"] == "worse").sum()), int((mine["change"] == "better").sum())
+    worse, better = _counts_by_panel(changes).get((op, dtype, fused), (0, 0))
     if not worse and not better:
         return html.Span("none", className="hint")
     impls = [metrics.FUSED] if fused else sorted(set(changes["impl"]) - {metrics.FUSED})
@@ -140,6 +137,21 @@ def _change_counts(changes, op, dtype, fused: bool, base, commit, common):
     if better:
         parts.append(html.Span(f"{better} faster", className="good"))
     return dcc.Link([parts[0], *([", ", parts[1]] if len(parts) > 1 else [])], href=href)
+
+
+def _counts_by_panel(changes) -> dict:
+    """(op, dtype, fused?) -> (worse, better) counts, and (None, None, fused?) for all: once per table."""
+    cached = changes.attrs.get("counts_by_panel")
+    if cached is None:
+        flags = changes.assign(fused=changes["impl"] == metrics.FUSED, worse=changes["change"] == "worse",
+                               better=changes["change"] == "better", op=changes["op"].astype(str),
+                               dtype=changes["dtype"].astype(str))
+        per = flags.groupby(["op", "dtype", "fused"])[["worse", "better"]].sum()
+        total = flags.groupby("fused")[["worse", "better"]].sum()
+        cached = {k: (int(w), int(b)) for k, (w, b) in per.iterrows()}
+        cached.update({(None, None, f): (int(w), int(b)) for f, (w, b) in total.iterrows()})
+        changes.attrs["counts_by_panel"] = cached
+    return cached
 
 
 def panels(table, regressed: dict[str, str], theme: str):
@@ -160,7 +172,8 @@ def panels(table, regressed: dict[str, str], theme: str):
                                 config={"displaylogo": False, "responsive": False,
                                         "toImageButtonOptions": {"format": "png", "scale": 2,
                                                                  "filename": f"fused-mlp-speedup-{op}-{dtype}"}},
-                                style={"width": f"{figure.layout.width}px", "height": f"{figure.layout.height}px"},
+                                style={"width": f"{figure['layout']['width']}px",
+                                       "height": f"{figure['layout']['height']}px"},
                                 className="panel"))
     return [speedup_legend(span), html.Div(graphs, className="panels")]
 

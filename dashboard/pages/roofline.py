@@ -39,7 +39,7 @@ def roofline_points(data: DashboardData, machine, env, commit, selections: dict)
     run = data.run(machine, env)
     if run is None:
         return None, None
-    rows = metrics.apply_filters(run.at_commit(commit), selections)
+    rows = metrics.apply_filters(run.at_commit(commit, samples=False), selections)
     rows = rows[rows["metric"] == "latency"]
     points = metrics.derive(rows, "tflops")
     points["tflops"] = points["y"]

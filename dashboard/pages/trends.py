@@ -17,7 +17,6 @@ from dashboard.components import (
 from dashboard.figures import build_trend_figure
 from dashboard.model import DashboardData, ResultsStore, Run
 from dashboard.pages import Page, _generic_trends
-from dashboard.regressions import find_changes, findings_frame
 from dashboard.urlstate import SHELL, Query, link, qid
 
 ID = "trends"
@@ -75,9 +74,9 @@ def marked_commit(run: Run | None, query: Query) -> str | None:
 @lru_cache(maxsize=256)
 def _series_changes(signature_key: int, run: Run, case: str, source: str) -> pd.DataFrame:
     """The detector on the series in view (a few per case): same algorithm as the inbox."""
-    rows = run.of_case(case)
-    rows = rows[rows["metric"] == source]
-    found = findings_frame(find_changes(rows))
+    from dashboard.regressions import find_changes, findings_frame  # imports scipy: on first use
+
+    found = findings_frame(find_changes(run.of_case(case, metric=source)))
     if found.empty:
         return pd.DataFrame(columns=["impl", "commit_hash", "direction", "relative_change", "confirmed"])
     lookup = run.series_of_params
@@ -92,8 +91,7 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
         return error_figure(lambda: theme)("No case matches the filters.")
     metric = metric if metric in metrics.METRICS else "latency"
     source_metric = metrics.stored_metric_of(metrics.METRICS[metric].source)
-    rows = run.of_case(case)
-    rows = rows[rows["metric"] == source_metric]
+    rows = run.of_case(case, samples=False, metric=source_metric)
     if impl:
         rows = rows[rows["impl"].astype(str).isin(impl)]
     rows = rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash", how="left") if len(rows) else rows
