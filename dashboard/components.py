@@ -207,10 +207,13 @@ def empty_state(data: DashboardData) -> html.Div:
     return html.Div([
         html.H2("No benchmark results to show"),
         html.P(f"{data.problem}."),
-        html.P(["Produce results with the asv suite on a machine with a GPU (",
-                html.Code("asv run"), " with this repository's asv.conf.json writes them into ",
-                html.Code("results/"), "), or point the dashboard at a directory that has them: ",
-                html.Code("python -m dashboard --results DIR"), "."]),
+        html.P(["Point the dashboard at a folder of asv results, this suite's or any other project's: ",
+                html.Code("python -m dashboard --results DIR"), " (", html.Code("asv run"),
+                " writes them into the results_dir of its asv.conf.json). For this suite, ",
+                html.Code("python -m benchmarks.run --machine NAME"), " on a GPU runner writes ",
+                html.Code("results/"), "; ",
+                html.Code("TRITON_INTERPRET=1 python -m benchmarks.run --machine cpu --grid tiny"),
+                " checks the pipeline on a CPU (not performance numbers)."]),
         load_report_panel(data, open_=True),
     ], className="empty-state", id="empty-state")
 
@@ -230,7 +233,7 @@ def generic_notice(data: DashboardData, page: str) -> html.Div:
     ])
 
 
-def link_notice(query: Query, layout, shown_label=str) -> html.Div | None:
+def link_notice(query: Query, layout) -> html.Div | None:
     """What a link asked for that these results do not have, and what the page shows instead
     (read from the controls' values in ``layout``): a copied link never silently shows another view."""
     if not query.rejected:
@@ -239,9 +242,8 @@ def link_notice(query: Query, layout, shown_label=str) -> html.Div | None:
              if isinstance(getattr(c, "id", None), dict) and c.id.get("key") in query.rejected}
     parts = []
     for key, asked in query.rejected.items():
-        value = shown.get(key)
-        value = ", ".join(map(str, value)) if isinstance(value, list) else value
-        instead = f"showing {shown_label(value)}" if value not in (None, "") else "left out"
+        value = shown.get(key)  # a list (a filter): the values it has were kept, the others left out
+        instead = f"showing {value}" if value not in (None, "") and not isinstance(value, list) else "left out"
         parts.append(f"{key} {asked!r} ({instead})")
     return html.Div(["This link asks for what these results do not have: ", "; ".join(parts),
                      ". The nearest view is shown; change a control to update the link."],
