@@ -69,6 +69,10 @@ class Run:
         return self.index.commits
 
     @cached_property
+    def _position_of(self) -> dict[str, int]:
+        return {h: i for i, h in enumerate(self.commits["commit_hash"])}
+
+    @cached_property
     def _shown(self) -> np.ndarray:
         mask = np.zeros(len(self.table.series), dtype=bool)
         mask[self.series.index.to_numpy()] = True
@@ -109,11 +113,12 @@ class Run:
         row = mine.iloc[0]
         if self.suite:
             return {"case": row["case"], "metric": row["metric"]}
-        return {"benchmark": benchmark, **{PARAM_PREFIX + n: [r] for n, r in zip(row["param_names"], row["param_reprs"])}}
+        params = {PARAM_PREFIX + n: [r] for n, r in zip(row["param_names"], row["param_reprs"])}
+        return {"benchmark": benchmark, **params}
 
     def warm(self) -> None:
         """Build the cached indexes (part of loading, not of the first callback)."""
-        self.catalog, self._by_case, self._by_case_metric, self._shown  # noqa: B018 (cached_property side effect)
+        self.catalog, self._by_case, self._by_case_metric, self._shown, self._position_of  # noqa: B018
 
     def frame(self, rows: np.ndarray, samples: bool = True) -> pd.DataFrame:
         """These table rows with every column a view reads (and ``samples`` as asv's lists)."""
@@ -121,10 +126,10 @@ class Run:
 
     def at_commit(self, commit: str | None, samples: bool = True) -> pd.DataFrame:
         """The rows measured at one commit."""
-        hashes = self.commits["commit_hash"].tolist()
-        if commit not in hashes:
+        position = self._position_of.get(commit)
+        if position is None:
             return self.frame(np.empty(0, np.int64), samples)
-        window = self.index.rows_at(hashes.index(commit))
+        window = self.index.rows_at(position)
         rows = np.arange(window.start, window.stop, dtype=np.int64)
         return self.frame(rows[self._shown[self.table.series_of_row[rows]]], samples)
 
@@ -140,9 +145,8 @@ class Run:
         return self.of_series(series, samples)
 
     def previous_commit(self, commit: str) -> str | None:
-        hashes = self.commits["commit_hash"].tolist()
-        i = hashes.index(commit) if commit in hashes else -1
-        return hashes[i - 1] if i > 0 else None
+        i = self._position_of.get(commit, -1)
+        return self.commits["commit_hash"].iloc[i - 1] if i > 0 else None
 
 
 @dataclass

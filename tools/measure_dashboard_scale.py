@@ -176,8 +176,9 @@ def main(argv=None) -> int:
     start = _child("start", results, cache, args.repeat)
     ok_start = start["cold_start_s"] <= COLD_START_TARGET_S
     print(f"cold start with the cache: {start['cold_start_s']:.2f} s (imports {start['imports_s']:.2f} s, load "
-          f"{start['load_s']:.2f} s; {start['rows']:,} points, {start['series']:,} series, {start['commits']:,} commits, "
-          f"{start['parsed']} files parsed) target <= {COLD_START_TARGET_S} s: {'OK' if ok_start else 'MISSED'}")
+          f"{start['load_s']:.2f} s; {start['rows']:,} points, {start['series']:,} series, "
+          f"{start['commits']:,} commits, {start['parsed']} files parsed) target <= {COLD_START_TARGET_S} s: "
+          f"{'OK' if ok_start else 'MISSED'}")
     print(f"\ncallback bodies + JSON encoding, {args.repeat} calls each (ms): first / median / max")
     worst = 0.0
     for name, times in start["timings_ms"].items():

@@ -126,7 +126,8 @@ def _add_not_run_markers(traces: list, layout: dict, annotations: list, not_run:
     if not_run.empty:
         return
     for line in lines:
-        for status, symbol, hover in ((STATUS_FAILED, "x", FAILED_HOVER), (STATUS_SKIPPED, "circle-open", SKIPPED_HOVER)):
+        for status, symbol, hover in ((STATUS_FAILED, "x", FAILED_HOVER),
+                                      (STATUS_SKIPPED, "circle-open", SKIPPED_HOVER)):
             rows = not_run[(not_run["line"] == line) & (not_run["status"] == status)].sort_values("position")
             if rows.empty:
                 continue

@@ -220,7 +220,8 @@ def register(app, store: ResultsStore):
 
     @app.callback(Output("series-commit-info", "children"),
                   Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"),
-                  Input(f"{ID}-figure", "clickData"), Input(qid(ID, "commit"), "value"), Input(qid(SHELL, "theme"), "value"))
+                  Input(f"{ID}-figure", "clickData"), Input(qid(ID, "commit"), "value"),
+                  Input(qid(SHELL, "theme"), "value"))
     @guarded(message)
     def _commit_info(*args):
         from dashboard.pages.trends import commit_info

@@ -206,7 +206,8 @@ def change_card(changes, base, commit, common: dict):
     for r in significant.head(MAX_LISTED_CHANGES).itertuples(index=False):
         href = link("/trends", {**common, "case": r.case, "metric": "latency", "commit": commit})
         items.append(html.Li([
-            html.Span("slower" if r.change == "worse" else "faster", className=f"badge {'bad' if r.change == 'worse' else 'good'}"),
+            html.Span("slower" if r.change == "worse" else "faster",
+                      className=f"badge {'bad' if r.change == 'worse' else 'good'}"),
             f" {r.impl} ", html.Code(r.case), f" {format_value(r.old, 'seconds')} → {format_value(r.new, 'seconds')} "
             f"({r.ratio - 1:+.0%}) ", dcc.Link("trend →", href=href, className="trend-link")]))
     more = len(significant) - len(items)
@@ -216,7 +217,8 @@ def change_card(changes, base, commit, common: dict):
                     html.Span(str(counts["better"]), className="count good", id="overview-faster"), " faster, "
                     f"{counts['unchanged']} unchanged (within {FACTOR:g}× or not significant), {counts['other']} not "
                     "comparable (skipped, failed or new)"]),
-            html.Ul(items, className="changes", id="overview-change-list") if items else html.P("No significant change."),
+            (html.Ul(items, className="changes", id="overview-change-list") if items
+             else html.P("No significant change.")),
             dcc.Link(f"{'and ' + str(more) + ' more ' if more > 0 else 'all '}in Compare →", href=compare_href)]
 
 
