@@ -19,6 +19,7 @@ series it shows.
 from __future__ import annotations
 
 import concurrent.futures
+import gc
 import os
 import threading
 import time
@@ -308,6 +309,16 @@ def build_data(results_dir: str | Path, asv_conf: Path | None = None, cache_dir:
     return data
 
 
+def _settle_garbage_collector() -> None:
+    """After a load, collect once and freeze what is alive (the libraries, the loaded data) out of
+    the cyclic collector's reach: a full collection over it costs ~0.2 s, and it otherwise falls on
+    whichever callback happens to trigger it. The previous load's objects were unfrozen first, so
+    their cycles are collected here, not kept."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
 class ResultsStore:
     """Holds the current DashboardData of one results dir; reloads when the files change."""
 
@@ -328,7 +339,9 @@ class ResultsStore:
             now = time.monotonic()
             if self._data is None or (now - self._checked > self.RECHECK_SECONDS
                                       and results_signature(self.results_dir) != self._data.signature):
+                self._data = None
                 self._data = build_data(self.results_dir, self.asv_conf, self.cache_dir)
+                _settle_garbage_collector()
             self._checked = now
             return self._data
 

@@ -4,7 +4,7 @@ hash and date, and a link to the commit (click a point)."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+from collections import OrderedDict
 
 import pandas as pd
 from dash import Input, Output, State, dcc, html
@@ -71,16 +71,30 @@ def marked_commit(run: Run | None, query: Query) -> str | None:
     return chosen
 
 
-@lru_cache(maxsize=256)
-def _series_changes(signature_key: int, run: Run, case: str, source: str) -> pd.DataFrame:
-    """The detector on the series in view (a few per case): same algorithm as the inbox."""
+_CHANGES: OrderedDict = OrderedDict()  # (results set, run, case, metric) -> the detector's findings
+_CHANGES_KEPT = 256
+
+
+def _series_changes(signature_key: int, run: Run, case: str, source: str, rows: pd.DataFrame | None = None
+                    ) -> pd.DataFrame:
+    """The detector on the series in view (a few per case): same algorithm as the inbox. ``rows``:
+    the case's rows of that metric with their samples, if the caller has them."""
+    key = (signature_key, id(run), case, source)
+    found = _CHANGES.get(key)
+    if found is not None:
+        _CHANGES.move_to_end(key)
+        return found
     from dashboard.regressions import find_changes, findings_frame  # imports scipy: on first use
 
-    found = findings_frame(find_changes(run.of_case(case, metric=source)))
+    found = findings_frame(find_changes(rows if rows is not None else run.of_case(case, metric=source)))
     if found.empty:
-        return pd.DataFrame(columns=["impl", "commit_hash", "direction", "relative_change", "confirmed"])
-    lookup = run.series_of_params
-    found["impl"] = [lookup.get((b, p), (None, None))[1] for b, p in zip(found["benchmark"], found["params"])]
+        found = pd.DataFrame(columns=["impl", "commit_hash", "direction", "relative_change", "confirmed"])
+    else:
+        lookup = run.series_of_params
+        found["impl"] = [lookup.get((b, p), (None, None))[1] for b, p in zip(found["benchmark"], found["params"])]
+    _CHANGES[key] = found
+    while len(_CHANGES) > _CHANGES_KEPT:
+        _CHANGES.popitem(last=False)
     return found
 
 
@@ -91,14 +105,16 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
         return error_figure(lambda: theme)("No case matches the filters.")
     metric = metric if metric in metrics.METRICS else "latency"
     source_metric = metrics.stored_metric_of(metrics.METRICS[metric].source)
-    rows = run.of_case(case, samples=False, metric=source_metric)
+    signature_key = hash(data.signature)
+    known = (signature_key, id(run), case, source_metric) in _CHANGES
+    rows = run.of_case(case, samples=not known, metric=source_metric)  # samples: for the detector only
+    changes = _series_changes(signature_key, run, case, source_metric, None if known else rows)
     if impl:
         rows = rows[rows["impl"].astype(str).isin(impl)]
     rows = rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash", how="left") if len(rows) else rows
     if rows.empty:
         return error_figure(lambda: theme)(f"{case}: nothing measured for this selection.")
     derived = metrics.derive(rows, metric, data.ceilings)
-    changes = _series_changes(hash(data.signature), run, case, source_metric)
     if impl:
         changes = changes[changes["impl"].isin(impl)]
     spec = metrics.METRICS[metric]
