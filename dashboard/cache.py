@@ -134,25 +134,29 @@ def list_result_files(root: Path) -> tuple[list[tuple[str, str, int, int]], dict
     """(relative path, machine, size, mtime_ns) of every result file, machine.json contents, and
     the files that cannot be read at all. Layout as load_results reads it."""
     files, machines, skipped = [], {}, []
-    for mdir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
-                       and p.name not in SKIP_DIRS):
+    with os.scandir(root) as top:
+        machine_dirs = sorted(e.name for e in top if e.is_dir() and not e.name.startswith(".")
+                              and e.name not in SKIP_DIRS)
+    for machine in machine_dirs:
+        mdir = root / machine
         info_path = mdir / "machine.json"
         if info_path.exists():
             why = _regular_file(info_path, root)
             info, reason = (None, why) if why else loader.read_json_file(info_path)
             if reason is None and isinstance(info, dict):
-                machines[mdir.name] = info
+                machines[machine] = info
             else:
                 skipped.append(loader.SkippedFile(str(info_path), reason or "not an asv machine.json"))
-        for path in sorted(mdir.glob("*.json")):
-            if path.name == "machine.json":
-                continue
+        with os.scandir(mdir) as entries:
+            names = sorted(e.name for e in entries if e.name.endswith(".json") and e.name != "machine.json")
+        for name in names:
+            path = mdir / name
             why = _regular_file(path, root)
             if why:
                 skipped.append(loader.SkippedFile(str(path), why))
                 continue
             st = path.stat()
-            files.append((str(path.relative_to(root)), mdir.name, st.st_size, st.st_mtime_ns))
+            files.append((f"{machine}/{name}", machine, st.st_size, st.st_mtime_ns))
     return files, machines, skipped
 
 

@@ -170,28 +170,29 @@ def ceilings_table(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[CeilingProbl
     problems: list[CeilingProblem] = []
 
     def usable(rows: pd.DataFrame, size_col: str, what) -> pd.DataFrame:
-        keep = []
-        for row in rows.itertuples(index=False):
-            size, seconds = _positive_int(getattr(row, size_col)), float(row.value)
-            reason = (f"{size_col}={getattr(row, size_col)!r} is not a positive integer" if size is None else
-                      f"stored time {seconds!r} s is not a positive finite number"
-                      if not (np.isfinite(seconds) and seconds > 0) else None)
-            keep.append(reason is None)
-            if reason:
-                problems.append(CeilingProblem(str(row.machine), str(row.env_name), str(row.commit_hash),
-                                               what(row), reason))
-        return rows[np.array(keep, dtype=bool)] if len(rows) else rows
+        sizes = rows[size_col].to_numpy(dtype=object)
+        good_size = np.array([_positive_int(v) is not None for v in sizes], dtype=bool)
+        seconds = rows["value"].to_numpy(dtype=float)
+        with np.errstate(invalid="ignore"):
+            good_time = np.isfinite(seconds) & (seconds > 0)
+        for i in np.flatnonzero(~(good_size & good_time)):  # the few bad ones, with their reasons
+            row = rows.iloc[i]
+            reason = (f"{size_col}={sizes[i]!r} is not a positive integer" if not good_size[i]
+                      else f"stored time {seconds[i]!r} s is not a positive finite number")
+            problems.append(CeilingProblem(str(row["machine"]), str(row["env_name"]), str(row["commit_hash"]),
+                                           what(row), reason))
+        return rows[good_size & good_time]
 
     columns: list[pd.Series] = []
     copy = ok[ok["benchmark"] == COPY_BENCHMARK]
     if len(copy) and "bytes" in copy.columns:
-        copy = usable(copy, "bytes", lambda r: f"copy ceiling (bytes={r.bytes})")
+        copy = usable(copy, "bytes", lambda r: f"copy ceiling (bytes={r['bytes']})")
         gbps = [cost.copy_gbps(int(b), s) for b, s in zip(copy["bytes"], copy["value"])]
         if len(copy):
             columns.append(copy.assign(copy_gbps=gbps).groupby(keys, observed=True)["copy_gbps"].max())
     matmul = ok[ok["benchmark"] == MATMUL_BENCHMARK]
     if len(matmul) and {"dtype", "n"} <= set(matmul.columns):
-        matmul = usable(matmul, "n", lambda r: f"matmul ceiling {r.dtype} (n={r.n})")
+        matmul = usable(matmul, "n", lambda r: f"matmul ceiling {r['dtype']} (n={r['n']})")
         tflops = [cost.matmul_tflops(int(n), s) for n, s in zip(matmul["n"], matmul["value"])]
         if len(matmul):
             per_dtype = (matmul.assign(tflops=tflops, dt=matmul["dtype"].astype(str))

@@ -88,13 +88,13 @@ class Run:
         """Distinct (case, impl) with Case fields: what the filters count (suite mode)."""
         return metrics.case_catalog(self.series) if self.suite else metrics.empty_catalog()
 
-    @cached_property
-    def _by_case(self) -> dict:
-        return self.series.groupby("case").groups if self.suite else {}
-
-    @cached_property
-    def _by_case_metric(self) -> dict:
-        return self.series.groupby(["case", "metric"]).groups if self.suite else {}
+    def _series_of_case(self, case: str | None, metric: str | None = None) -> pd.Index:
+        if not self.suite or case is None:
+            return self.series.index[:0]
+        mine = self.series["case"].to_numpy() == case
+        if metric is not None:
+            mine &= self.series["metric"].to_numpy() == metric
+        return self.series.index[mine]
 
     @cached_property
     def series_of_params(self) -> dict[tuple[str, str], tuple[str | None, str | None]]:
@@ -119,7 +119,7 @@ class Run:
 
     def warm(self) -> None:
         """Build the cached indexes (part of loading, not of the first callback)."""
-        self.catalog, self._by_case, self._by_case_metric, self._shown, self._position_of  # noqa: B018
+        self.catalog, self._shown, self._position_of  # noqa: B018 (cached_property side effect)
 
     def frame(self, rows: np.ndarray, samples: bool = True) -> pd.DataFrame:
         """These table rows with every column a view reads (and ``samples`` as asv's lists)."""
@@ -142,8 +142,7 @@ class Run:
 
     def of_case(self, case: str | None, samples: bool = True, metric: str | None = None) -> pd.DataFrame:
         """Every row of one case (all commits and impls; all metrics, or only ``metric``)."""
-        series = self._by_case.get(case, []) if metric is None else self._by_case_metric.get((case, metric), [])
-        return self.of_series(series, samples)
+        return self.of_series(self._series_of_case(case, metric), samples)
 
     def previous_commit(self, commit: str) -> str | None:
         i = self._position_of.get(commit, -1)
@@ -309,13 +308,14 @@ def build_data(results_dir: str | Path, asv_conf: Path | None = None, cache_dir:
     return data
 
 
-def _settle_garbage_collector() -> None:
-    """After a load, collect once and freeze what is alive (the libraries, the loaded data) out of
-    the cyclic collector's reach: a full collection over it costs ~0.2 s, and it otherwise falls on
-    whichever callback happens to trigger it. The previous load's objects were unfrozen first, so
-    their cycles are collected here, not kept."""
-    gc.unfreeze()
-    gc.collect()
+def _settle_garbage_collector(first: bool) -> None:
+    """After a load, freeze what is alive (the libraries, the loaded data) out of the cyclic
+    collector's reach: a full collection over it costs ~0.2 s, and it otherwise falls on whichever
+    callback happens to trigger it. On a reload the previous load's objects are unfrozen and
+    collected first, so their cycles are not kept."""
+    if not first:
+        gc.unfreeze()
+        gc.collect()
     gc.freeze()
 
 
@@ -339,9 +339,10 @@ class ResultsStore:
             now = time.monotonic()
             if self._data is None or (now - self._checked > self.RECHECK_SECONDS
                                       and results_signature(self.results_dir) != self._data.signature):
+                first = self._data is None
                 self._data = None
                 self._data = build_data(self.results_dir, self.asv_conf, self.cache_dir)
-                _settle_garbage_collector()
+                _settle_garbage_collector(first)
             self._checked = now
             return self._data
 
