@@ -49,9 +49,13 @@ def main(argv=None) -> int:
         print(f"note: {args.results} does not exist yet; the dashboard shows how to produce results", file=sys.stderr)
     else:  # load before serving, so the first page does not wait for it
         data = store.get()
-        print(f"loaded {args.results}: {data.problem or data.what_was_loaded()} in {data.load_seconds:.1f} s "
-              f"({data.files_parsed} result file(s) parsed, the rest from the cache)"
-              + (f"; {data.cache_note}" if data.cache_note else ""), file=sys.stderr)
+        if data.problem:
+            print(f"note: {data.problem}; the dashboard says how to produce results", file=sys.stderr)
+        else:
+            print(f"loaded {args.results}: {data.what_was_loaded()} in {data.load_seconds:.1f} s "
+                  f"({data.files_parsed} result file(s) parsed now"
+                  + (", the rest from the cache)" if cache_dir else ")")
+                  + (f"; {data.cache_note}" if data.cache_note else ""), file=sys.stderr)
     print(f"serving {args.results.resolve()} at http://{args.host}:{args.port}/", file=sys.stderr)
     signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     try:

@@ -153,9 +153,11 @@ def test_speedup_panels_are_sized_by_their_cells_on_one_colour_scale(main_run):
     for n in (1, 40):  # one case or forty: a cell is as big as in any other panel
         width, height = panel_size(n, 5, 30)
         assert (height - panel_size(1, 5, 30)[1]) == 26 * (n - 1) and width < 1400
-    ticks = speedup_ticks(span)
-    assert 1.0 in ticks and 3 <= len(ticks) <= 9 and ticks == sorted(ticks)  # real ticks, not one "1x"
-    assert all(abs(np.log2(t)) <= span + 1e-9 for t in ticks)
+    for s in (span, np.log2(1.25), 1.0, 3.0):  # real ticks, not one "1x", never crowded
+        ticks = speedup_ticks(s)
+        assert 1.0 in ticks and 3 <= len(ticks) <= 9 and ticks == sorted(ticks)
+        assert all(abs(np.log2(t)) <= s + 1e-9 for t in ticks)
+        assert min(np.diff(np.log2(ticks))) >= s / 4 - 1e-9
 
 
 def test_trend_figure_marks_detected_changes_and_the_linked_commit(data, fx):
@@ -229,6 +231,10 @@ def test_roofline_figure_draws_the_measured_roofs_and_pairs_each_fused_point(dat
     for axis in (fig.layout.xaxis, fig.layout.yaxis):  # every tick labelled in full, none a bare "2" or "5"
         assert len(axis.tickvals) >= 3
         assert [float(t.replace(",", "")) for t in axis.ticktext] == pytest.approx(list(axis.tickvals))
+    from dashboard.figures.roofline import log_ticks
+
+    values, labels = log_ticks(1e-6, 1e-3)
+    assert labels[0] == "10<sup>-6</sup>" and values == pytest.approx([1e-6, 1e-5, 1e-4, 1e-3])
     assert "no roof" in go.Figure(build_roofline_figure(fig_points(data, newest), None)).layout.title.text
 
 

@@ -39,11 +39,15 @@ def color_span(speedups) -> float:
 
 
 def speedup_ticks(span: float) -> list[float]:
-    """Speedups to label on the scale: the nice values inside it (1x always)."""
-    inside = [v for v in NICE_SPEEDUPS if abs(math.log2(v)) <= span + 1e-9]
-    while len(inside) > 9:  # thin out evenly, keeping 1x and both ends
-        inside = inside[::2] if inside.index(1.0) % 2 == 0 else inside[1::2]
-    return inside
+    """Speedups to label on the scale: 1x, then nice values outwards at least a quarter of the
+    half-scale apart (so labels never crowd), mirrored on the slower side."""
+    chosen, last = [1.0], 0.0
+    candidates = (2.0, 4.0, 8.0) if span >= 1.5 else NICE_SPEEDUPS  # a wide scale reads best in doublings
+    for v in (v for v in candidates if v > 1 and math.log2(v) <= span + 1e-9):
+        if math.log2(v) - last >= span / 4 - 1e-9:
+            chosen.append(v)
+            last = math.log2(v)
+    return sorted({*chosen, *(1 / v for v in chosen)})
 
 
 def speedup_label(v: float) -> str:
@@ -52,8 +56,10 @@ def speedup_label(v: float) -> str:
 
 
 def speedup_text(v: float) -> str:
-    """A measured speedup: "1.17×" ("–" when there is none)."""
-    return f"{v:.2f}×" if np.isfinite(v) else "–"
+    """A measured speedup: "1.17×", "0.00016×" (never a flat "0.00×"), "–" when there is none."""
+    if not np.isfinite(v):
+        return "–"
+    return f"{v:.2f}×" if v >= 0.1 else f"{v:.2g}×"
 
 
 def speedup_legend_stops(span: float) -> tuple[list[tuple[float, str]], list[tuple[float, str]]]:
@@ -96,7 +102,7 @@ def build_speedup_panel_figure(panel: pd.DataFrame, span: float, theme: str = "l
             s = float(r.speedup)
             note = changed.get(str(r.case))
             zr.append(math.log2(s) if np.isfinite(s) and s > 0 else None)
-            label = f"{s:.2f}×" if np.isfinite(s) else "no baseline"
+            label = speedup_text(s) if np.isfinite(s) else "no baseline"
             tr.append((REGRESSED_MARK if note else "") + label)
             hr.append(f"<b>{r.case}</b><br>fused {format_value(r.fused, 'seconds')}"
                       f"<br>best unfused: {r.baseline_impl or '–'} {format_value(r.best_baseline, 'seconds')}"

@@ -38,7 +38,17 @@ def log_ticks(low: float, high: float) -> tuple[list[float], list[str]]:
         values = [float(f"{v:.6g}") for v in values if low <= v * (1 + 1e-9) and v <= high * (1 + 1e-9)]
         if len(values) >= 3:
             break
-    return values, [f"{v:,.10g}" for v in values]
+    return values, [_tick_label(v) for v in values]
+
+
+def _tick_label(v: float) -> str:
+    """"20", "0.05", "1,000"; very small or large values as powers of ten ("2×10⁻⁵", not "2e-05")."""
+    if 1e-3 <= v < 1e6:
+        return f"{v:,.10g}"
+    exponent = math.floor(math.log10(v))
+    mantissa = round(v / 10.0 ** exponent, 6)
+    power = f"10<sup>{exponent}</sup>"
+    return power if mantissa == 1 else f"{mantissa:g}×{power}"
 
 
 def _roofs(ceilings: cost.Ceilings) -> list[tuple[float, list[str]]]:

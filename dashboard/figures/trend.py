@@ -14,7 +14,7 @@ from dashboard.units import display_unit
 # Where asv's stored value says a benchmark did not run; asv keeps no error message in its files.
 FAILED_HOVER = "failed: asv stored null (the benchmark raised an error or timed out; asv keeps no message)"
 SKIPPED_HOVER = "skipped: asv stored NaN (setup raised NotImplementedError / SkipNotImplemented)"
-_STRIP_Y = 0.03  # failure markers sit on a strip at the bottom of the plot (paper-like axis y2)
+_STRIP_ROW = 0.05  # height of one line's row of failure markers, as a fraction of the plot
 
 
 def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | None = None,
@@ -72,11 +72,13 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
                                line=dict(color="#888", dash="dash", width=1.5)))
             annotations.append(dict(x=x, y=1.0, xref="x", yref="paper", text=f"{marked_commit[:8]}", showarrow=False,
                                     yanchor="bottom", font=dict(size=11)))
+    strip = layout.pop("strip", 0.0)
     layout.update(
         yaxis=dict(title=dict(text=shown.title(spec.label)), type="log" if log_y else "linear",
-                   exponentformat="none" if shown.symbol else "SI", range=_trend_y_range(ok, log_y)),
+                   exponentformat="none" if shown.symbol else "SI", range=_trend_y_range(ok, log_y),
+                   **({"domain": [strip + 0.03, 1]} if strip else {})),
         xaxis=dict(title=dict(text="commit (oldest → newest)" if xcol == "position" else "commit date"),
-                   **({"type": "date"} if xcol == "date" else {})),
+                   **({"type": "date"} if xcol == "date" else {}), **({"anchor": "y2"} if strip else {})),
         shapes=shapes, annotations=annotations)
     return {"data": traces, "layout": layout_dict(theme, title=dict(text=title), hovermode="closest", height=480,
                                                   **layout)}
@@ -121,27 +123,31 @@ def _commit_custom(rows: pd.DataFrame) -> np.ndarray:
 
 def _add_not_run_markers(traces: list, layout: dict, annotations: list, not_run: pd.DataFrame, lines: list[str],
                          colors: dict, xcol: str, any_values: bool) -> None:
-    """Failed (x) and skipped (open circle) commits of each line on a strip at the bottom of the
-    plot, with a legend entry that says how often: a line that never ran still shows up."""
+    """Failed (x) and skipped (open circle) commits of each line, one row per line on a strip of its
+    own below the plot (axis y2), with a legend entry that says how often: a line that never ran
+    still shows up, and the markers hide neither the values nor each other."""
     if not_run.empty:
         return
-    for line in lines:
+    rows_of = [line for line in lines if (not_run["line"] == line).any()]
+    for k, line in enumerate(rows_of):
         for status, symbol, hover in ((STATUS_FAILED, "x", FAILED_HOVER),
                                       (STATUS_SKIPPED, "circle-open", SKIPPED_HOVER)):
             rows = not_run[(not_run["line"] == line) & (not_run["status"] == status)].sort_values("position")
             if rows.empty:
                 continue
             traces.append(dict(
-                type="scatter", x=_x(rows, xcol), y=np.full(len(rows), _STRIP_Y), yaxis="y2", mode="markers",
+                type="scatter", x=_x(rows, xcol), y=np.full(len(rows), k), yaxis="y2", mode="markers",
                 name=f"{line}: {status} at {len(rows)} commit{'s' if len(rows) != 1 else ''}", legendgroup=line,
                 marker=dict(symbol=symbol, size=9, color=colors[line], line=dict(width=2, color=colors[line])),
                 customdata=_commit_custom(rows),
                 hovertemplate=(f"<b>{line}</b> {hover}<br>commit %{{customdata[3]}} (#%{{customdata[2]}})"
                                "<br>%{customdata[1]}<extra></extra>")))
-    layout["yaxis2"] = dict(overlaying="y", range=[0, 1], visible=False, fixedrange=True)
+    strip = min(_STRIP_ROW * len(rows_of), 0.25)
+    layout["yaxis2"] = dict(domain=[0, strip], range=[-0.7, len(rows_of) - 0.3], visible=False, fixedrange=True)
+    layout["strip"] = strip  # the values' axis starts above it (set with the rest of the axes)
     if not any_values:
         annotations.append(dict(text="nothing measured: every point failed or was skipped", showarrow=False,
-                                x=0.5, y=0.5, xref="paper", yref="paper", font=dict(size=13)))
+                                x=0.5, y=0.6, xref="paper", yref="paper", font=dict(size=13)))
 
 
 def _trend_y_range(ok: pd.DataFrame, log_y: bool) -> list[float] | None:
