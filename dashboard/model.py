@@ -304,6 +304,7 @@ def build_data(results_dir: str | Path, asv_conf: Path | None = None, cache_dir:
             data.runs[key] = Run(*key, table, index, mine, suite=data.mode == SUITE)
     for run in data.runs.values():  # index now, so no page's first callback pays for it
         run.warm()
+    metrics.ceilings_by_run(data.ceilings)
     data.load_seconds = time.perf_counter() - started
     return data
 
