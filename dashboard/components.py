@@ -88,6 +88,16 @@ def commit_of(run: Run | None, query: Query, key: str, offset_from_newest: int =
     return chosen
 
 
+def marked_commit(run: Run | None, query: Query) -> str | None:
+    """The commit a link marks, if the run has it (else nothing is marked, and the page says so)."""
+    wanted = query.one("commit")
+    chosen = resolve_commit(run, wanted) if wanted else None
+    if wanted and (chosen is None or not chosen.startswith(wanted)):
+        query.reject("commit", wanted)
+        return None
+    return chosen
+
+
 def run_controls(page: str, data: DashboardData, query: Query, commit_keys: dict[str, int] | None = None):
     """Machine, environment and commit dropdowns. ``commit_keys``: key -> default offset from the
     newest commit (Compare: {"a": 1, "b": 0})."""

@@ -16,8 +16,8 @@ import pandas as pd
 from dash import ALL, Input, Output, State, dcc, html
 
 from dashboard.components import (
-    commit_options, dropdown, error_figure, graph, guarded, labelled, message, register_run_controls,
-    resolve_commit, run_controls, run_of,
+    commit_options, dropdown, error_figure, graph, guarded, labelled, marked_commit, message,
+    register_run_controls, resolve_commit, run_controls, run_of,
 )
 from dashboard.figures import build_trend_figure
 from dashboard.metrics import better_of
@@ -85,11 +85,7 @@ def layout(data: DashboardData, query: Query):
     grid = param_grid(run, benchmark)
     chosen = default_choice(grid) if not any(PARAM_PREFIX + n in query.raw for n, _ in grid) else {
         n: query.many(PARAM_PREFIX + n, allowed=values) for n, values in grid}
-    marked = query.one("commit")
-    marked_hash = resolve_commit(run, marked) if marked else None
-    if marked and (marked_hash is None or not marked_hash.startswith(marked)):
-        query.reject("commit", marked)
-        marked_hash = None
+    marked_hash = marked_commit(run, query)
     return html.Div([
         html.H1("Trends"),
         html.P(["Generic asv results: ", data.what_was_loaded(), "; ", data.project.order_note(), ". Pick a "

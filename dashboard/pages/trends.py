@@ -4,6 +4,7 @@ hash and date, and a link to the commit (click a point)."""
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 
 import pandas as pd
@@ -11,8 +12,8 @@ from dash import Input, Output, State, dcc, html
 
 from dashboard import metrics
 from dashboard.components import (
-    commit_options, dropdown, error_figure, facet_controls, graph, guarded, labelled, message, register_facet_counts,
-    register_run_controls, resolve_commit, run_controls, run_of,
+    commit_options, dropdown, error_figure, facet_controls, graph, guarded, labelled, marked_commit, message,
+    register_facet_counts, register_run_controls, resolve_commit, run_controls, run_of,
 )
 from dashboard.figures import build_trend_figure
 from dashboard.model import DashboardData, ResultsStore, Run
@@ -61,18 +62,9 @@ def layout(data: DashboardData, query: Query):
     ])
 
 
-def marked_commit(run: Run | None, query: Query) -> str | None:
-    """The commit a link marks, if the run has it (else nothing is marked, and the page says so)."""
-    wanted = query.one("commit")
-    chosen = resolve_commit(run, wanted) if wanted else None
-    if wanted and (chosen is None or not chosen.startswith(wanted)):
-        query.reject("commit", wanted)
-        return None
-    return chosen
-
-
 _CHANGES: OrderedDict = OrderedDict()  # (results set, run, case, metric) -> the detector's findings
 _CHANGES_KEPT = 256
+_CHANGES_LOCK = threading.Lock()  # callbacks run in the server's threads
 
 
 def _series_changes(signature_key: int, run: Run, case: str, source: str, rows: pd.DataFrame | None = None
@@ -80,10 +72,11 @@ def _series_changes(signature_key: int, run: Run, case: str, source: str, rows: 
     """The detector on the series in view (a few per case): same algorithm as the inbox. ``rows``:
     the case's rows of that metric with their samples, if the caller has them."""
     key = (signature_key, id(run), case, source)
-    found = _CHANGES.get(key)
-    if found is not None:
-        _CHANGES.move_to_end(key)
-        return found
+    with _CHANGES_LOCK:
+        found = _CHANGES.get(key)
+        if found is not None:
+            _CHANGES.move_to_end(key)
+            return found
     from dashboard.regressions import find_changes, findings_frame  # imports scipy: on first use
 
     found = findings_frame(find_changes(rows if rows is not None else run.of_case(case, metric=source)))
@@ -92,9 +85,10 @@ def _series_changes(signature_key: int, run: Run, case: str, source: str, rows: 
     else:
         lookup = run.series_of_params
         found["impl"] = [lookup.get((b, p), (None, None))[1] for b, p in zip(found["benchmark"], found["params"])]
-    _CHANGES[key] = found
-    while len(_CHANGES) > _CHANGES_KEPT:
-        _CHANGES.popitem(last=False)
+    with _CHANGES_LOCK:
+        _CHANGES[key] = found
+        while len(_CHANGES) > _CHANGES_KEPT:
+            _CHANGES.popitem(last=False)
     return found
 
 
