@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import shutil
-import stat
 import tempfile
 import uuid
 from dataclasses import dataclass, field
@@ -30,6 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from dashboard import data as loader
+from dashboard import safe_read
+from dashboard.safe_read import inside
 
 FORMAT = 1
 # Per-row columns of a segment, as the parser produces them (stats rows become their own files).
@@ -46,10 +47,10 @@ def default_cache_dir() -> Path:
 
 
 def parser_fingerprint() -> str:
-    """Changes when the parser's code does (data.py, this module): a cache written by another
-    version is not trusted."""
+    """Changes when the parser's code does (data.py, safe_read.py, this module): a cache written
+    by another version is not trusted."""
     digest = hashlib.sha256(f"format {FORMAT}".encode())
-    for path in (Path(loader.__file__), Path(__file__)):
+    for path in (Path(loader.__file__), Path(safe_read.__file__), Path(__file__)):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -113,36 +114,24 @@ class ParsedResults:
 # --------------------------------------------------------------------------- the results folder
 
 
-def _regular_file(path: Path, root: Path) -> str | None:
-    """Why ``path`` is not a file to read (a FIFO blocks, a device never ends, a symlink may lead
-    out of the results folder), or None."""
-    try:
-        info = path.lstat()
-        if stat.S_ISLNK(info.st_mode):
-            target = path.resolve()
-            if root.resolve() not in target.parents:
-                return "a symlink that leads out of the results folder"
-            info = target.stat()
-    except OSError as exc:
-        return f"cannot stat ({exc.strerror or exc})"
-    if not stat.S_ISREG(info.st_mode):
-        return "not a regular file"
-    return None
-
-
 def list_result_files(root: Path) -> tuple[list[tuple[str, str, int, int]], dict, list[loader.SkippedFile]]:
     """(relative path, machine, size, mtime_ns) of every result file, machine.json contents, and
-    the files that cannot be read at all. Layout as load_results reads it."""
+    what cannot be read at all. Layout and limits as load_results reads them: a machine folder
+    that leads out of the results folder is skipped here, and every file is read by the loader's
+    safe reader (dashboard.safe_read), which refuses FIFOs, devices and symlinks out of it."""
     files, machines, skipped = [], {}, []
     with os.scandir(root) as top:
         machine_dirs = sorted(e.name for e in top if e.is_dir() and not e.name.startswith(".")
                               and e.name not in SKIP_DIRS)
     for machine in machine_dirs:
         mdir = root / machine
+        if not inside(mdir, root):
+            skipped.append(loader.SkippedFile(str(mdir), f"a symlink to {os.path.realpath(mdir)!r}, outside "
+                                                         f"{str(root)!r}"))
+            continue
         info_path = mdir / "machine.json"
-        if info_path.exists():
-            why = _regular_file(info_path, root)
-            info, reason = (None, why) if why else loader.read_json_file(info_path)
+        if info_path.exists() or info_path.is_symlink():
+            info, reason = loader.read_json_file(info_path, root)
             if reason is None and isinstance(info, dict):
                 machines[machine] = info
             else:
@@ -151,21 +140,20 @@ def list_result_files(root: Path) -> tuple[list[tuple[str, str, int, int]], dict
             names = sorted(e.name for e in entries if e.name.endswith(".json") and e.name != "machine.json")
         for name in names:
             path = mdir / name
-            why = _regular_file(path, root)
-            if why:
-                skipped.append(loader.SkippedFile(str(path), why))
+            try:
+                st = path.stat()  # of what a symlink points to: a new target is a changed file
+            except OSError as exc:
+                skipped.append(loader.SkippedFile(str(path), f"cannot stat ({exc.strerror or exc})"))
                 continue
-            st = path.stat()
             files.append((f"{machine}/{name}", machine, st.st_size, st.st_mtime_ns))
     return files, machines, skipped
 
 
 def read_benchmarks(root: Path) -> tuple[dict, list[loader.SkippedFile]]:
     path = root / "benchmarks.json"
-    if not path.exists():
+    if not (path.exists() or path.is_symlink()):
         return {}, []
-    why = _regular_file(path, root)
-    doc, reason = (None, why) if why else loader.read_json_file(path)
+    doc, reason = loader.read_json_file(path, root)
     if reason is None and not isinstance(doc, dict):
         reason = "not an asv benchmarks.json (top level is not an object)"
     if reason is not None:
@@ -351,7 +339,8 @@ class ResultsCache:
             entries.append(entry)
         note = ""
         for batch in _batches(todo):
-            parsed = loader._parse_files([(str(self.root / e.path), e.machine) for e in batch], self.jobs)
+            parsed = loader._parse_files([(str(self.root / e.path), e.machine, str(self.root)) for e in batch],
+                                         self.jobs)
             segment = _segment_from_parsed(parsed, batch, layouts, len(segments), f"seg-{uuid.uuid4().hex[:12]}")
             del parsed
             if self.dir is not None and not note:

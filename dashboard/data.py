@@ -12,7 +12,9 @@ values are stored as ``repr()`` strings in ``itertools.product`` order; CIs may 
 ``-Infinity``/``Infinity`` when there were too few samples.
 
 Any file that cannot be used is listed in ``LoadReport.skipped`` with the reason and the
-rest still loads.
+rest still loads. Every file is read through :mod:`dashboard.safe_read`: regular files inside the
+results folder only, with a size and a nesting limit, and commit dates in a sane range, so no
+file in results/ can hang, exhaust or crash the dashboard or the gate.
 
 Speed (500 commits x 2,000 series, 200 MB): most of the time is ``json.loads``, and 70 % of
 that is the raw samples. Result files are parsed on every available core (a spawned process
@@ -29,7 +31,6 @@ import ast
 import concurrent.futures
 import gc
 import itertools
-import json
 import math
 import multiprocessing
 import os
@@ -39,6 +40,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+
+from dashboard.safe_read import date_problem, inside, read_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -62,6 +65,9 @@ SAMPLE_ROW = "sample_row"
 # Below this many bytes of result files a process pool costs more than it saves.
 PARALLEL_MIN_BYTES = 24 << 20
 FILES_PER_TASK = 8
+# A benchmark's parameter grid larger than this is not a real one (a whole-benchmark failure
+# would otherwise make one row per combination of a grid a small file can describe).
+MAX_COMBINATIONS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -135,32 +141,11 @@ class ResultsDirError(Exception):
     """The results directory itself is unusable (missing, not a directory)."""
 
 
-def read_json_file(path: Path) -> tuple[object | None, str | None]:
-    """Return (document, None) or (None, reason). Accepts asv's NaN/Infinity literals."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        return None, f"not UTF-8 text ({exc.reason} at byte {exc.start})"
-    except OSError as exc:
-        return None, f"cannot read file ({exc.strerror or exc})"
-    if not text.strip():
-        return None, "empty file"
-    try:
-        return json.loads(text), None
-    except json.JSONDecodeError as exc:
-        if _looks_truncated(text, exc):
-            return None, f"truncated JSON (file ends at character {len(text)} inside a value)"
-        return None, f"broken JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-
-
-def _looks_truncated(text: str, exc: json.JSONDecodeError) -> bool:
-    """The parse failed at the end of the file: it stopped mid-value. A cut inside a number or
-    a literal ("1.2e", "-", "Infin") makes the parser fail a few characters before the end, so
-    an error that close to an end that closes nothing counts as a cut too."""
-    body = text.rstrip()
-    if exc.pos >= len(body) or exc.msg.startswith("Unterminated string"):
-        return True
-    return exc.pos >= len(body) - 16 and not body.endswith(("}", "]"))
+def read_json_file(path: Path, root: Path | None = None) -> tuple[object | None, str | None]:
+    """Return (document, None) or (None, reason), read with the limits of dashboard.safe_read
+    (``root``: the folder the file must stay inside; default its own). Accepts asv's NaN/Infinity."""
+    path = Path(path)
+    return read_json(path, path.parent if root is None else Path(root))
 
 
 def _check_result_document(doc: object) -> str | None:
@@ -175,8 +160,14 @@ def _check_result_document(doc: object) -> str | None:
         return f"not an asv result file (missing {', '.join(missing)})"
     if not isinstance(doc["results"], dict) or not isinstance(doc["result_columns"], list):
         return "not an asv result file ('results' must be an object and 'result_columns' a list)"
-    if not isinstance(doc["date"], (int, float)) or isinstance(doc["date"], bool) or not math.isfinite(doc["date"]):
-        return f"not an asv result file ('date' is {doc['date']!r}, expected milliseconds since the epoch)"
+    if not all(isinstance(c, str) for c in doc["result_columns"]):
+        return "not an asv result file ('result_columns' must be a list of names)"
+    problem = date_problem(doc["date"])
+    if problem is not None:
+        return f"not an asv result file ({problem})"
+    for key in ("commit_hash", "env_name"):
+        if not isinstance(doc[key], str) or not doc[key]:
+            return f"not an asv result file ('{key}' is {doc[key]!r}, expected a non-empty string)"
     if "result" not in doc["result_columns"]:
         return "not an asv result file ('result_columns' has no 'result')"
     return None
@@ -226,7 +217,7 @@ def _to_float_or_nan(v) -> float:
     return math.nan
 
 
-def _parse_result_file(path: str, machine: str) -> dict:
+def _parse_result_file(path: str, machine: str, root: str) -> dict:
     """Read one result file into compact arrays (runs in a worker process or in this one).
 
     Returns {"path", "reason"} for an unusable file, else the file's identity, its benchmarks
@@ -234,7 +225,7 @@ def _parse_result_file(path: str, machine: str) -> dict:
     of the usable benchmarks as arrays: value, failed, stats (len(STATS_KEYS) x n) and the
     samples (flat values + one length per row, -1 for None).
     """
-    doc, reason = read_json_file(Path(path))
+    doc, reason = read_json_file(Path(path), Path(root))
     if reason is None:
         reason = _check_result_document(doc)
     if reason is not None:
@@ -254,7 +245,13 @@ def _parse_result_file(path: str, machine: str) -> dict:
         if not isinstance(params, list) or not all(isinstance(p, list) for p in params):
             problems.append((name, "'params' is not a list of lists"))
             continue
+        if not all(isinstance(v, (str, int, float)) for p in params for v in p):
+            problems.append((name, "'params' holds values that are not parameter reprs (strings)"))
+            continue
         n = math.prod(len(p) for p in params)
+        if n > MAX_COMBINATIONS:
+            problems.append((name, f"a parameter grid of {n:,} combinations (the limit is {MAX_COMBINATIONS:,})"))
+            continue
         result = cols.get("result")
         if result is None:
             result = [None] * n  # the whole benchmark failed
@@ -289,7 +286,7 @@ def _parse_result_file(path: str, machine: str) -> dict:
             sample_lengths.extend([len(s) if type(s) is list else -1 for s in column])
     return {
         "path": path, "reason": None, "machine": machine, "env_name": str(doc["env_name"]),
-        "commit_hash": str(doc["commit_hash"]), "date": int(doc["date"]), "benches": benches,
+        "commit_hash": doc["commit_hash"], "date": int(doc["date"]), "benches": benches,
         "problems": problems, "values": _float_array(values), "failed": np.array(failed, dtype=bool),
         "stats": np.stack([_float_array(stats[k]) for k in STATS_KEYS]) if values else np.empty((len(STATS_KEYS), 0)),
         "sample_values": _sample_array(samples),
@@ -297,13 +294,13 @@ def _parse_result_file(path: str, machine: str) -> dict:
     }
 
 
-def _parse_chunk(tasks: list[tuple[str, str]]) -> list[dict]:
-    """Parse (path, machine) pairs. json.loads builds only acyclic containers, which reference
-    counting frees: the cyclic GC has nothing to find there, so it is paused meanwhile."""
+def _parse_chunk(tasks: list[tuple[str, str, str]]) -> list[dict]:
+    """Parse (path, machine, results folder) triples. json.loads builds only acyclic containers,
+    which reference counting frees: the cyclic GC has nothing to find there, so it is paused meanwhile."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return [_parse_result_file(path, machine) for path, machine in tasks]
+        return [_parse_result_file(path, machine, root) for path, machine, root in tasks]
     finally:
         if was_enabled:
             gc.enable()
@@ -316,7 +313,7 @@ def _available_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _parse_files(tasks: list[tuple[str, str]], jobs: int | None) -> list[dict]:
+def _parse_files(tasks: list[tuple[str, str, str]], jobs: int | None) -> list[dict]:
     """Parse every file, in ``tasks`` order; in worker processes when it pays.
 
     ``jobs``: parse processes (None: every available core when the files are large enough to
@@ -328,7 +325,7 @@ def _parse_files(tasks: list[tuple[str, str]], jobs: int | None) -> list[dict]:
     """
     if jobs is None:
         size = 0
-        for path, _ in tasks:
+        for path, _, _ in tasks:
             try:
                 size += os.path.getsize(path)
             except OSError:
@@ -531,8 +528,8 @@ def load_results(results_dir: str | Path, machine: str | None = None, *, samples
 
     benchmarks: dict = {}
     bench_file = root / "benchmarks.json"
-    if bench_file.exists():
-        doc, reason = read_json_file(bench_file)
+    if bench_file.exists() or bench_file.is_symlink():
+        doc, reason = read_json_file(bench_file, root)
         if reason is None and not isinstance(doc, dict):
             reason = "not an asv benchmarks.json (top level is not an object)"
         if reason is not None:
@@ -544,13 +541,16 @@ def load_results(results_dir: str | Path, machine: str | None = None, *, samples
     if machine is not None:
         machine_dirs = [p for p in machine_dirs if p.name == machine]
     machines: dict = {}
-    tasks: list[tuple[str, str]] = []
+    tasks: list[tuple[str, str, str]] = []
     # The report lists each machine's machine.json problem, then its result files, in order.
     order: list[SkippedFile | int] = []
     for mdir in machine_dirs:
+        if not inside(mdir, root):
+            order.append(SkippedFile(str(mdir), f"a symlink to {os.path.realpath(mdir)!r}, outside {str(root)!r}"))
+            continue
         info_path = mdir / "machine.json"
-        if info_path.exists():
-            info, reason = read_json_file(info_path)
+        if info_path.exists() or info_path.is_symlink():
+            info, reason = read_json_file(info_path, root)
             if reason is None and isinstance(info, dict):
                 machines[mdir.name] = info
             else:
@@ -558,7 +558,7 @@ def load_results(results_dir: str | Path, machine: str | None = None, *, samples
         for path in sorted(mdir.glob("*.json")):
             if path.name != "machine.json":
                 order.append(len(tasks))
-                tasks.append((str(path), mdir.name))
+                tasks.append((str(path), mdir.name, str(root)))
 
     parsed = _parse_files(tasks, jobs)
     files: list[dict] = []

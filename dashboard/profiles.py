@@ -3,18 +3,20 @@
 
 One row per (machine, commit, case, impl, kernel). A broken or foreign file is reported with its
 reason and skipped, and so is one bad entry inside a file (a number that is Infinity, a missing
-key); the rest loads. Nothing is ever written here.
+key); the rest loads. Files are read with the loader's limits (dashboard.safe_read: regular files
+inside the results folder, size and nesting capped, sane dates). Nothing is ever written here.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+
+from dashboard.safe_read import date_problem, read_json
 
 PROFILES_DIRNAME = "profiles"
 COLUMNS = ["machine", "commit_hash", "date", "case", "impl", "device", "kernel", "launches_per_call",
@@ -59,11 +61,10 @@ def _finite(value, what: str, minimum: float | None = 0.0) -> float:
 
 
 def _date_of(doc: dict) -> pd.Timestamp:
-    ms = _finite(doc.get("date"), "'date'", minimum=None)
-    try:
-        return pd.to_datetime(int(ms), unit="ms")
-    except (OverflowError, ValueError, pd.errors.OutOfBoundsDatetime):
-        raise BadValue(f"'date' is {doc.get('date')!r}, out of range for milliseconds since the epoch") from None
+    problem = date_problem(doc.get("date"))  # the loader's rule: milliseconds, 1970 to 2200
+    if problem is not None:
+        raise BadValue(problem)
+    return pd.to_datetime(int(doc["date"]), unit="ms")
 
 
 def _entry_rows(entry, machine: str, commit: str, date) -> tuple[list[tuple], tuple | None]:
@@ -111,10 +112,13 @@ def _reason(exc: Exception) -> str:
 def load_profiles(results_dir: str | Path) -> LoadedProfiles:
     rows, not_profiled, bad = [], [], []
     for path in sorted(profiles_dir(results_dir).glob("*/*.json")):
+        doc, reason = read_json(path, Path(results_dir))
+        if reason is not None:
+            bad.append((str(path), reason))
+            continue
         try:
-            with open(path, encoding="utf-8") as f:
-                file_rows, file_skipped, bad_entries = _rows_of(json.load(f), path)
-        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+            file_rows, file_skipped, bad_entries = _rows_of(doc, path)
+        except (ValueError, KeyError, TypeError, AttributeError, OverflowError) as exc:
             bad.append((str(path), _reason(exc)))
             continue
         rows += file_rows

@@ -33,8 +33,9 @@ def dot_upcast_needed(dtype) -> bool:
 _AUTOTUNE_PARAMS = inspect.signature(triton.autotune).parameters
 
 
-def autotune(configs, key):
-    """`triton.autotune` that caches its choices on disk where this Triton supports it.
+def autotune(configs, key, prune=None):
+    """`triton.autotune` that caches its choices on disk where this Triton supports it, with
+    `prune` as its early_config_prune hook (the configs offered on the device at hand).
 
     Caching matters because asv runs each parameter combination in its own process: without it,
     every process would re-tune.
@@ -42,4 +43,27 @@ def autotune(configs, key):
     kwargs = {}
     if "cache_results" in _AUTOTUNE_PARAMS:
         kwargs["cache_results"] = True
+    if prune is not None:
+        kwargs["prune_configs_by"] = {"early_config_prune": prune}
     return triton.autotune(configs=configs, key=key, **kwargs)
+
+
+def compile_for_gpu(jit_fn, args: tuple, kwargs: dict, capability: int):
+    """Compile `jit_fn` for a CUDA GPU of `capability` (e.g. 90) without one being present,
+    specialised exactly as a launch with these arguments would be: the runtime's own binder
+    decides which ints are 1, which pointers and ints are divisible by 16, and what is constexpr.
+    `kwargs` holds the constexprs and the launch options (num_warps, num_stages, ...).
+
+    Uses the binder's internals (create_function_from_signature, JITFunction._pack_args), which
+    are the same in Triton 3.6 and 3.9; a Triton that moved them fails here, in one place.
+    """
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource, make_backend
+    from triton.runtime.jit import create_function_from_signature
+
+    target = GPUTarget("cuda", capability, 32)
+    backend = make_backend(target)
+    binder = create_function_from_signature(jit_fn.signature, jit_fn.params, backend)
+    bound_args, specialization, options = binder(*args, **kwargs)
+    options, signature, constexprs, attrs = jit_fn._pack_args(backend, kwargs, bound_args, specialization, options)
+    return triton.compile(ASTSource(jit_fn, signature, constexprs, attrs), target=target, options=options.__dict__)

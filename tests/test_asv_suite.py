@@ -75,6 +75,19 @@ def test_every_family_ran_with_samples_and_skips(tiny_run):
 
 
 @pytest.mark.slow
+def test_static_compile_metrics_are_recorded(tiny_run):
+    """The tiny grid compiles linear_act's sm_90 configs in bf16: registers, spills, shared memory."""
+    _, doc, _ = tiny_run
+    params = _column(doc, "params", "bench_compile.KernelResources.track_registers")
+    assert params[1] == ["'bf16'"] and all(p.startswith("'linear_act/tile ") for p in params[0])
+    registers = _column(doc, "result", "bench_compile.KernelResources.track_registers")
+    shared = _column(doc, "result", "bench_compile.KernelResources.track_shared_memory")
+    spills = _column(doc, "result", "bench_compile.KernelResources.track_spill_bytes")
+    assert all(0 < r <= 255 for r in registers), registers
+    assert all(s > 1024 for s in shared) and all(s == 0 for s in spills)
+
+
+@pytest.mark.slow
 def test_ceilings_are_recorded_as_times(tiny_run):
     _, doc, _ = tiny_run
     copy = _column(doc, "result", "bench_device.CopyCeiling.track_copy_seconds")

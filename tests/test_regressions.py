@@ -49,18 +49,53 @@ def test_small_change_below_threshold_is_ignored():
     assert len(detect_changes(y, DetectorSettings(threshold=0.005))) == 1
 
 
-def test_change_at_newest_commits_is_suspected_then_confirmed():
-    y = noisy(40, 4)
-    y[-2:] *= 1.3
-    assert detect_changes(y) == []  # two slow runs are not a regression yet
-    y = noisy(40, 4)
-    y[-3:] *= 1.3
-    (suspected,) = detect_changes(y)
-    assert suspected.index == 37 and not suspected.confirmed
+def test_a_big_change_at_the_newest_commit_is_clear_at_once_then_confirmed():
+    for after, index in ((1, 39), (2, 38), (3, 37)):
+        y = noisy(40, 4)
+        y[-after:] *= 1.3
+        (change,) = detect_changes(y)
+        assert (change.index, change.clear, change.confirmed) == (index, True, False), after
+        assert change.relative_change == pytest.approx(0.3, abs=0.04)
     y = noisy(44, 4)
     y[-6:] *= 1.3
     (confirmed,) = detect_changes(y)
-    assert confirmed.index == 38 and confirmed.confirmed
+    assert confirmed.index == 38 and confirmed.confirmed and confirmed.clear
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_newest_change_the_history_has_seen_before_is_only_suspected(seed):
+    """A 20 % jump at 1 % noise is clear at once, unless a run in the window before went 30 %
+    out and came back: then it is suspected, clear when the next commit stays up, and gone
+    when the next commit comes back."""
+    y = noisy(41, seed, sigma=0.01)
+    y[-1] *= 1.2
+    assert [(c.index, c.clear) for c in detect_changes(y)] == [(40, True)]
+    y[33] *= 1.3
+    (suspected,) = detect_changes(y)
+    assert (suspected.index, suspected.clear, suspected.confirmed) == (40, False, False)
+    assert [(c.index, c.clear) for c in detect_changes(np.append(y, y[-1] * 1.01))] == [(40, True)]
+    assert detect_changes(np.append(y, y[-1] / 1.2)) == []
+
+
+def test_a_small_newest_change_in_noisy_history_is_suspected_not_clear():
+    y = noisy(41, 0, sigma=0.03)
+    y[-1] *= 1.12  # 4 sigma of a 3 % noise, but the noise is only estimated from 40 commits
+    (change,) = detect_changes(y)
+    assert change.index == 40 and not change.clear and not change.confirmed
+    assert 1e-4 < change.p_value < 1e-3
+
+
+def test_asvs_compare_rule_must_agree_for_a_newest_change():
+    """Samples that do not differ (asv's Mann-Whitney) veto a change at the newest commit."""
+    rng = np.random.default_rng(1)
+    y = noisy(30, 1, sigma=0.005)
+    y[-1] *= 1.2
+    same = [list(v * np.exp(rng.normal(0, 0.002, 15))) for v in y]
+    (clear,) = detect_changes(y, samples=same)
+    assert clear.index == 29 and clear.clear
+    # the newest value says +20 %, but every commit's samples come from one distribution
+    alike = [list(1e-4 * np.exp(rng.normal(0, 0.02, 15))) for _ in y]
+    assert detect_changes(y, samples=alike) == []
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -78,8 +113,21 @@ def test_a_slow_newest_run_does_not_hide_a_change_before_it(seed):
     y = noisy(40, seed)
     y[-3:] *= 1.15
     y[-1] *= 1.5  # one slow run on top of the new level
-    (change,) = detect_changes(y)
+    change, newest = detect_changes(y)
     assert change.index == 37 and change.relative_change > 0.1
+    # and the newest commit, 50 % past the two before it, is a clear change of its own: from one
+    # commit a slow run and a regression look alike, and a gate must judge that commit
+    assert newest.index == 39 and newest.clear and newest.relative_change > 0.4
+
+
+def test_a_noise_dip_before_the_newest_commit_does_not_hide_a_clear_step():
+    """Two commits 6 % low (a suspicion the tail search makes one change of), then a 20 % step:
+    the step is judged against the level before the dip, and reported at its own commit."""
+    y = noisy(41, 3, sigma=0.02)
+    y[-3:-1] *= 0.94
+    y[-1] *= 0.8
+    changes = detect_changes(y)
+    assert changes[-1].index == 40 and changes[-1].clear and changes[-1].relative_change < -0.15
 
 
 def test_slow_runs_then_a_normal_one_are_not_suspected():

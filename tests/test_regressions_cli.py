@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parents[1]
 def make(tmp_path, steps, n_commits=40, **kw):
     spec = SeriesSpec("bench.Mlp.track_latency", (16, "fused"), ("m", "impl"), steps=steps, run_noise=0.01, **kw)
     quiet = SeriesSpec("bench.Mlp.track_latency", (16, "eager"), ("m", "impl"), run_noise=0.01)
-    return write_history(tmp_path / "results", [spec, quiet], n_commits, seed=5)
+    return write_history(tmp_path / "results", [spec, quiet], n_commits, seed=5, n_samples=15)
 
 
 def run(capsys, *args):
@@ -26,43 +26,151 @@ def run(capsys, *args):
     return code, out, err
 
 
-def test_regression_at_newest_commit_fails_the_gate(tmp_path, capsys):
-    history = make(tmp_path, steps=((30, 0.2),))
+def accept(history, **entry):
+    path = history.results_dir / "accepted.json"
+    doc = json.loads(path.read_text()) if path.exists() else {"version": 1, "accepted": []}
+    doc["accepted"].append({"who": "alice", "why": "a known trade-off", **entry})
+    path.write_text(json.dumps(doc))
+
+
+def fail_from(history, index, benchmark="bench.Mlp.track_latency", params=(16, "fused")):
+    """Make one series fail (asv's null) at every commit from ``index`` on."""
+    for commit in history.commits[index:]:
+        path = history.results_dir / history.machine / f"{commit[:8]}-{history.env_name}.json"
+        doc = json.loads(path.read_text())
+        row = doc["results"][benchmark]
+        grid = [[eval(v) for v in values] for values in row[1]]
+        combos = [(m, i) for m in grid[0] for i in grid[1]]
+        row[0][combos.index(params)] = None
+        path.write_text(json.dumps(doc))
+
+
+def test_a_clear_regression_at_the_newest_commit_fails_at_once(tmp_path, capsys):
+    history = make(tmp_path, steps=((39, 0.2),))
     code, out, err = run(capsys, "--results", str(history.results_dir))
     assert code == 1, out
-    assert f"commit {history.commits[30][:12]}" in out and "REGRESSION" in out
-    assert "bench.Mlp.track_latency(m=16, impl='fused')" in out and "+20" in out
-    assert "FAIL" in out and err == ""
+    gate_section = out[:out.index("History:")]
+    assert "REGRESSION (fails the gate)" in gate_section and history.commits[39][:12] in gate_section
+    assert "bench.Mlp.track_latency(m=16, impl='fused')" in gate_section and "+20" in gate_section
+    assert "μs -> " in gate_section and "p<1e-6" in out and "p=0 " not in out and " unit" not in out
+    assert out.rstrip().endswith("Gate: FAIL: 1 regression(s)") and err == ""
+
+
+def test_an_older_regression_fails_only_the_commits_that_brought_it(tmp_path, capsys):
+    history = make(tmp_path, steps=((30, 0.2),))
+    code, out, _ = run(capsys, "--results", str(history.results_dir))
+    assert code == 0, out  # judged: the newest commit, which brought nothing
+    assert "Still open from before the judged commits" in out and history.commits[30][:8] in out
+    code, out, _ = run(capsys, "--results", str(history.results_dir), "--base", history.commits[28])
+    assert code == 1 and "at the judged commits" in out  # commits 29..39 include the step
+    # as CI saw it at the step's own commit: A..B judges the history as it stood at B
+    code, out, _ = run(capsys, "--results", str(history.results_dir), "--base",
+                       f"{history.commits[29][:10]}..{history.commits[30][:10]}")
+    assert code == 1, out
+    code, _, _ = run(capsys, "--results", str(history.results_dir), "--base",
+                     f"{history.commits[30][:10]}..{history.commits[31][:10]}")
+    assert code == 0  # the commit after it passes: the step was judged when it came
+    accept(history, benchmark="bench.Mlp.track_latency", params="m=16, impl='fused'", commit=history.commits[30])
+    code, out, _ = run(capsys, "--results", str(history.results_dir))
+    assert code == 0 and "Still open" not in out  # accepted: closed
 
 
 def test_fixed_regression_and_improvements_pass(tmp_path, capsys):
     history = make(tmp_path, steps=((15, 0.2), (28, -1 / 6)))
-    code, out, _ = run(capsys, "--results", str(history.results_dir))
+    code, out, _ = run(capsys, "--results", str(history.results_dir), "--base", history.commits[10])
     assert code == 0, out
     # grouped by commit, newest first: the fix, then the regression it undid
     assert out.index(history.commits[28][:12]) < out.index(history.commits[15][:12])
-    assert "not present now" in out and "pass" in out
+    assert "not present now" in out and "Gate: pass" in out
 
 
-def test_since_limits_the_report_and_the_gate(tmp_path, capsys):
-    history = make(tmp_path, steps=((20, 0.2),))
-    assert run(capsys, "--results", str(history.results_dir), "--since", history.commits[10][:10])[0] == 1
+def test_an_accepted_regression_passes_and_says_who_accepted_it(tmp_path, capsys):
+    history = make(tmp_path, steps=((39, 0.2),))
+    accept(history, benchmark="bench.Mlp.track_latency", params="m=16, impl='eager'", commit=history.commits[39][:8])
+    assert run(capsys, "--results", str(history.results_dir))[0] == 1  # another series: not accepted
+    accept(history, benchmark="bench.Mlp.track_latency", params="m=16, impl='fused'", commit=history.commits[38][:10])
+    assert run(capsys, "--results", str(history.results_dir))[0] == 1  # another commit: not accepted
+    accept(history, benchmark="bench.Mlp.track_latency", commit=history.commits[39][:10])  # every params
+    code, out, _ = run(capsys, "--results", str(history.results_dir))
+    assert code == 0, out
+    assert "ACCEPTED (accepted in accepted.json)" in out and "accepted by alice: a known trade-off" in out
+    code, out, _ = run(capsys, "--results", str(history.results_dir), "--format", "json")
+    (item,) = json.loads(out)["gate"]["items"]
+    assert item["category"] == "accepted" and item["accepted"]["who"] == "alice"
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{", "truncated JSON"),
+    ('{"accepted": [{"benchmark": "b", "commit": "abcdef1", "who": "x"}]}', "entry 1: 'why' must be"),
+    ('{"accepted": [{"benchmark": "b", "commit": "HEAD", "who": "x", "why": "y"}]}', "is not a commit hash"),
+    ('{"accepted": [{"benchmark": "b", "commit": "abcdef1", "who": "x", "why": "y", "by": "z"}]}', "unknown key"),
+    ('[1]', "expected an object with an 'accepted' list"),
+])
+def test_an_unusable_accepted_file_cannot_be_judged(tmp_path, capsys, content, message):
+    history = make(tmp_path, steps=(), n_commits=12)
+    (history.results_dir / "accepted.json").write_text(content)
+    code, out, err = run(capsys, "--results", str(history.results_dir))
+    assert code == 2 and message in err and "Traceback" not in err and out == ""
+
+
+def test_a_suspected_change_fails_only_with_strict(tmp_path, capsys):
+    spec = SeriesSpec("bench.Mlp.track_latency", (16, "fused"), ("m", "impl"), steps=((40, 0.12),), run_noise=0.03)
+    history = write_history(tmp_path / "results", [spec], 41, seed=9, n_samples=15)
+    code, out, _ = run(capsys, "--results", str(history.results_dir))
+    assert code == 0 and "SUSPECTED (fails only with --strict)" in out, out
+    assert out.rstrip().endswith("(1 suspected; --strict would fail)")
+    code, out, _ = run(capsys, "--results", str(history.results_dir), "--strict")
+    assert code == 1 and out.rstrip().endswith("FAIL: 1 suspected (--strict)")
+    code, out, _ = run(capsys, "--results", str(history.results_dir), "--strict", "--base", history.commits[-1])
+    assert code == 0 and "no commits after the base" in out  # nothing new to judge
+
+
+def test_a_benchmark_that_starts_failing_fails_the_gate_once(tmp_path, capsys):
+    history = make(tmp_path, steps=())
+    fail_from(history, 37)
+    code, out, _ = run(capsys, "--results", str(history.results_dir), "--base", history.commits[36])
+    assert code == 1, out
+    assert "FAILING     bench.Mlp.track_latency(m=16, impl='fused')  started failing (was ok)" in out
+    code, out, _ = run(capsys, "--results", str(history.results_dir))
+    assert code == 0 and "failing for 3 commits" in out  # judged when it started
+    accept(history, benchmark="bench.Mlp.track_latency", params="m=16, impl='fused'", commit=history.commits[37])
+    assert run(capsys, "--results", str(history.results_dir), "--base", history.commits[36])[0] == 0
+
+
+def test_sub_metrics_are_listed_under_their_parent(tmp_path, capsys):
+    specs = [SeriesSpec(name, (16,), ("m",), steps=((39, 0.2),), run_noise=0.01)
+             for name in ("bench.M.track_step", "bench.M.track_step.forward", "bench.M.track_step.forward.solve")]
+    history = write_history(tmp_path / "results", specs, 40, seed=5, n_samples=15)
+    code, out, _ = run(capsys, "--results", str(history.results_dir))
+    assert code == 1 and out.rstrip().endswith("FAIL: 1 regression(s), 2 sub-metric(s) with them")
+    history_lines = out[out.index("History:"):].splitlines()
+    step = next(i for i, line in enumerate(history_lines) if "bench.M.track_step(m=16)" in line)
+    assert "└ REGRESSION  bench.M.track_step.forward(m=16)" in history_lines[step + 1]
+    assert history_lines[step + 2].startswith("      └ REGRESSION  bench.M.track_step.forward.solve(m=16)")
+
+
+def test_since_limits_the_listed_history_not_the_gate(tmp_path, capsys):
+    history = make(tmp_path, steps=((20, 0.2), (39, 0.2)))
     code, out, _ = run(capsys, "--results", str(history.results_dir), "--since", history.commits[25])
-    assert code == 0 and "No level changes found." in out
+    assert code == 1
+    listed = out[out.index("History:"):]
+    assert history.commits[39][:12] in listed and history.commits[20][:12] not in listed
 
 
 def test_json_and_markdown_formats(tmp_path, capsys):
-    history = make(tmp_path, steps=((30, 0.2),))
+    history = make(tmp_path, steps=((39, 0.2),))
     code, out, _ = run(capsys, "--results", str(history.results_dir), "--format", "json")
     doc = json.loads(out)
-    assert code == 1 and doc["gate"] == {"failed": True, "regressions_present_at_newest": 1}
+    assert code == 1 and doc["gate"]["failed"] and doc["gate"]["verdict"] == "FAIL: 1 regression(s)"
+    (failing,) = doc["gate"]["failing"]
+    assert failing["category"] == "regression" and failing["change"]["commit_hash"] == history.commits[39]
     (group,) = doc["commits"]
-    (finding,) = group["findings"]
-    assert group["commit_hash"] == history.commits[30] == finding["commit_hash"]
-    assert finding["previous_commit"] == history.commits[29]
+    (finding,) = group["changes"]
+    assert group["commit_hash"] == history.commits[39] == finding["commit_hash"]
+    assert finding["previous_commit"] == history.commits[38] and finding["clear"] and not finding["confirmed"]
     assert finding["direction"] == "regression" and finding["relative_change"] == pytest.approx(0.2, abs=0.03)
     code, out, _ = run(capsys, "--results", str(history.results_dir), "--format", "markdown")
-    assert code == 1 and f"### `{history.commits[30][:12]}`" in out
+    assert code == 1 and f"### `{history.commits[39][:12]}`" in out and "**Gate: FAIL: 1 regression(s)**" in out
     assert "| regression | `bench.Mlp.track_latency` | m=16, impl='fused' |" in out
 
 
@@ -71,6 +179,7 @@ def test_reports_say_where_else_an_unpinned_change_could_be():
 
     from dashboard.data import LoadReport
     from dashboard.regressions import Finding
+    from dashboard.regressions.gate import GateVerdict
     from dashboard.regressions.report import render_markdown, render_text
 
     finding = Finding(
@@ -80,10 +189,22 @@ def test_reports_say_where_else_an_unpinned_change_could_be():
         confirmed=True, p_value=1e-5, score=3.0, present_at_newest=True, series_last_commit="d" * 40,
         earliest_commit="a" * 40, latest_commit="e" * 40, plausible_commits=4)
     note = "could be any of 4 commits aaaaaaaa..eeeeeeee"
-    assert note in render_text([finding], LoadReport(), "changes", [finding])
-    assert note in render_markdown([finding], LoadReport(), "changes", [finding])
+    verdict = GateVerdict([])
+    assert note in render_text([finding], [], verdict, LoadReport(), "changes")
+    assert note in render_markdown([finding], [], verdict, LoadReport(), "changes")
     pinned = dataclasses.replace(finding, earliest_commit="c" * 40, latest_commit="c" * 40, plausible_commits=1)
-    assert "could be" not in render_text([pinned], LoadReport(), "changes", [pinned])
+    assert "could be" not in render_text([pinned], [], verdict, LoadReport(), "changes")
+
+
+def test_a_crash_inside_the_gate_exits_2_never_1(tmp_path, capsys, monkeypatch):
+    history = make(tmp_path, steps=((39, 0.2),))
+
+    def broken(*args, **kwargs):
+        raise KeyError("boom")
+
+    monkeypatch.setattr("dashboard.regressions.cli.find_changes", broken)
+    code, out, err = run(capsys, "--results", str(history.results_dir))
+    assert code == 2 and "internal error, the gate could not judge (KeyError: 'boom')" in err
 
 
 def test_bad_and_partial_results_are_reported_not_crashed(tmp_path, capsys):
@@ -101,10 +222,14 @@ def test_bad_and_partial_results_are_reported_not_crashed(tmp_path, capsys):
     (["--results", "{tmp}/missing"], "does not exist"),
     (["--results", "{results}", "--machine", "other-box"], "no usable asv results for machine 'other-box'"),
     (["--results", "{results}", "--since", "0123456789abcdef"], "--since: commit '0123456789abcdef' is not in"),
+    (["--results", "{results}", "--base", "0123456789abcdef"], "--base: commit '0123456789abcdef' is not in"),
+    (["--results", "{results}", "--base", "..{first}"], "name the base commit"),
+    (["--results", "{results}", "--base", "{last}..{first}"], "is older than"),
 ])
 def test_usage_errors_exit_2_with_a_clear_message(tmp_path, capsys, args, message):
     history = make(tmp_path, steps=(), n_commits=12)
-    argv = [a.format(tmp=tmp_path, results=history.results_dir) for a in args]
+    argv = [a.format(tmp=tmp_path, results=history.results_dir, first=history.commits[0][:10],
+                     last=history.commits[-1][:10]) for a in args]
     code, out, err = run(capsys, *argv)
     assert code == 2 and message in err and "Traceback" not in err
 
@@ -116,11 +241,11 @@ def test_threshold_parsing():
 
 
 def test_module_entry_point_runs(tmp_path):
-    history = make(tmp_path, steps=((30, 0.2),))
+    history = make(tmp_path, steps=((39, 0.2),))
     proc = subprocess.run([sys.executable, "-m", "dashboard.regressions", "--results", str(history.results_dir),
                            "--threshold", "5%", "--format", "text"], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 1, proc.stderr
-    assert history.commits[30][:12] in proc.stdout
+    assert history.commits[39][:12] in proc.stdout
     missing = subprocess.run([sys.executable, "-m", "dashboard.regressions", "--results", str(tmp_path / "nope")],
                              cwd=REPO, capture_output=True, text=True)
     assert missing.returncode == 2 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
@@ -172,19 +297,27 @@ def test_measurement_tells_misplaced_reports_from_crying_wolf(monkeypatch):
     assert margin5["matched"] == {0} and margin5["false_alarms"] == 1 and margin5["misplaced"] == 0
 
 
-def test_gate_row_counts_the_histories_a_ci_gate_would_fail(monkeypatch):
-    import numpy as np
+def test_gate_measurement_counts_delays_and_false_failures():
+    from tools import gate_measurement as gm
 
-    tool = _measurement_tool()
-
-    def fake(values, *rest):  # a regression from the 20th commit on, gone again after the 40th
-        n = len(values)
-        return [tool.Detection(19, "regression", present=n <= 40)] if n >= 20 else []
-
-    monkeypatch.setattr(tool, "DETECTORS", {"fake": fake})
-    job = (np.ones(60), np.ones(60), np.ones(60), None, "lower", [])
-    assert tool.gate_failures(job) == {"fake": (21, 60 - tool.GATE_FROM + 1)}  # histories of 20..40 commits
-    assert "428.57 (21 of 49)" in tool.gate_table([tool.gate_failures(job)])
+    label_of = {("b", "case=0"): ("regression", 0.2), ("b", "case=1"): ("regression", 0.2),
+                ("b", "case=2"): ("regression", 0.1), ("b", "case=3"): ("noise", 0.0)}
+    prefixes = range(gm.GATE_FROM, gm.N_COMMITS + 1)
+    failing = {n: {g: set() for g in gm.GATES} for n in prefixes}
+    failing[gm.STEP_AT + 1]["ours"].add(("b", "case=0"))  # at the step's own commit
+    failing[gm.STEP_AT + 3]["ours"].add(("b", "case=1"))  # two commits later
+    failing[gm.STEP_AT + 1]["ours"].add(("b", "case=3"))  # nothing changed there: a false failure
+    failing[20]["ours"].add(("b", "case=3"))
+    table = gm._table("test", label_of, failing, prefixes)
+    rows = {line.split(" | ")[0].strip("| "): line.split(" | ")[1] for line in table.splitlines() if " | " in line}
+    assert rows["20% regressions: gate fails at the commit itself"] == "0.500 (1/2)"
+    assert rows["20% regressions: gate fails within 3 commits"] == "1.000 (2/2)"
+    assert rows["20% regressions: commits until the gate fails (median, p90; never = later than 10)"] == \
+        "median 1, p90 2"
+    assert rows["10% regressions: gate fails within 10 commits"] == "0.000 (0/1)"
+    judged = len(prefixes)
+    assert rows["false gate failures per 1,000 judged commits, nothing changed (noise)"] == \
+        f"{2000 / judged:.2f} (2 of {judged:,})"
 
 
 def test_oracle_counts_steps_the_best_split_places_off():

@@ -1,6 +1,7 @@
 """Measure the regression detector against asv's own, on synthetic histories with planted changes.
 
     python tools/measure_regression_detection.py [--seed 0] [--reps 25] [--commits 60] [--jobs 2]
+        [--gate-reps 25] [--gate-clean-reps 100] [--only-gate]
 
 What is planted (tests/asv_fixtures.py writes it in asv's exact result format; it is then
 read back with dashboard.data like any results directory):
@@ -24,9 +25,11 @@ changed nearby (crying wolf); reports with the wrong direction; and the delay: h
 commits after the change the detector first reports it when run on the history as it
 grows (0 = at the commit itself).
 
-The CI gate row: on the series with nothing planted, every history of 12 or more commits is
-judged as a gate would judge it at that commit (fail on a regression reported and still present
-at the newest commit); it counts the failing ones.
+The CI gate section (tools/gate_measurement.py): the real gate run at every commit of growing
+histories with 15 samples per commit, judging the newest commit as CI does; for 10 % and 20 %
+regressions at a commit, how often it fails at that commit and the commits until it fails; false
+gate failures per 1,000 judged commits where nothing changed; beside asv continuous's rule on
+the same data.
 
 A small change under noise cannot always be placed to the commit. The *oracle* row says
 how often the best single split of the whole series (an oracle that knows there is exactly
@@ -64,6 +67,7 @@ from dashboard.regressions import (  # noqa: E402
     HIGHER, IMPROVEMENT, REGRESSION, DetectorSettings, best_split, change_interval, detect_changes, metric_direction,
 )
 from tests.asv_fixtures import SeriesSpec, params_key, write_history  # noqa: E402
+from tools import gate_measurement  # noqa: E402
 
 STEP_SIZES = (0.02, 0.05, 0.10, 0.20)
 METRICS = (("bench_synth.Latency.track_latency", "seconds", False, 1e-4),
@@ -71,7 +75,6 @@ METRICS = (("bench_synth.Latency.track_latency", "seconds", False, 1e-4),
 TOLERANCE = 2  # commits either side of the planted one
 NEARBY = 5  # an unmatched report this close to a real change in its direction is misplaced
 MAX_DELAY = 10  # commits after the change searched for the first report
-GATE_FROM = 12  # the shortest history a CI gate is judged on
 THRESHOLD = 0.05
 
 
@@ -223,32 +226,6 @@ def _matches(d: Detection, p: dict, tolerance: int = TOLERANCE) -> bool:
     return _near(d, p, tolerance) and d.direction == p["direction"]
 
 
-def gate_failures(job) -> dict[str, tuple[int, int]]:
-    """On a series with nothing planted: (histories failing, histories judged) per detector, as
-    a CI gate sees it at every commit: a regression reported and still present at the newest."""
-    values, ci_a, ci_b, samples, better, _ = job
-    out = {}
-    for name, detect in DETECTORS.items():
-        fails = sum(any(d.direction == REGRESSION and d.present
-                        for d in detect(values[:n], ci_a[:n], ci_b[:n],
-                                        None if samples is None else samples[:n], better))
-                    for n in range(GATE_FROM, len(values) + 1))
-        out[name] = (fails, len(values) - GATE_FROM + 1)
-    return out
-
-
-def gate_table(gated: list[dict]) -> str:
-    lines = ["| CI gate, series with no change (noise, bimodal) | " + " | ".join(DETECTORS) + " |",
-             "|" + " --- |" * (len(DETECTORS) + 1)]
-    cells = []
-    for name in DETECTORS:
-        fails, judged = (sum(g[name][i] for g in gated) for i in (0, 1))
-        cells.append(f"{1000 * fails / judged:.2f} ({fails} of {judged})")
-    lines.append(f"| failing runs per 1,000 (every history of {GATE_FROM} or more commits) | " + " | ".join(cells)
-                 + " |")
-    return "\n".join(lines)
-
-
 def oracle_misplaced(jobs) -> dict[float, tuple[int, int]]:
     """Per step size: (steps the best single split of the whole series places more than
     TOLERANCE commits off, steps). The oracle knows each such series has exactly one change."""
@@ -393,9 +370,26 @@ def main(argv=None) -> int:
     parser.add_argument("--reps", type=int, default=25, help="series per (step size, sign, metric)")
     parser.add_argument("--commits", type=int, default=60)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--gate-reps", type=int, default=25, help="CI gate: step series per (size, sign, metric)")
+    parser.add_argument("--gate-clean-reps", type=int, default=100,
+                        help="CI gate: series with nothing changed, per metric (a fifth as many bimodal)")
+    parser.add_argument("--only-gate", action="store_true", help="measure the CI gate section only")
     args = parser.parse_args(argv)
 
     started = time.time()
+    command = (f"python tools/measure_regression_detection.py --seed {args.seed} --reps {args.reps} "
+               f"--commits {args.commits} --jobs {args.jobs} --gate-reps {args.gate_reps} "
+               f"--gate-clean-reps {args.gate_clean_reps}" + (" --only-gate" if args.only_gate else ""))
+    print(f"Command: {command}")
+    if not args.only_gate:
+        detector_tables(args)
+    print("\n## CI gate: the newest commit judged at every commit, as CI runs it\n")
+    print(gate_measurement.measure(args.gate_reps, args.gate_clean_reps, args.seed, args.jobs, THRESHOLD))
+    print(f"\nTook {time.time() - started:.0f} s.")
+    return 0
+
+
+def detector_tables(args) -> None:
     rng = np.random.default_rng(args.seed)
     specs = build_series(args.reps, args.commits, rng)
     with tempfile.TemporaryDirectory() as tmp:
@@ -404,11 +398,7 @@ def main(argv=None) -> int:
         jobs, labels = series_jobs(results, history)
     with ProcessPoolExecutor(args.jobs) as pool:
         scored = list(pool.map(score_series, jobs, chunksize=8))
-        gated = list(pool.map(gate_failures, [j for j, lab in zip(jobs, labels) if lab in ("noise", "bimodal")],
-                              chunksize=8))
 
-    print(f"Command: python tools/measure_regression_detection.py --seed {args.seed} --reps {args.reps} "
-          f"--commits {args.commits} --jobs {args.jobs}")
     counts = {k: labels.count(k) for k in ("step", "noise", "bimodal", "drift")}
     print(f"{len(jobs)} series x {args.commits} commits ({counts}); threshold {THRESHOLD:.0%}")
     explain = {
@@ -425,10 +415,7 @@ def main(argv=None) -> int:
         print(summarise(jobs, labels, scored, args.commits, rule))
         if rule is RULES[0]:
             print("\n" + oracle_table(jobs, args.commits))
-    print("\n" + gate_table(gated))
     print("\n(asv publish labels every reported step a regression; it does not report improvements.)")
-    print(f"Took {time.time() - started:.0f} s.")
-    return 0
 
 
 if __name__ == "__main__":

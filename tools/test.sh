@@ -5,12 +5,14 @@
 # below pulls a multi-GB CUDA build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The dashboard's browser tests drive Debian's chromium through its chromedriver.
-if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+# The dashboard's browser tests drive Debian's chromium through its chromedriver; actionlint
+# checks the workflow's scripts with shellcheck when it is there.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null || ! command -v shellcheck >/dev/null; then
   if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null
+    apt-get update -qq && apt-get install -y -qq chromium chromium-driver shellcheck >/dev/null
   else
-    echo "chromium + chromium-driver are missing (sudo apt-get install chromium chromium-driver); browser tests will skip" >&2
+    echo "chromium, chromium-driver or shellcheck is missing (sudo apt-get install chromium chromium-driver" \
+      "shellcheck); browser tests will skip, workflow scripts go unchecked by shellcheck" >&2
   fi
 fi
 export DASH_TEST_CHROMEPATH=${DASH_TEST_CHROMEPATH:-/usr/bin/chromium}

@@ -11,6 +11,7 @@ Torch-free (the dashboard and the gate import these without torch installed):
     grids       the named grids of Cases the suite runs
 
 Torch side (imported by the suite, the tests and the CLIs):
+    library          the fused_mlp under test, the one way in (and its compile check, fused_mlp.aot)
     tensors          random inputs for a Case; torch dtypes and activations
     references       float64 references' closeness check (tolerances per dtype)
     implementations  fused (fused_mlp's public API), eager, compile and each op's peers, by name

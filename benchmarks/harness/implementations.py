@@ -8,8 +8,6 @@
 Benchmarks, tests and tools iterate over `names(op)`; nothing special-cases an implementation.
 `unavailable_reason` says why one cannot run somewhere (no CUDA, no such epilogue, a commit
 whose library lacks the op), so a benchmark skips it with that reason instead of failing.
-fused_mlp is imported on first use: importing it imports Triton, which decides then whether
-its kernels run under the CPU interpreter.
 """
 
 from __future__ import annotations
@@ -17,17 +15,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from .library import library
 from .ops import OPS, op_spec
 from .workloads import Case
 
 FUSED, EAGER, COMPILE = "fused", "eager", "compile"
-
-
-def library():
-    """The fused_mlp under test (whatever commit asv installed or put on the path)."""
-    import fused_mlp
-
-    return fused_mlp
 
 
 def interpreter_requested() -> bool:

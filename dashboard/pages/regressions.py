@@ -1,5 +1,7 @@
 """Regressions: the detector's findings as an inbox grouped by commit, newest first; each finding
-links to the Trends view of its series with the change marked.
+links to the Trends view of its series with the change marked. A regression that
+results/accepted.json accepts (the file the CI gate honours too) is shown as accepted, with who
+and why, and is not counted as open.
 
 Detection over every series runs once per results set in a worker process (model.ResultsStore);
 this page polls until it is done.
@@ -13,11 +15,16 @@ from dashboard import metrics
 from dashboard.components import dropdown, guarded, labelled, message
 from dashboard.model import DashboardData, FindingsState, ResultsStore
 from dashboard.pages import Page
+from dashboard.regressions.acceptance import (AcceptedFileError, accepted_path, find_acceptance, load_accepted,
+                                              plausible_commits)
+from dashboard.regressions.formatting import format_p, format_value
 from dashboard.urlstate import SHELL, Query, link, qid
 
 ID = "regressions"
 MAX_GROUPS = 40  # commit groups rendered at once; the rest are counted
 DIRECTIONS = {"regression": "regressions", "all": "regressions and improvements"}
+ONLY = {"confirmed": " confirmed", "present": " still present", "open": " open (not accepted)"}
+ACCEPTED_STYLE = {"background": "var(--muted)", "color": "var(--panel)"}
 
 
 def layout(data: DashboardData, query: Query):
@@ -31,20 +38,30 @@ def layout(data: DashboardData, query: Query):
                                       query.one("direction", "regression", allowed=DIRECTIONS), clearable=False),
                      "18rem"),
             labelled("Only", dcc.Checklist(id=qid(ID, "only"), options=[
-                {"label": " confirmed", "value": "confirmed"}, {"label": " still present", "value": "present"}],
-                value=query.many("only", allowed=("confirmed", "present")), inline=True), "16rem"),
+                {"label": label, "value": value} for value, label in ONLY.items()],
+                value=query.many("only", allowed=tuple(ONLY)), inline=True), "30rem"),
         ], className="controls"),
         dcc.Interval(id="regressions-poll", interval=1500, disabled=False),
         html.Div(id="regressions-inbox"),
     ])
 
 
-def _fmt(value: float, unit) -> str:
-    suffix = {"seconds": "s", "bytes": "B"}.get(unit, "")
-    for prefix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3), ("", 1), ("m", 1e-3), ("µ", 1e-6), ("n", 1e-9)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{suffix}".strip()
-    return f"{value:.3g} {suffix}".strip()
+def acceptances(data: DashboardData, findings) -> tuple[dict[int, object], str | None]:
+    """{id(finding): the accepted.json entry accepting it} for the regressions, and the problem
+    with accepted.json if it cannot be used (then nothing is shown as accepted)."""
+    try:
+        entries = load_accepted(accepted_path(data.results_dir), data.results_dir)
+    except AcceptedFileError as exc:
+        return {}, str(exc)
+    out = {}
+    for f in findings:
+        run = data.runs.get((f.machine, f.env_name))
+        order = run.commits["commit_hash"].tolist() if run else []
+        entry = f.direction == "regression" and find_acceptance(entries, f.benchmark, f.params, f.machine,
+                                                                plausible_commits(f, order))
+        if entry:
+            out[id(f)] = entry
+    return out, None
 
 
 def inbox(data: DashboardData, state: FindingsState, machine, direction, only, theme="light"):
@@ -54,48 +71,63 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
                        "itself)"), False
     if state.status == "failed":
         return message(f"The regression detector failed: {state.error}", "error"), True
+    only = only or []
+    accepted, problem = acceptances(data, state.findings or [])
     findings = [f for f in state.findings or []
                 if (not machine or f.machine == machine)
                 and (direction == "all" or f.direction == "regression")
-                and ("confirmed" not in (only or []) or f.confirmed)
-                and ("present" not in (only or []) or f.present_at_newest)]
+                and ("confirmed" not in only or f.confirmed)
+                and ("present" not in only or f.present_at_newest)
+                and ("open" not in only or id(f) not in accepted)]
+    warning = [message(f"accepted.json cannot be used, so nothing is shown as accepted: {problem}", "error")] \
+        if problem else []
     if not findings:
-        return message(f"No {DIRECTIONS.get(direction, 'changes')} found"
-                       f"{' on ' + machine if machine else ''} ({state.seconds or 0:.1f} s to analyse)."), True
+        return warning + [message(f"No {DIRECTIONS.get(direction, 'changes')} found"
+                                  f"{' on ' + machine if machine else ''} ({state.seconds or 0:.1f} s to analyse).")], True
     groups: dict[tuple, list] = {}
     for f in findings:  # newest first already
         groups.setdefault((f.commit_hash, f.machine, f.env_name), []).append(f)
-    children = [html.P(f"{len(findings)} finding(s) at {len(groups)} commit(s); analysed in "
-                       f"{state.seconds or 0:.1f} s.", id="regressions-count")]
+    n_accepted = sum(id(f) in accepted for f in findings)
+    n_open = sum(f.direction == "regression" for f in findings) - n_accepted
+    children = warning + [html.P(f"{len(findings)} finding(s) at {len(groups)} commit(s): {n_open} open "
+                                 f"regression(s), {n_accepted} accepted in accepted.json; analysed in "
+                                 f"{state.seconds or 0:.1f} s.", id="regressions-count")]
     for (commit, mach, env), members in list(groups.items())[:MAX_GROUPS]:
-        children.append(_group(data, commit, mach, env, members, theme))
+        children.append(_group(data, commit, mach, env, members, theme, accepted))
     if len(groups) > MAX_GROUPS:
         children.append(html.P(f"… and {len(groups) - MAX_GROUPS} older commit(s); narrow the filters.",
                                className="hint"))
     return children, True
 
 
-def _group(data: DashboardData, commit, machine, env, members, theme):
-    n_reg = sum(f.direction == "regression" for f in members)
+def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
+    n_accepted = sum(id(f) in accepted for f in members)
+    n_reg = sum(f.direction == "regression" for f in members) - n_accepted
     url = data.commit_link(commit)
     run = data.runs.get((machine, env))
+    counts = [f"{n_reg} regression(s)", f"{n_accepted} accepted" if n_accepted else "",
+              f"{len(members) - n_reg - n_accepted} improvement(s)"]
     header = [html.B(commit[:10]), f" · {members[0].commit_date:%Y-%m-%d %H:%M} · {machine} / {env} · ",
-              f"{len(members)} series affected ({n_reg} regression(s), {len(members) - n_reg} improvement(s))"]
+              f"{len(members)} series affected ({', '.join(c for c in counts if c)})"]
     if url:
         header += [" · ", html.A("commit ↗", href=url, target="_blank")]
     items = []
-    for f in sorted(members, key=lambda f: (f.direction != "regression", -abs(f.relative_change))):
+    order = {"regression": 0, "improvement": 2}
+    for f in sorted(members, key=lambda f: (order[f.direction] + (id(f) in accepted), -abs(f.relative_change))):
         case, impl = run.series_of_params.get((f.benchmark, f.params), (None, None)) if run else (None, None)
         metric = metrics.stored_metric_of(f.benchmark) or "latency"
         href = link("/trends", {"machine": machine, "env": env, "case": case, "metric": metric,
                                 "commit": commit, "theme": theme})
+        entry = accepted.get(id(f))
+        badge = (html.Span("accepted", className="badge accepted", style=ACCEPTED_STYLE) if entry else
+                 html.Span(f.direction, className=f"badge {'bad' if f.direction == 'regression' else 'good'}"))
         items.append(html.Li([
-            html.Span(f.direction, className=f"badge {'bad' if f.direction == 'regression' else 'good'}"),
-            f" {metric} ", html.Code(case or f.params), f" [{impl or '?'}] ",
-            f"{_fmt(f.before, f.unit)} → {_fmt(f.after, f.unit)} ({f.relative_change:+.1%}, p={f.p_value:.1g}; "
-            f"{f.status()}) ",
+            badge, f" {metric} ", html.Code(case or f.params), f" [{impl or '?'}] ",
+            f"{format_value(f.before, f.unit)} → {format_value(f.after, f.unit)} ({f.relative_change:+.1%}, "
+            f"{format_p(f.p_value)}; {f.status()}) ",
+            *([html.I(f"{entry.label()} ")] if entry else []),
             dcc.Link("trend →", href=href, className="trend-link"),
-        ]))
+        ], className="accepted" if entry else None))
     return html.Div([html.Div(header, className="group-header"), html.Ul(items)], className="card inbox-group")
 
 

@@ -2,17 +2,26 @@
 
     direction   which way is better for a metric (the one table)
     statistics  level changes in one series (asv's step fit, tests, intervals)
+    newest      a change at the newest one or two commits: clear at once, or suspected
     findings    the detector over every series of a results frame: named, oriented Findings
-    report      the gate's verdict and the text / Markdown / JSON reports
+    failures    benchmarks that started or stopped failing
+    acceptance  accepted.json: regressions a team accepted
+    gate        the per-commit verdict: what the judged commits introduced
+    formatting  values in their units, p-values
+    report      the text / Markdown / JSON reports
     cli         python -m dashboard.regressions
 """
 
+from dashboard.regressions.acceptance import Acceptance, AcceptedFileError, load_accepted
 from dashboard.regressions.direction import HIGHER, LOWER, metric_direction
+from dashboard.regressions.failures import StatusChange, find_status_changes
 from dashboard.regressions.findings import (IMPROVEMENT, REGRESSION, Finding, find_changes, findings_frame,
                                             position_note, resolve_commit, since_filter)
+from dashboard.regressions.gate import GateVerdict, judge
 from dashboard.regressions.statistics import (TAIL, Change, DetectorSettings, best_split, change_interval,
                                               detect_changes)
 
-__all__ = ["HIGHER", "IMPROVEMENT", "LOWER", "REGRESSION", "TAIL", "Change", "DetectorSettings", "Finding",
-           "best_split", "change_interval", "detect_changes", "find_changes", "findings_frame",
+__all__ = ["HIGHER", "IMPROVEMENT", "LOWER", "REGRESSION", "TAIL", "Acceptance", "AcceptedFileError", "Change",
+           "DetectorSettings", "Finding", "GateVerdict", "StatusChange", "best_split", "change_interval",
+           "detect_changes", "find_changes", "find_status_changes", "findings_frame", "judge", "load_accepted",
            "metric_direction", "position_note", "resolve_commit", "since_filter"]

@@ -1,15 +1,33 @@
-"""python -m dashboard.regressions: list level changes per commit in an asv results folder; the CI gate."""
+"""python -m dashboard.regressions: the per-commit CI gate over an asv results folder, and the
+history's level changes and failures by commit.
+
+Exit status: 0 pass, 1 a regression at the judged commits (see gate.py), 2 the gate could not
+judge (bad arguments, an unreadable results folder or accepted.json, an internal error).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
+import traceback
+from pathlib import Path
 from typing import Sequence
 
 from dashboard.data import ResultsDirError, load_results
-from dashboard.regressions.findings import find_changes, since_filter
-from dashboard.regressions.report import gate, render_json, render_markdown, render_text
+from dashboard.regressions.acceptance import AcceptedFileError, accepted_path, load_accepted, unknown_commits
+from dashboard.regressions.failures import find_status_changes
+from dashboard.regressions.findings import find_changes, resolve_commit
+from dashboard.regressions.gate import judge
+from dashboard.regressions.report import render_json, render_markdown, render_text
 from dashboard.regressions.statistics import DetectorSettings
+
+PASS, FAIL, CANNOT_JUDGE = 0, 1, 2
+
+
+class CannotJudge(Exception):
+    """The gate cannot give a verdict; the message says why (exit 2)."""
 
 
 def parse_threshold(text: str) -> float:
@@ -26,53 +44,139 @@ def parse_threshold(text: str) -> float:
     return value
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
         prog="python -m dashboard.regressions",
-        description="List level changes per commit in an asv results directory; exit 1 when a "
-                    "regression is present at the newest commit (a CI gate).")
-    parser.add_argument("--results", default="results", help="asv results directory (default: results)")
-    parser.add_argument("--machine", help="only this machine (a directory under the results)")
-    parser.add_argument("--threshold", type=parse_threshold, default=0.05, help="smallest relative change (default 5%%)")
-    parser.add_argument("--since", help="only report changes at this commit (hash or prefix) or later")
-    parser.add_argument("--format", choices=("text", "json", "markdown"), default="text")
-    parser.add_argument("--confirmed-only", action="store_true",
-                        help="gate only on confirmed regressions (not on suspected ones at the last commits)")
-    args = parser.parse_args(argv)
+        description="The per-commit gate: exit 1 when the newest commit (or the commits after --base) brought "
+                    "a regression or a newly failing benchmark that accepted.json does not accept; 0 when not; "
+                    "2 when it cannot judge. Also lists every level change and failure in the history.")
+    p.add_argument("--results", default="results", help="asv results directory (default: results)")
+    p.add_argument("--machine", help="only this machine (a directory under the results)")
+    p.add_argument("--threshold", type=parse_threshold, default=0.05, help="smallest relative change (default 5%%)")
+    p.add_argument("--base", metavar="A[..B]",
+                   help="judge the commits after A (up to B, ignoring results of later commits); a hash or a "
+                        "prefix in the results, or a git revision of this checkout (default: judge the newest commit)")
+    p.add_argument("--strict", action="store_true",
+                   help="also fail on suspected changes (too small to tell from the commits so far)")
+    p.add_argument("--accepted", type=Path,
+                   help="accepted regressions (default: accepted.json in the results directory, if there)")
+    p.add_argument("--since", help="list only changes at this commit or later in the history (the gate is unchanged)")
+    p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    return p
 
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)  # bad arguments: argparse exits 2 with the reason
+    try:
+        return run(args)
+    except CannotJudge as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return CANNOT_JUDGE
+    except Exception as exc:  # a crash must never read as "regression found"
+        traceback.print_exc(file=sys.stderr)
+        print(f"error: internal error, the gate could not judge ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return CANNOT_JUDGE
+
+
+def run(args: argparse.Namespace) -> int:
     try:
         loaded = load_results(args.results, machine=args.machine)
     except ResultsDirError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise CannotJudge(str(exc)) from None
     frame, report = loaded.frame, loaded.load_report
     for line in report.lines():
         print(f"warning: {line}", file=sys.stderr)
     if frame.empty:
         where = f"machine {args.machine!r} in " if args.machine else ""
-        print(f"error: no usable asv results for {where}{args.results!r}", file=sys.stderr)
-        return 2
+        raise CannotJudge(f"no usable asv results for {where}{args.results!r}")
+    try:
+        accepted = load_accepted(args.accepted or accepted_path(args.results), args.results
+                                 if args.accepted is None else None)
+    except AcceptedFileError as exc:
+        raise CannotJudge(f"accepted regressions: {exc}") from None
+    for entry in unknown_commits(accepted, frame["commit_hash"].astype(str).unique()):
+        print(f"warning: accepted.json: no results for commit {entry.commit} ({entry.benchmark})", file=sys.stderr)
+
+    base, head = _parse_base(args.base, frame)
+    if head is not None:  # judge the history as it stood at head
+        head_date = frame.loc[frame["commit_hash"].astype(str) == head, "date"].min()
+        frame = frame[frame["date"] <= head_date]
 
     settings = DetectorSettings(threshold=args.threshold)
     findings = find_changes(frame, settings, benchmarks_meta=loaded.benchmarks)
+    status_changes = find_status_changes(frame)
+    verdict = judge(frame, findings, status_changes, settings, base_commit=base, accepted=accepted,
+                    strict=args.strict, benchmarks_meta=loaded.benchmarks)
+    listed, listed_status = findings, status_changes
     if args.since:
-        try:
-            findings = since_filter(findings, frame, args.since)
-        except ValueError as exc:
-            print(f"error: --since: {exc}", file=sys.stderr)
-            return 2
-    failing = gate(findings, args.confirmed_only)
+        start = _commit_date(frame, args.since, "--since")
+        listed = [f for f in findings if f.commit_date >= start]
+        listed_status = [c for c in status_changes if c.commit_date >= start]
+
     n_series = frame.groupby(["machine", "env_name", "benchmark", "params_key"], observed=True).ngroups
-    header = (f"Level changes in {args.results} (threshold {settings.threshold:.0%}, {n_series} series, "
-              f"{frame['commit_hash'].nunique()} commits"
-              + (f", since {args.since}" if args.since else "") + ")")
+    header = (f"Level changes and failures in {args.results} (threshold {settings.threshold:.0%}, {n_series} series, "
+              f"{frame['commit_hash'].nunique()} commits" + (f", listed since {args.since}" if args.since else "") + ")")
     if args.format == "json":
-        print(render_json(findings, report, header, failing, settings))
+        text = render_json(listed, listed_status, verdict, report, header, settings)
     elif args.format == "markdown":
-        print(render_markdown(findings, report, header, failing))
+        text = render_markdown(listed, listed_status, verdict, report, header)
     else:
-        print(render_text(findings, report, header, failing))
-    return 1 if failing else 0
+        text = render_text(listed, listed_status, verdict, report, header)
+    _print_report(text)
+    return FAIL if verdict.failed else PASS
+
+
+def _print_report(text: str) -> None:
+    """Print the report; a reader that stops early (| head) does not change the verdict."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+
+
+def _parse_base(text: str | None, frame) -> tuple[str | None, str | None]:
+    """--base A or A..B -> (full hash of A, full hash of B or None)."""
+    if text is None:
+        return None, None
+    first, sep, last = text.partition("..")
+    if not first:
+        raise CannotJudge(f"--base {text!r}: name the base commit (A or A..B)")
+    base = _resolve(frame, first, "--base")
+    head = _resolve(frame, last, "--base") if sep and last else None
+    if head is not None and _date(frame, head) < _date(frame, base):
+        raise CannotJudge(f"--base {text!r}: {last} is older than {first}")
+    return base, head
+
+
+def _resolve(frame, name: str, option: str) -> str:
+    """A commit of the results: a hash or prefix there, else a git revision of this checkout."""
+    try:
+        return resolve_commit(frame, name)
+    except ValueError as exc:
+        from_git = _git_revision(name)
+        if from_git is None:
+            raise CannotJudge(f"{option}: {exc}") from None
+        try:
+            return resolve_commit(frame, from_git)
+        except ValueError:
+            raise CannotJudge(f"{option}: {name} is commit {from_git[:12]}, which has no results here") from None
+
+
+def _git_revision(name: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}"], capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def _date(frame, commit: str):
+    return frame.loc[frame["commit_hash"].astype(str) == commit, "date"].min()
+
+
+def _commit_date(frame, name: str, option: str):
+    return _date(frame, _resolve(frame, name, option))
 
 
 if __name__ == "__main__":

@@ -45,10 +45,14 @@ class Finding:
     earliest_commit: str = ""
     latest_commit: str = ""
     plausible_commits: int = 1  # commits from earliest_commit to latest_commit, both included
+    # Clear enough to fail a gate: confirmed, or clear from its first one or two commits
+    # (asv's compare rule and far outside the noise the history shows; newest.py).
+    clear: bool = False
 
     def status(self) -> str:
         """Kind, confirmation, presence and position in a few words, for reports and the inbox."""
-        parts = [self.kind if self.kind != "step" else "", "" if self.confirmed else "suspected",
+        evidence = "" if self.confirmed else "clear, not yet confirmed" if self.clear else "suspected"
+        parts = [self.kind if self.kind != "step" else "", evidence,
                  "present" if self.present_at_newest else "not present now", self.position_note()]
         return ", ".join(p for p in parts if p)
 
@@ -101,7 +105,7 @@ def find_changes(
     meta = benchmarks_meta or {}
 
     bounds = [(int(lo), int(hi)) for lo, hi in zip(np.r_[0, breaks], np.r_[breaks, len(order)])
-              if hi - lo >= settings.min_before + settings.min_after_suspected]  # too short: nothing to find
+              if hi - lo >= settings.min_before + 1]  # too short: nothing to find
     # Raw samples only matter for a suspected change among the newest commits (asv's compare
     # rule: the TAIL commits searched and the 3 before them), so only that tail is passed on:
     # cheaper to copy and to send to workers.
@@ -143,7 +147,7 @@ def find_changes(
                 better=better, kind=c.kind, confirmed=c.confirmed, p_value=c.p_value, score=c.score,
                 present_at_newest=c.present_at_newest, series_last_commit=commits[hi - 1],
                 earliest_commit=commits[lo + low], latest_commit=commits[lo + high],
-                plausible_commits=high - low + 1))
+                plausible_commits=high - low + 1, clear=c.clear))
     findings.sort(key=lambda f: (f.commit_date, f.commit_hash, f.benchmark, f.params), reverse=True)
     return findings
 

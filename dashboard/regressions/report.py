@@ -1,4 +1,10 @@
-"""How findings are reported: the gate's verdict and the text, Markdown and JSON renderers."""
+"""How the gate's verdict and the history's changes are reported: text, Markdown and JSON.
+
+Every change is one line: level changes with their values in real units (formatting.py) and a
+p-value of sensible precision, benchmarks that started or stopped failing, each grouped by the
+commit it is at. A sub-metric (``step.forward`` beside ``step``, same parameters, same way) is
+listed under its parent instead of beside it.
+"""
 
 from __future__ import annotations
 
@@ -8,84 +14,203 @@ import math
 from typing import Sequence
 
 from dashboard.data import LoadReport
+from dashboard.regressions.failures import StatusChange
 from dashboard.regressions.findings import REGRESSION, Finding
+from dashboard.regressions.formatting import format_p, format_value
+from dashboard.regressions.gate import ACCEPTED, EARLIER, REGRESSION_ITEM, SUSPECTED, GateItem, GateVerdict
+
+Change = Finding | StatusChange
+EARLIER_LISTED = 10  # earlier open regressions named in the gate section; all are in the history
 
 
-def gate(findings: Sequence[Finding], confirmed_only: bool) -> list[Finding]:
-    """The regressions that fail the gate: present at the newest commit (confirmed ones only
-    with ``confirmed_only``)."""
-    return [f for f in findings if f.direction == REGRESSION and f.present_at_newest
-            and (f.confirmed or not confirmed_only)]
-
-
-def _group_by_commit(findings: Sequence[Finding]) -> list[tuple[tuple, list[Finding]]]:
-    groups: dict[tuple, list[Finding]] = {}
-    for f in findings:  # already newest first
-        groups.setdefault((f.commit_hash, f.commit_date, f.machine, f.env_name), []).append(f)
-    for members in groups.values():
-        members.sort(key=lambda f: (f.direction != REGRESSION, -abs(f.relative_change)))
+def _group_by_commit(changes: Sequence[Change]) -> list[tuple[tuple, list[Change]]]:
+    groups: dict[tuple, list[Change]] = {}
+    for c in sorted(changes, key=lambda c: (c.commit_date, c.commit_hash), reverse=True):
+        groups.setdefault((c.commit_hash, c.commit_date, c.machine, c.env_name), []).append(c)
     return list(groups.items())
 
 
-def _fmt(value: float) -> str:
-    return f"{value:.4g}"
+def nested(members: Sequence[Change]) -> list[tuple[Change, int]]:
+    """(change, depth) in report order: regressions first, larger first, each sub-metric right
+    under its nearest parent (a benchmark whose name is a dotted prefix of its name, same
+    parameters, same direction)."""
+    ordered = sorted(members, key=lambda c: (c.direction != REGRESSION, isinstance(c, Finding),
+                                             -abs(getattr(c, "relative_change", 0.0)), c.benchmark))
+
+    def parent(c):
+        candidates = [p for p in ordered if p is not c and isinstance(p, Finding) and isinstance(c, Finding)
+                      and c.benchmark.startswith(p.benchmark + ".") and p.params == c.params
+                      and p.direction == c.direction]
+        return max(candidates, key=lambda p: len(p.benchmark), default=None)
+
+    parents = {id(c): parent(c) for c in ordered}
+    out: list[tuple[Change, int]] = []
+
+    def place(c, depth):
+        out.append((c, depth))
+        for child in ordered:
+            if parents[id(child)] is c:
+                place(child, depth + 1)
+
+    for c in ordered:
+        if parents[id(c)] is None:
+            place(c, 0)
+    return out
 
 
-def render_text(findings, report: LoadReport, header: str, failing: list[Finding]) -> str:
-    lines = [header]
-    if not findings:
+def _nested_items(items: Sequence[GateItem]) -> list[tuple[GateItem, int]]:
+    """Gate items in report order, sub-metrics under their parents (see nested)."""
+    by_change = {id(i.change): i for i in items}
+    return [(by_change[id(c)], depth) for c, depth in nested([i.change for i in items])]
+
+
+def describe(c: Change) -> str:
+    """One change on one line (no commit: the group header says it)."""
+    name = f"{c.benchmark}({c.params})" if c.params else c.benchmark
+    if isinstance(c, StatusChange):
+        label = "FAILING" if c.direction == REGRESSION else "FIXED"
+        previous = f"; previous {c.previous_commit[:8]}" if c.previous_commit else ""
+        return f"{label:<11} {name}  {c.summary()}  [{c.status()}{previous}]"
+    return (f"{c.direction.upper():<11} {name}  {format_value(c.before, c.unit)} -> "
+            f"{format_value(c.after, c.unit)}  {c.relative_change:+.1%}  {format_p(c.p_value)}  "
+            f"[{c.status()}; previous {c.previous_commit[:8]}]")
+
+
+def acceptance_entry(c: Change) -> dict:
+    """The accepted.json entry that would accept this change (who and why left to fill in)."""
+    entry = {"benchmark": c.benchmark, "params": c.params, "machine": c.machine, "commit": c.commit_hash[:12],
+             "who": "<your name>", "why": "<why this is acceptable>"}
+    return {k: v for k, v in entry.items() if v != ""}
+
+
+def _judged_line(verdict: GateVerdict) -> list[str]:
+    lines = []
+    for run in verdict.runs:
+        if not run.commits:
+            lines.append(f"  {run.machine} / {run.env_name}: no commits after the base")
+            continue
+        span = run.commits[0][:8] if len(run.commits) == 1 else f"{run.commits[0][:8]}..{run.commits[-1][:8]}"
+        after = f" after {run.base_commit[:8]}" if run.base_commit else ""
+        lines.append(f"  {run.machine} / {run.env_name}: {len(run.commits)} commit(s){after}: {span}")
+    return lines
+
+
+def _verdict_word(verdict: GateVerdict) -> str:
+    failing = verdict.failing
+    if failing:
+        top = [i for i, depth in _nested_items(failing) if depth == 0]  # sub-metrics count with their parent
+        regressions = sum(i.category == REGRESSION_ITEM for i in top)
+        suspected = len(top) - regressions
+        parts = [f"{regressions} regression(s)" if regressions else "",
+                 f"{suspected} suspected (--strict)" if suspected else "",
+                 f"{len(failing) - len(top)} sub-metric(s) with them" if len(failing) > len(top) else ""]
+        return "FAIL: " + ", ".join(p for p in parts if p)
+    suspected = len(verdict.of(SUSPECTED))
+    return "pass" + (f" ({suspected} suspected; --strict would fail)" if suspected else "")
+
+
+def render_text(findings: Sequence[Finding], status_changes: Sequence[StatusChange], verdict: GateVerdict,
+                report: LoadReport, header: str) -> str:
+    lines = [header, "", "Gate: judged commits", *_judged_line(verdict)]
+    sections = ((REGRESSION_ITEM, "fails the gate"), (SUSPECTED, "fails only with --strict"),
+                (ACCEPTED, "accepted in accepted.json"))
+    for category, meaning in sections:
+        items = verdict.of(category)
+        if items:
+            lines.append(f"\n{category.upper()} ({meaning}):")
+            for item, depth in _nested_items(items):
+                pad = "  " * depth
+                lines.append(f"  {pad}{'└ ' if depth else ''}{describe(item.change)}")
+                lines.append(f"      {pad}at {item.change.commit_hash[:12]} on {item.change.machine}: {item.note}")
+                if category != ACCEPTED:
+                    lines.append(f"      {pad}to accept, add to accepted.json: "
+                                 f"{json.dumps(acceptance_entry(item.change))}")
+    earlier = [i for i in verdict.of(EARLIER) if i.acceptance is None]
+    if earlier:
+        lines.append(f"\nStill open from before the judged commits (not judged now; accept them in accepted.json): "
+                     f"{len(earlier)}")
+        for item in earlier[:EARLIER_LISTED]:
+            lines.append(f"  {item.change.commit_hash[:8]} {describe(item.change)}")
+        if len(earlier) > EARLIER_LISTED:
+            lines.append(f"  ... and {len(earlier) - EARLIER_LISTED} more (below)")
+    lines.append("\nHistory: every change found, newest commit first")
+    changes = [*findings, *status_changes]
+    if not changes:
         lines.append("No level changes found.")
-    for (commit, date, machine, env), members in _group_by_commit(findings):
-        n_reg = sum(f.direction == REGRESSION for f in members)
+    for (commit, date, machine, env), members in _group_by_commit(changes):
+        n_reg = sum(c.direction == REGRESSION for c in members)
         lines.append(f"\ncommit {commit[:12]}  {date:%Y-%m-%d %H:%M}  {machine} / {env}: "
                      f"{n_reg} regression(s), {len(members) - n_reg} improvement(s)")
-        for f in members:
-            lines.append(f"  {f.direction.upper():<11} {f.benchmark}({f.params})  {_fmt(f.before)} -> "
-                         f"{_fmt(f.after)} {f.unit or ''}  {f.relative_change:+.1%}  p={f.p_value:.2g}  "
-                         f"[{f.status()}; previous {f.previous_commit[:8]}]")
+        for c, depth in nested(members):
+            lines.append(f"  {'  ' * depth}{'└ ' if depth else ''}{describe(c)}")
     lines += _report_lines(report)
-    lines.append(f"\nGate: {len(failing)} regression(s) present at the newest commit -> "
-                 f"{'FAIL' if failing else 'pass'}")
+    lines.append(f"\nGate: {_verdict_word(verdict)}")
     return "\n".join(lines)
 
 
-def render_markdown(findings, report: LoadReport, header: str, failing: list[Finding]) -> str:
-    lines = [f"## {header}", ""]
-    if not findings:
-        lines.append("No level changes found.")
-    for (commit, date, machine, env), members in _group_by_commit(findings):
+def render_markdown(findings: Sequence[Finding], status_changes: Sequence[StatusChange], verdict: GateVerdict,
+                    report: LoadReport, header: str) -> str:
+    lines = [f"## {header}", "", f"**Gate: {_verdict_word(verdict)}**", "", "Judged commits:", ""]
+    lines += [f"- {line.strip()}" for line in _judged_line(verdict)] + [""]
+    for category in (REGRESSION_ITEM, SUSPECTED, ACCEPTED, EARLIER):
+        items = verdict.of(category)
+        if items:
+            lines += [f"### {category} ({len(items)})", "", "| commit | change | note |", "| --- | --- | --- |"]
+            lines += [f"| `{i.change.commit_hash[:12]}` | {_md(describe(i.change))} | {_md(i.note)} |" for i in items]
+            lines.append("")
+    for (commit, date, machine, env), members in _group_by_commit([*findings, *status_changes]):
         lines += [f"### `{commit[:12]}` ({date:%Y-%m-%d %H:%M}, {machine} / {env})", "",
                   "| change | benchmark | params | before → after | relative | p | status |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
-        for f in members:
-            params = f.params.replace("|", "\\|")
-            lines.append(f"| {f.direction} | `{f.benchmark}` | {params} | {_fmt(f.before)} → {_fmt(f.after)} "
-                         f"{f.unit or ''} | {f.relative_change:+.1%} | {f.p_value:.2g} | {f.status()} |")
+        for c, depth in nested(members):
+            name = f"{'↳ ' * depth}`{c.benchmark}`"
+            if isinstance(c, StatusChange):
+                lines.append(f"| {c.summary()} | {name} | {_md(c.params)} | {c.before or '—'} → {c.after} | | | "
+                             f"{c.status()} |")
+            else:
+                lines.append(f"| {c.direction} | {name} | {_md(c.params)} | {format_value(c.before, c.unit)} → "
+                             f"{format_value(c.after, c.unit)} | {c.relative_change:+.1%} | "
+                             f"{format_p(c.p_value).removeprefix('p=')} | {c.status()} |")
         lines.append("")
+    if not findings and not status_changes:
+        lines += ["No level changes found.", ""]
     problems = _report_lines(report)
     if problems:
         lines += ["### Results that could not be used", ""] + [f"- {p.strip()}" for p in problems[1:]] + [""]
-    lines.append(f"**Gate:** {len(failing)} regression(s) present at the newest commit → "
-                 f"{'FAIL' if failing else 'pass'}")
     return "\n".join(lines)
 
 
-def render_json(findings, report: LoadReport, header: str, failing: list[Finding], settings) -> str:
-    def finding_dict(f: Finding) -> dict:
-        d = dataclasses.asdict(f)
-        d["commit_date"] = f.commit_date.isoformat()
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_json(findings: Sequence[Finding], status_changes: Sequence[StatusChange], verdict: GateVerdict,
+                report: LoadReport, header: str, settings) -> str:
+    def change_dict(c: Change) -> dict:
+        d = dataclasses.asdict(c)
+        d["commit_date"] = c.commit_date.isoformat()
+        d["kind"] = c.kind
         return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
+
+    def item_dict(i: GateItem) -> dict:
+        out = {"category": i.category, "note": i.note, "change": change_dict(i.change)}
+        if i.acceptance is not None:
+            out["accepted"] = dataclasses.asdict(i.acceptance)
+        return out
 
     doc = {
         "summary": header,
         "threshold": settings.threshold,
+        "gate": {"failed": verdict.failed, "strict": verdict.strict, "verdict": _verdict_word(verdict),
+                 "judged": [dataclasses.asdict(r) for r in verdict.runs],
+                 "failing": [item_dict(i) for i in verdict.failing],
+                 "items": [item_dict(i) for i in verdict.items]},
         "commits": [{"commit_hash": c, "date": d.isoformat(), "machine": m, "env_name": e,
-                     "findings": [finding_dict(f) for f in members]}
-                    for (c, d, m, e), members in _group_by_commit(findings)],
+                     "changes": [change_dict(x) for x, _ in nested(members)]}
+                    for (c, d, m, e), members in _group_by_commit([*findings, *status_changes])],
         "load_report": {"loaded_files": len(report.loaded_files),
                         "skipped": [dataclasses.asdict(s) for s in report.skipped],
                         "problems": report.problems},
-        "gate": {"failed": bool(failing), "regressions_present_at_newest": len(failing)},
     }
     return json.dumps(doc, indent=2)
 

@@ -22,6 +22,9 @@ commit-date order. Per series:
    far outside the series' robust noise, every one of those commits shows the change on
    its own (slow runs are not a level) and, where samples were recorded, asv's own compare
    rule also calls it different (Mann-Whitney on the samples, p < 0.002).
+   A change at the newest one or two commits is judged by :mod:`newest` (asv's compare rule
+   and the noise the history shows): *clear* at once, or *suspected*. A not yet confirmed
+   change is clear when its first one or two commits were.
 3. Slow drifts and small steps the fit left whole: in each stretch between accepted
    changes, the best single split (by rank, standardised) is judged on both whole sides,
    its significance by Pettitt's test (which allows for having picked the best of many
@@ -49,6 +52,8 @@ import numpy as np
 from scipy.stats import mannwhitneyu
 
 from asv import step_detect  # pinned asv==0.6.6: step_detect is not a stable asv API
+
+from dashboard.regressions.newest import further_step_is_clear, judge_newest, robust_sigma
 
 # Newest commits searched for a change the step fit cannot split yet. With 5, a change 6-7
 # commits old had left the search before the fit split it, and the gate passed again for a
@@ -81,6 +86,11 @@ class DetectorSettings:
     min_after_suspected: int = 3
     suspect_z: float = 5.0  # robust-noise units a not-yet-confirmed change needs
     sample_alpha: float = 0.002  # asv compare's Mann-Whitney threshold on raw samples
+    # A change at the newest one or two commits (newest.py): clear when the chance that its m
+    # runs land that far out by noise is at most clear_p (3.7 sigma for one commit after 40
+    # commits of history, 5.1 after 10); suspected up to newest_suspect_p (3.3 sigma, 4.3).
+    clear_p: float = 3.2e-4
+    newest_suspect_p: float = 1e-3
     # Off: the 99 % CI of one run's samples says nothing about run-to-run noise (it is the
     # min-max of 10 samples, blown up by one slow warm-up sample), so 1/CI weights mislead the fit.
     use_ci_weights: bool = False  # True: weight points by 1/CI width in the step fit, like asv
@@ -105,6 +115,8 @@ class Change:
     # -1 when unknown (then use index).
     index_low: int = -1
     index_high: int = -1
+    # Clear enough for a gate to fail on: confirmed, or clear from its first commits (newest.py).
+    clear: bool = False
 
 
 def detect_changes(
@@ -120,11 +132,11 @@ def detect_changes(
     """
     y = np.asarray(values, dtype=float)
     n = len(y)
-    if n < settings.min_before + settings.min_after_suspected or not np.isfinite(y).all():
+    if n < settings.min_before + 1 or not np.isfinite(y).all():
         return []
     logspace = bool((y > 0).all())
     x = np.log(y) if logspace else y
-    sigma = _robust_sigma(x)
+    sigma = robust_sigma(x)
     weights = _ci_weights(ci_low, ci_high, logspace) if settings.use_ci_weights else None
     fitted = _asv_steps(x, weights, sigma, settings)
 
@@ -148,8 +160,16 @@ def detect_changes(
         if change is not None:
             accepted.append(change)
 
-    accepted += _gradual(x, accepted, sigma, settings, logspace)
+    # a change at the newest one or two commits, unless one is accepted there already
+    newest = _newest_change(x, y, accepted, settings, logspace, ci_low, ci_high, samples)
+
+    accepted += _gradual(x[:newest.index] if newest else x, accepted, sigma, settings, logspace)
     accepted = _merge_staircases(sorted(accepted, key=lambda c: c.index), x, settings)
+    # Not merged into a staircase: a new step right after an older one is news for a gate.
+    accepted += [newest] if newest else []
+    accepted = [c if c.confirmed or c.clear else _with_early_clarity(c, x, y, accepted, settings, logspace,
+                                                                     ci_low, ci_high, samples)
+                for c in accepted]
     out = []
     for i, c in enumerate(accepted):
         lo = accepted[i - 1].index if i > 0 else 0
@@ -226,13 +246,54 @@ def best_split(x: np.ndarray, first: int, stop: int, start: int, end: int) -> in
     return int(ks[int(np.argmin(cost))])
 
 
-def _robust_sigma(x: np.ndarray) -> float:
-    """Commit-to-commit noise: MAD of first differences (steps barely move it)."""
-    d = np.diff(x)
-    if len(d) < 2:
-        return float("nan")
-    mad = np.median(np.abs(d - np.median(d)))
-    return float(1.4826 * mad / math.sqrt(2))
+def _newest_change(x, y, accepted: list[Change], s: DetectorSettings, logspace, ci_low, ci_high,
+                   samples) -> Change | None:
+    """A change before the newest one or two commits (newest.py); a clear one is preferred, then
+    the split the data show most clearly (smallest p). A confirmed change within 2 commits leaves
+    no room for one. A suspected one (the tail search's, over a dip just before, say) does not
+    hide a clear step at the newest commit: the level before is then the one before that
+    suspicion, and the newest commit must also step clearly past the suspicion's own commits."""
+    n = len(x)
+    found = []
+    for k in range(max(1, n - s.min_after_suspected + 1), n):
+        near = [c for c in accepted if abs(c.index - k) <= 2]
+        if any(c.confirmed or c.index >= k for c in near):
+            continue
+        start = max((c.index for c in accepted if c.index < k and c not in near), default=0)
+        if start >= k:
+            continue
+        evidence = judge_newest(x, y, k, start, s, logspace, ci_low, ci_high, samples,
+                                breaks=[c.index for c in accepted if c.index < k])
+        if evidence is None:
+            continue
+        breaks = [c.index for c in accepted if c.index < k]
+        if near and not (k == n - 1 and evidence.clear
+                         and further_step_is_clear(x, k, max(c.index for c in near), evidence.sign, s, logspace,
+                                                   breaks)):
+            continue  # the suspicion already there covers these commits
+        found.append((not evidence.clear, k, evidence, start))
+    if not found:
+        return None
+    _, k, evidence, start = min(found, key=lambda f: (f[0], f[2].p_value, f[1]))
+    before, after = x[max(start, k - s.window):k], x[k:]
+    lb, la = _level(before, logspace), _level(after, logspace)
+    sigma = robust_sigma(x[:k])
+    score = abs(float(np.median(after) - np.median(before))) / sigma if sigma > 0 else math.inf
+    return Change(k, lb, la, _relative(lb, la), evidence.p_value, score, False, "step", True,
+                  clear=evidence.clear)
+
+
+def _with_early_clarity(c: Change, x, y, accepted: list[Change], s: DetectorSettings, logspace, ci_low, ci_high,
+                        samples) -> Change:
+    """A suspected change is clear when its first one or two commits were (newest.py on the
+    history as it stood then, in the same direction)."""
+    start = max((a.index for a in accepted if a.index < c.index), default=0)
+    for end in range(c.index + 1, min(c.index + s.min_after_suspected, len(x) + 1)):
+        evidence = judge_newest(x[:end], y[:end], c.index, start, s, logspace, ci_low, ci_high, samples,
+                                breaks=[a.index for a in accepted if a.index < c.index])
+        if evidence is not None and evidence.clear and (evidence.sign > 0) == (c.relative_change > 0):
+            return dataclasses.replace(c, clear=True)
+    return c
 
 
 def _ci_weights(ci_low, ci_high, logspace: bool) -> list | None:
@@ -289,7 +350,7 @@ def _judge(before, after, k, at_tail, sigma, samples, s: DetectorSettings, logsp
     if len(after) >= s.min_after:
         p = float(mannwhitneyu(before, after, alternative="two-sided").pvalue)
         if p < s.alpha:
-            return Change(k, lb, la, rel, p, score, True, "step", True)
+            return Change(k, lb, la, rel, p, score, True, "step", True, clear=True)
         if not at_tail:
             return None
         # At the newest commits a change the test cannot confirm yet (4 commits after it
@@ -345,7 +406,7 @@ def _gradual(x, accepted: list[Change], sigma, s: DetectorSettings, logspace) ->
             continue
         lb, la = _level(before, logspace), _level(after, logspace)
         score = abs(float(np.median(after) - np.median(before))) / sigma if sigma > 0 else math.inf
-        found.append(Change(k, lb, la, _relative(lb, la), p, score, True, "gradual", True))
+        found.append(Change(k, lb, la, _relative(lb, la), p, score, True, "gradual", True, clear=True))
     return found
 
 
@@ -410,7 +471,7 @@ def _merge_staircases(changes: list[Change], x: np.ndarray, s: DetectorSettings)
         merged[-1] = dataclasses.replace(
             prev, after=c.after, relative_change=_relative(prev.before, c.after), kind="gradual",
             p_value=max(prev.p_value, c.p_value), score=prev.score + c.score,
-            confirmed=prev.confirmed and c.confirmed)
+            confirmed=prev.confirmed and c.confirmed, clear=prev.clear and c.clear)
     return merged
 
 

@@ -1,1 +1,5 @@
-"""One op per module: private @triton.jit kernels, then the launcher that validates and launches."""
+"""The kernels, one module per op; KERNELS lists every Triton kernel for the compile check."""
+
+from . import gated_up, linear_act, narrow_mlp
+
+KERNELS = (*linear_act.KERNELS, *gated_up.KERNELS, *narrow_mlp.KERNELS)

@@ -1,9 +1,8 @@
-"""Pieces shared by the GEMM-shaped kernels (linear_act, gated_up): tile order and tuning configs."""
+"""Pieces shared by the GEMM-shaped kernels (linear_act, gated_up): tile order, the M bucket of
+the autotune key, input checks."""
 
 import triton
 import triton.language as tl
-
-from .._triton_compat import INTERPRETER
 
 
 @triton.jit
@@ -25,40 +24,6 @@ def m_bucket(M: int) -> int:
     """Autotune key for M: the next power of two (capped), so decode, prefill and training sizes
     tune separately without re-tuning for every token count."""
     return min(triton.next_power_of_2(max(M, 1)), 16384)
-
-
-def gemm_configs(num_accumulators: int = 1):
-    """Autotune candidates for the GEMM kernels.
-
-    Under the interpreter one mid-size tile: tuning there would only multiply test time. On a GPU,
-    the tile shapes that tutorial 03 found good on Hopper-class parts plus narrow-M tiles for
-    decode; kernels with two accumulators (gated_up) get the smaller-N half, since they hold twice
-    the registers per tile. Tuning to beat cuBLAS is a separate piece of work.
-    """
-    if INTERPRETER:
-        return [triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8})]
-    shapes = [
-        # BLOCK_M, BLOCK_N, BLOCK_K, stages, warps
-        (128, 256, 64, 3, 8),
-        (128, 128, 64, 4, 4),
-        (128, 128, 64, 3, 8),
-        (64, 256, 64, 4, 4),
-        (128, 64, 64, 4, 4),
-        (64, 128, 64, 4, 4),
-        (16, 128, 128, 4, 4),
-        (16, 64, 256, 3, 4),
-        (32, 128, 128, 4, 4),
-    ]
-    if num_accumulators > 1:
-        shapes = [s for s in shapes if s[1] <= 128]
-    return [
-        triton.Config(
-            {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8},
-            num_stages=stages,
-            num_warps=warps,
-        )
-        for bm, bn, bk, stages, warps in shapes
-    ]
 
 
 def check_activation_input(x, weights: dict):

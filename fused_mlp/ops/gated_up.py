@@ -11,11 +11,28 @@ import triton.language as tl
 from .. import _validate as v
 from .._triton_compat import autotune, dot_upcast_needed
 from ..activations import get_activation
-from ._matmul_common import check_activation_input, gemm_configs, grouped_tile, m_bucket, rows_view
+from ._kernel_spec import KernelSpec
+from ._matmul_common import check_activation_input, grouped_tile, m_bucket, rows_view
+from ._tuning import Exclusion, device_pruner, gemm_candidates, gemm_configs, gemm_shared_bytes
 from .linear_act import linear_act
 
+_SHARED = gemm_shared_bytes(operand_tiles=2)
+# Measured with python -m fused_mlp.aot --candidates under Triton 3.6.0 and 3.9.0 (erf-GELU
+# epilogue, the costliest). Two fp32 accumulators per tile leave little room: spill stores per thread.
+_EXCLUDED = (
+    Exclusion(("sm_80",), ("bf16", "fp16"), (128, 128, 64, 8, 3), "spills with every epilogue (212 B)"),
+    Exclusion(("sm_80",), ("bf16", "fp16"), (64, 128, 64, 4, 4), "spills (8-40 B)"),
+    Exclusion(("sm_80",), ("bf16", "fp16", "fp32", "tf32"), (128, 128, 32, 8, 3), "spills (156 B-3 KB)"),
+    Exclusion(("sm_90",), ("fp32",), (128, 128, 32, 8, 3), "spills in IEEE fp32 (1.5-1.8 KB)"),
+    Exclusion(("sm_90", "sm_80"), ("fp32",), (64, 64, 32, 4, 3), "spills in IEEE fp32 (8-840 B)"),
+    Exclusion(("sm_90", "sm_80"), ("fp32",), (16, 64, 64, 4, 3), "spills in IEEE fp32 with Triton 3.9 (8-32 B)"),
+    Exclusion(("sm_90",), ("tf32",), (16, 64, 64, 4, 3), "spills with Triton 3.9 (12 B)"),
+    Exclusion(("sm_90",), ("bf16", "fp16"), (16, 64, 256, 4, 3), "spills (4-8 B)"),
+)
 
-@autotune(configs=gemm_configs(num_accumulators=2), key=["M_BUCKET", "N", "K"])
+
+@autotune(configs=gemm_configs(operand_tiles=2), key=["M_BUCKET", "N", "K", "INPUT_PRECISION"],
+          prune=device_pruner(_SHARED, "x_ptr", _EXCLUDED))
 @triton.jit
 def _gated_up_kernel(
     x_ptr, wg_ptr, wu_ptr, out_ptr,
@@ -59,6 +76,19 @@ def _gated_up_kernel(
     )
 
 
+def _kernel_args(x2, w_gate, w_up, out, activation: str) -> tuple[tuple, dict]:
+    """The kernel's arguments and constexprs for a 2-D x (shared with the compile check)."""
+    M, K = x2.shape
+    N = w_gate.shape[0]
+    args = (x2, w_gate, w_up, out,
+            M, N, K, m_bucket(M),
+            x2.stride(0), x2.stride(1), w_gate.stride(0), w_gate.stride(1),
+            w_up.stride(0), w_up.stride(1), out.stride(0), out.stride(1))
+    constexprs = dict(ACTIVATION=get_activation(activation).triton_fn, DOT_UPCAST=dot_upcast_needed(x2.dtype),
+                      INPUT_PRECISION=v.dot_precision(x2.dtype))
+    return args, constexprs
+
+
 def gated_up(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor,
              activation: str = "gelu_tanh") -> torch.Tensor:
     """act(x @ w_gate.T) * (x @ w_up.T) in one Triton kernel (GeGLU with gelu_tanh, SwiGLU with silu).
@@ -66,22 +96,16 @@ def gated_up(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor,
     x: (..., K); w_gate, w_up: (hidden, K). Returns (..., hidden) in x.dtype. fp32 accumulation;
     float32 inputs use TF32 only when `torch.backends.cuda.matmul.allow_tf32` is set.
     """
-    act = get_activation(activation)
+    get_activation(activation)
     v.check_forward_only(x, w_gate, w_up)
     K, N = check_activation_input(x, {"w_gate": w_gate, "w_up": w_up})
     x2 = rows_view(x)
     M = x2.shape[0]
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
     if M > 0 and N > 0:
+        args, constexprs = _kernel_args(x2, w_gate, w_up, out, activation)
         grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
-        _gated_up_kernel[grid](
-            x2, w_gate, w_up, out,
-            M, N, K, m_bucket(M),
-            x2.stride(0), x2.stride(1), w_gate.stride(0), w_gate.stride(1),
-            w_up.stride(0), w_up.stride(1), out.stride(0), out.stride(1),
-            ACTIVATION=act.triton_fn,
-            DOT_UPCAST=dot_upcast_needed(x.dtype), INPUT_PRECISION=v.dot_precision(x.dtype),
-        )
+        _gated_up_kernel[grid](*args, **constexprs)
     return out.reshape(*x.shape[:-1], N)
 
 
@@ -103,3 +127,15 @@ def gated_mlp(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down:
         )
     hidden = gated_up(x, w_gate, w_up, activation)
     return linear_act(hidden, w_down, None, "none")
+
+
+def _compile_example(dtype, activation):
+    """The gate and up projections of a Llama-3-8B MLP at prefill (8192 x 4096 -> 14336), on meta tensors."""
+    M, K, N = 8192, 4096, 14336
+    x2 = torch.empty(M, K, dtype=dtype, device="meta")
+    w_gate, w_up = (torch.empty(N, K, dtype=dtype, device="meta") for _ in range(2))
+    return _kernel_args(x2, w_gate, w_up, torch.empty(M, N, dtype=dtype, device="meta"), activation)
+
+
+KERNELS = (KernelSpec("gated_up", "tile", _gated_up_kernel, gemm_candidates(operand_tiles=2), _compile_example,
+                      _SHARED, _EXCLUDED),)

@@ -7,10 +7,23 @@ import triton.language as tl
 from .. import _validate as v
 from .._triton_compat import autotune, dot_upcast_needed
 from ..activations import get_activation
-from ._matmul_common import check_activation_input, gemm_configs, grouped_tile, m_bucket, rows_view
+from ._kernel_spec import KernelSpec
+from ._matmul_common import check_activation_input, grouped_tile, m_bucket, rows_view
+from ._tuning import Exclusion, device_pruner, gemm_candidates, gemm_configs, gemm_shared_bytes
+
+_SHARED = gemm_shared_bytes(operand_tiles=1)
+# Measured with python -m fused_mlp.aot --candidates under Triton 3.6.0 and 3.9.0 (erf-GELU
+# epilogue, the costliest): spill stores per thread at 255 registers.
+_EXCLUDED = (
+    Exclusion(("sm_90", "sm_80"), ("bf16", "fp16"), (128, 256, 64, 8, 3),
+              "spills with the erf-GELU epilogue (116-192 B), on sm_80 with every epilogue"),
+    Exclusion(("sm_90",), ("fp32",), (128, 128, 64, 8, 3), "spills in IEEE fp32 (156 B; 8 KB with Triton 3.6)"),
+    Exclusion(("sm_90",), ("fp32",), (64, 128, 64, 4, 4), "spills in IEEE fp32 (16 B; 8 KB with Triton 3.6)"),
+)
 
 
-@autotune(configs=gemm_configs(), key=["M_BUCKET", "N", "K"])
+@autotune(configs=gemm_configs(), key=["M_BUCKET", "N", "K", "INPUT_PRECISION"],
+          prune=device_pruner(_SHARED, "x_ptr", _EXCLUDED))
 @triton.jit
 def _linear_act_kernel(
     x_ptr, w_ptr, b_ptr, out_ptr,
@@ -53,6 +66,20 @@ def _linear_act_kernel(
     )
 
 
+def _kernel_args(x2, weight, bias, out, activation: str) -> tuple[tuple, dict]:
+    """The kernel's arguments and constexprs for a 2-D x, shared by the launcher and the compile
+    check (fused_mlp.aot), so that both specialise the kernel the same way."""
+    M, K = x2.shape
+    N = weight.shape[0]
+    args = (x2, weight, bias if bias is not None else weight, out,
+            M, N, K, m_bucket(M),
+            x2.stride(0), x2.stride(1), weight.stride(0), weight.stride(1),
+            bias.stride(0) if bias is not None else 0, out.stride(0), out.stride(1))
+    constexprs = dict(HAS_BIAS=bias is not None, ACTIVATION=get_activation(activation).triton_fn,
+                      DOT_UPCAST=dot_upcast_needed(x2.dtype), INPUT_PRECISION=v.dot_precision(x2.dtype))
+    return args, constexprs
+
+
 def linear_act(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
                activation: str = "gelu_tanh") -> torch.Tensor:
     """act(x @ weight.T + bias) in one Triton kernel.
@@ -62,7 +89,7 @@ def linear_act(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None 
     accumulator before one cast to x.dtype. float32 inputs use TF32 tensor cores only when
     `torch.backends.cuda.matmul.allow_tf32` is set (as torch's own matmul does), IEEE fp32 otherwise.
     """
-    act = get_activation(activation)
+    get_activation(activation)
     v.check_forward_only(x, weight, bias)
     K, N = check_activation_input(x, {"weight": weight})
     if bias is not None:
@@ -74,13 +101,19 @@ def linear_act(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None 
     M = x2.shape[0]
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
     if M > 0 and N > 0:
+        args, constexprs = _kernel_args(x2, weight, bias, out, activation)
         grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
-        _linear_act_kernel[grid](
-            x2, weight, bias if bias is not None else weight, out,
-            M, N, K, m_bucket(M),
-            x2.stride(0), x2.stride(1), weight.stride(0), weight.stride(1),
-            bias.stride(0) if bias is not None else 0, out.stride(0), out.stride(1),
-            HAS_BIAS=bias is not None, ACTIVATION=act.triton_fn,
-            DOT_UPCAST=dot_upcast_needed(x.dtype), INPUT_PRECISION=v.dot_precision(x.dtype),
-        )
+        _linear_act_kernel[grid](*args, **constexprs)
     return out.reshape(*x.shape[:-1], N)
+
+
+def _compile_example(dtype, activation):
+    """A Llama-3-8B up projection at prefill (8192 x 4096 -> 14336), on meta tensors."""
+    M, K, N = 8192, 4096, 14336
+    x2, weight = torch.empty(M, K, dtype=dtype, device="meta"), torch.empty(N, K, dtype=dtype, device="meta")
+    bias, out = torch.empty(N, dtype=dtype, device="meta"), torch.empty(M, N, dtype=dtype, device="meta")
+    return _kernel_args(x2, weight, bias, out, activation)
+
+
+KERNELS = (KernelSpec("linear_act", "tile", _linear_act_kernel, gemm_candidates(), _compile_example, _SHARED,
+                      _EXCLUDED),)

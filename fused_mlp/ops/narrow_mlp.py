@@ -3,7 +3,8 @@
 Each program loads its block of rows once, runs every layer with the activations held on-chip,
 and writes only the final output. The layer weights are packed into one zero-padded
 (layers, WIDTH, WIDTH) buffer so a single kernel handles any mix of widths: the zero padding
-makes the padded lanes contribute nothing, whatever act(0) is.
+makes the padded lanes contribute nothing, whatever act(0) is. The one kernel is for float16 and
+bfloat16; float32 runs one linear_act kernel per layer (see _layer_by_layer).
 """
 
 from collections.abc import Sequence
@@ -15,24 +16,46 @@ import triton.language as tl
 from .. import _validate as v
 from .._triton_compat import INTERPRETER, autotune, dot_upcast_needed
 from ..activations import get_activation
+from ._kernel_spec import KernelSpec
 from ._matmul_common import m_bucket
+from ._tuning import Exclusion, device_pruner
+from .linear_act import linear_act
 
 MAX_WIDTH = 128
 _MIN_DOT_WIDTH = 16  # tl.dot needs every dimension >= 16
 
 
-def _narrow_configs():
+def _narrow_candidates():
     """BLOCK_M candidates: the weights are tiny, so the choice is rows per program vs registers
     (a 128-wide fp32 accumulator for 128 rows is 64 KB)."""
-    if INTERPRETER:
-        return [triton.Config({"BLOCK_M": 32})]
     return [
         triton.Config({"BLOCK_M": bm}, num_warps=warps, num_stages=stages)
-        for bm, warps, stages in [(32, 4, 2), (64, 4, 2), (64, 8, 2), (128, 8, 2), (128, 4, 1), (256, 8, 1)]
+        for bm, warps, stages in [(32, 4, 2), (64, 4, 2), (128, 8, 2), (256, 8, 1)]
     ]
 
 
-@autotune(configs=_narrow_configs(), key=["M_BUCKET", "IN_FEATURES", "OUT_FEATURES"])
+def _narrow_configs():
+    return [triton.Config({"BLOCK_M": 32})] if INTERPRETER else _narrow_candidates()
+
+
+def _shared_bytes(config, dtype_bytes: int, constexprs: dict) -> int:
+    """A block of rows and one layer's weights staged for the dot."""
+    width = constexprs["WIDTH"]
+    return (config.kwargs["BLOCK_M"] * width + width * width) * dtype_bytes
+
+
+# Measured with python -m fused_mlp.aot --candidates under Triton 3.6.0 and 3.9.0 (erf-GELU
+# epilogue, the costliest): 256 rows of a 128-wide layer spill (1-4 KB per thread).
+_EXCLUDED = (
+    Exclusion(("sm_90", "sm_80"), ("bf16", "fp16"), (256, 8, 1), "spills at width 128 (1-4 KB)", (("WIDTH", 128),)),
+)
+
+
+# WIDTH and NUM_LAYERS are in the key: MLPs of equal in/out features but other hidden widths or
+# depths must not share a tuned choice.
+@autotune(configs=_narrow_configs(),
+          key=["M_BUCKET", "IN_FEATURES", "OUT_FEATURES", "WIDTH", "NUM_LAYERS", "INPUT_PRECISION"],
+          prune=device_pruner(_shared_bytes, "x_ptr", _EXCLUDED))
 @triton.jit
 def _narrow_mlp_kernel(
     x_ptr, w_ptr, b_ptr, out_ptr,
@@ -129,12 +152,45 @@ def pack_layers(weights: Sequence[torch.Tensor], biases: Sequence[torch.Tensor |
     return packed_w, packed_b
 
 
+def _layer_by_layer(x2, packed_weights, packed_biases, in_features: int, out_features: int, activation: str,
+                    output_activation: str | None):
+    """The MLP as one linear_act kernel per layer, for float32. The one-kernel MLP keeps a whole
+    layer's operands in registers, which 4-byte operands overflow: with an IEEE dot it spills at
+    every config on sm_90 and sm_80, with a TF32 dot at every config for width 128 (measured by
+    python -m fused_mlp.aot). Like tiny-cuda-nn's fully fused MLP, the one kernel is for 16-bit
+    dtypes. The padded lanes stay zero, as in the kernel: every activation maps 0 to 0."""
+    num_layers = packed_weights.shape[0]
+    h = x2
+    for i in range(num_layers):
+        w = packed_weights[i]
+        w = w[:, :in_features] if i == 0 else w
+        w = w[:out_features] if i == num_layers - 1 else w
+        b = None if packed_biases is None else packed_biases[i][: w.shape[0]]
+        h = linear_act(h, w, b, activation if i < num_layers - 1 else (output_activation or "none"))
+    return h
+
+
+def _kernel_args(x2, packed_weights, packed_biases, out, activation: str,
+                 output_activation: str | None) -> tuple[tuple, dict]:
+    """The kernel's arguments and constexprs (shared with the compile check, fused_mlp.aot)."""
+    num_layers, width, _ = packed_weights.shape
+    M, in_features = x2.shape
+    args = (x2, packed_weights, packed_biases if packed_biases is not None else packed_weights, out,
+            M, in_features, out.shape[1], m_bucket(M),
+            x2.stride(0), x2.stride(1), out.stride(0), out.stride(1))
+    constexprs = dict(NUM_LAYERS=num_layers, WIDTH=width, HAS_BIAS=packed_biases is not None,
+                      ACTIVATION=get_activation(activation).triton_fn,
+                      OUTPUT_ACTIVATION=get_activation(output_activation or "none", "output_activation").triton_fn,
+                      DOT_UPCAST=dot_upcast_needed(x2.dtype), INPUT_PRECISION=v.dot_precision(x2.dtype))
+    return args, constexprs
+
+
 def narrow_mlp_packed(x: torch.Tensor, packed_weights: torch.Tensor, packed_biases: torch.Tensor | None,
                       in_features: int, out_features: int, activation: str = "relu",
                       output_activation: str | None = None) -> torch.Tensor:
     """Run the fused narrow MLP on layers already packed by `pack_layers`."""
-    act = get_activation(activation)
-    out_act = get_activation(output_activation or "none", "output_activation")
+    get_activation(activation)
+    get_activation(output_activation or "none", "output_activation")
     v.check_tensor("x", x, min_ndim=1)
     v.check_same("x", x, weights=packed_weights)
     v.check_runnable_device("x", x)
@@ -153,19 +209,16 @@ def narrow_mlp_packed(x: torch.Tensor, packed_weights: torch.Tensor, packed_bias
         v.check_same("packed_weights", packed_weights, packed_biases=packed_biases)
         v.check_shape("packed_biases", packed_biases.shape, packed_weights.shape[:2], "(layers, W) from pack_layers")
     x2 = x.reshape(-1, in_features)
+    if x.dtype == torch.float32:
+        out = _layer_by_layer(x2, packed_weights, packed_biases, in_features, out_features, activation,
+                              output_activation)
+        return out.reshape(*x.shape[:-1], out_features)
     M = x2.shape[0]
     out = torch.empty((M, out_features), dtype=x.dtype, device=x.device)
     if M > 0:
-        num_layers, width, _ = packed_weights.shape
+        args, constexprs = _kernel_args(x2, packed_weights, packed_biases, out, activation, output_activation)
         grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]),)
-        _narrow_mlp_kernel[grid](
-            x2, packed_weights, packed_biases if packed_biases is not None else packed_weights, out,
-            M, in_features, out_features, m_bucket(M),
-            x2.stride(0), x2.stride(1), out.stride(0), out.stride(1),
-            NUM_LAYERS=num_layers, WIDTH=width, HAS_BIAS=packed_biases is not None,
-            ACTIVATION=act.triton_fn, OUTPUT_ACTIVATION=out_act.triton_fn,
-            DOT_UPCAST=dot_upcast_needed(x.dtype), INPUT_PRECISION=v.dot_precision(x.dtype),
-        )
+        _narrow_mlp_kernel[grid](*args, **constexprs)
     return out.reshape(*x.shape[:-1], out_features)
 
 
@@ -177,7 +230,8 @@ def narrow_mlp(x: torch.Tensor, weights: Sequence[torch.Tensor],
 
     x: (..., in_features); weights[i]: (out_i, in_i) as in nn.Linear, chained; biases: None or one
     (out_i,) tensor (or None) per layer. Activations stay on-chip in fp32 per layer and are rounded
-    to x.dtype between layers, as a framework MLP in that dtype does. float32 uses TF32 only when
+    to x.dtype between layers, as a framework MLP in that dtype does. float16 and bfloat16 run as
+    one kernel; float32 as one kernel per layer (the one-kernel form spills), using TF32 only when
     `torch.backends.cuda.matmul.allow_tf32` is set.
     """
     get_activation(activation)
@@ -189,3 +243,19 @@ def narrow_mlp(x: torch.Tensor, weights: Sequence[torch.Tensor],
     return narrow_mlp_packed(
         x, packed_w, packed_b, weights[0].shape[1], weights[-1].shape[0], activation, output_activation
     )
+
+
+def _compile_example(width: int):
+    def example(dtype, activation):
+        """A 5-layer MLP of this width over 2^21 rows (a NeRF-style batch), on meta tensors."""
+        layers, M = 5, 2**21
+        x2, out = (torch.empty(M, width, dtype=dtype, device="meta") for _ in range(2))
+        packed_w = torch.empty(layers, width, width, dtype=dtype, device="meta")
+        packed_b = torch.empty(layers, width, dtype=dtype, device="meta")
+        return _kernel_args(x2, packed_w, packed_b, out, activation, activation)
+    return example
+
+
+KERNELS = tuple(KernelSpec("narrow_mlp", f"width={w}", _narrow_mlp_kernel, _narrow_candidates(),
+                           _compile_example(w), _shared_bytes, _EXCLUDED, dtypes=("bf16", "fp16"))
+                for w in (64, 128))

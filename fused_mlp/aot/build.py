@@ -1,0 +1,184 @@
+"""Compile one kernel config for one architecture and read what it costs (runs in a worker)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import subprocess
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .._arch import ARCHS
+from .rules import problems
+
+
+@dataclass(frozen=True)
+class Task:
+    kernel_index: int  # into fused_mlp.ops.KERNELS
+    config_index: int  # into that kernel's candidates
+    arch: str
+    dtype: str  # "bf16", "fp16", "fp32" (IEEE dot) or "tf32" (fp32 tensors, TF32 dot)
+    activation: str
+    offered: bool  # offered to the autotuner on this arch (fused_mlp.ops._tuning)
+    not_offered_because: str | None = None
+
+
+@dataclass
+class Record:
+    kernel: str
+    variant: str
+    arch: str
+    dtype: str
+    activation: str
+    config: dict  # the tile sizes and num_warps / num_stages
+    offered: bool
+    not_offered_because: str | None
+    triton: str
+    registers: int | None = None
+    spill_bytes: int | None = None  # bytes of spill stores per thread (ptxas -v)
+    stack_bytes: int | None = None  # stack frame per thread: spills and calls (libdevice functions)
+    shared_bytes: int | None = None  # dynamic (the compiler's allocation) + static
+    tensor_core_instructions: int | None = None  # wgmma + mma in the PTX
+    tensor_core_ops: dict = field(default_factory=dict)  # {"wgmma": n, "mma": n}
+    sass_instructions: int | None = None
+    compile_seconds: float | None = None
+    ok: bool = False
+    problem: str | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def config_label(self) -> str:
+        return config_label(self.config)
+
+
+def config_label(config: dict) -> str:
+    """'128x256x64 w8 s3': the BLOCK sizes, num_warps and num_stages of a config."""
+    tiles = "x".join(str(config[k]) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K") if k in config)
+    return f"{tiles} w{config['num_warps']} s{config['num_stages']}"
+
+
+def config_dict(config) -> dict:
+    """A triton.Config as the record keeps it: its kwargs, num_warps and num_stages."""
+    return {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
+
+
+_TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "tf32": "float32"}
+_RESOURCES = re.compile(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
+_PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_REGISTERS = re.compile(r"Used (\d+) registers")
+
+
+def _example(spec, dtype: str, activation: str):
+    """The kernel's arguments for a representative problem; tf32 as torch's allow_tf32 makes it."""
+    import torch
+
+    allow = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    try:
+        return spec.example(getattr(torch, _TORCH_DTYPES[dtype]), activation)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = allow
+
+
+def _cuobjdump() -> Path:
+    import triton
+
+    return Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+
+
+def _read_cubin(cubin: bytes) -> tuple[dict, int]:
+    """(REG/STACK/SHARED/LOCAL, SASS instruction count) from Triton's own cuobjdump."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        usage = subprocess.run([str(_cuobjdump()), "--dump-resource-usage", f.name], capture_output=True,
+                               text=True, check=True).stdout
+        sass = subprocess.run([str(_cuobjdump()), "--dump-sass", f.name], capture_output=True, text=True,
+                              check=True).stdout
+    found = _RESOURCES.search(usage)
+    if found is None:
+        raise RuntimeError(f"cuobjdump printed no resource usage: {usage[:200]!r}")
+    reg, stack, shared, local = map(int, found.groups())
+    # SASS lines look like "        /*0040*/                   IMAD.MOV.U32 R1, RZ, RZ, c[0x0][0x28] ;"
+    instructions = sum(1 for line in sass.splitlines() if re.match(r"\s+/\*[0-9a-f]{4,}\*/\s+\S", line))
+    return {"registers": reg, "stack": stack, "static_shared": shared, "local": local}, instructions
+
+
+@contextlib.contextmanager
+def _ptxas_summary_into(log: io.StringIO):
+    """Compile afresh (a cache hit would skip ptxas) and catch the ptxas -v summary Triton prints
+    (registers, stack frame, spill stores) in `log`."""
+    knobs = {"TRITON_ALWAYS_COMPILE": "1", "TRITON_DUMP_PTXAS_LOG": "1"}
+    saved = {k: os.environ.get(k) for k in knobs}
+    os.environ.update(knobs)
+    try:
+        with contextlib.redirect_stdout(log):
+            yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def compile_task(task: Task) -> Record:
+    from ..ops import KERNELS
+
+    spec = KERNELS[task.kernel_index]
+    return compile_config(spec, spec.candidates[task.config_index], task.arch, task.dtype, task.activation,
+                          task.offered, task.not_offered_because)
+
+
+def compile_config(spec, config, arch_name: str, dtype: str, activation: str, offered: bool = True,
+                   not_offered_because: str | None = None) -> Record:
+    """Compile kernel `spec` with `config` for `arch_name` and judge it by the rules."""
+    import triton
+
+    from .._triton_compat import compile_for_gpu
+
+    arch = ARCHS[arch_name]
+    record = Record(spec.name, spec.variant, arch.name, dtype, activation, config_dict(config), offered,
+                    not_offered_because, triton.__version__)
+    args, constexprs = _example(spec, dtype, activation)
+    start = time.perf_counter()
+    ptxas_log = io.StringIO()
+    try:
+        with _ptxas_summary_into(ptxas_log):
+            compiled = compile_for_gpu(spec.kernel.fn, args, {**constexprs, **config.all_kwargs()},
+                                       arch.capability)
+    except Exception as exc:  # the compiler's own message is the problem to report
+        record.compile_seconds = time.perf_counter() - start
+        first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        record.problem = f"does not compile: {first.strip()[:300]}"
+        return record
+    record.compile_seconds = time.perf_counter() - start
+    usage, record.sass_instructions = _read_cubin(compiled.asm["cubin"])
+    ptx = compiled.asm["ptx"]
+    record.tensor_core_ops = {"wgmma": ptx.count("wgmma.mma_async."), "mma": ptx.count("mma.sync.aligned.")}
+    record.tensor_core_instructions = sum(record.tensor_core_ops.values())
+    frame, registers = _PTXAS_FRAME.search(ptxas_log.getvalue()), _PTXAS_REGISTERS.search(ptxas_log.getvalue())
+    if frame is None or registers is None:
+        raise RuntimeError("ptxas printed no resource summary; is TRITON_DUMP_PTXAS_LOG honoured by this Triton?")
+    record.registers = int(registers.group(1))
+    record.stack_bytes, record.spill_bytes = int(frame.group(1)), int(frame.group(2))
+    record.shared_bytes = int(compiled.metadata.shared) + usage["static_shared"]
+    found = problems(arch, dtype, config.kwargs, record.registers, record.spill_bytes, record.shared_bytes,
+                     record.tensor_core_ops)
+    record.ok = not found
+    record.problem = "; ".join(found) or None
+    return record
+
+
+def worker_init() -> None:
+    """Triton 3.9 warns, per process, that its FP-fusion default will change; the compile uses the
+    default a launch would, so the warning says nothing here."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION is unset")

@@ -1,0 +1,21 @@
+"""KernelSpec: one Triton kernel of the library as the compile check (fused_mlp.aot) sees it."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ._tuning import Exclusion
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str  # the op it implements, e.g. "linear_act"
+    variant: str  # which kernel of the op, e.g. "tile" (tutorial-03 tiles) or "width=64"
+    kernel: object  # the @triton.autotune-wrapped kernel
+    candidates: list  # every triton.Config its autotuner may be offered on a GPU
+    # (dtype, activation) -> (args, constexprs) of a representative problem on meta tensors,
+    # built by the same function the launcher uses, so the compile specialises as a launch does
+    example: Callable[[object, str], tuple[tuple, dict]]
+    shared_estimate: Callable[[object, int, dict], int]  # (config, dtype bytes, constexprs) -> shared bytes
+    excluded: tuple[Exclusion, ...] = ()  # configs the compile check measured breaking a rule
+    # the dtypes it is launched with ("fp32" = IEEE dot, "tf32" = fp32 with a TF32 dot)
+    dtypes: tuple[str, ...] = field(default=("bf16", "fp16", "fp32", "tf32"))

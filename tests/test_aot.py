@@ -1,0 +1,140 @@
+"""The compile check (fused_mlp.aot): real compiles for sm_90 / sm_80 on this CPU-only machine.
+
+The tests compile in a subprocess without TRITON_INTERPRET (conftest sets it for this process,
+and an interpreted kernel cannot be compiled for a GPU).
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fused_mlp._arch import ARCHS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_python(code: str, timeout=900) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+COMPILE_ONE = '''
+import json, sys, triton
+from fused_mlp.aot.build import compile_config
+from fused_mlp.ops import KERNELS
+from fused_mlp.ops._tuning import gemm_shared_bytes, not_offered_because
+from fused_mlp._arch import ARCHS
+
+spec = next(s for s in KERNELS if s.name == "linear_act")
+known = next(c for c in spec.candidates if (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.kwargs["BLOCK_K"],
+             c.num_warps, c.num_stages) == (128, 256, 64, 8, 3))
+# planted: 256x256x128 in 4 stages needs ~512 KB of shared memory
+oversize = triton.Config({"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 128, "GROUP_M": 8}, num_warps=8, num_stages=4)
+out = {}
+for name, config in (("known", known), ("oversize", oversize)):
+    out[name] = compile_config(spec, config, "sm_90", "bf16", "gelu_tanh").to_dict()
+out["oversize_offered_because"] = not_offered_because(oversize, ARCHS["sm_90"], "bf16", {}, gemm_shared_bytes(1), ())
+print("RESULT", json.dumps(out))
+'''
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    done = run_python(COMPILE_ONE)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
+    return json.loads(line.removeprefix("RESULT "))
+
+
+def test_the_known_hopper_tile_uses_wgmma_and_big_shared_memory(compiled):
+    """128x256x64, 8 warps, 3 stages, bf16 on sm_90: a warpgroup GEMM with 3 x 48 KB of tiles."""
+    r = compiled["known"]
+    assert r["ok"], r["problem"]
+    assert r["tensor_core_ops"]["wgmma"] > 0 and r["tensor_core_ops"]["mma"] == 0
+    assert r["shared_bytes"] > 100 * 1024
+    assert r["shared_bytes"] >= 3 * (128 * 64 + 64 * 256) * 2  # the estimate the pruning uses
+    assert 64 <= r["registers"] <= 255 and r["spill_bytes"] == 0
+    assert r["sass_instructions"] > 100 and r["compile_seconds"] > 0
+
+
+def test_a_planted_oversize_config_is_reported_not_ok_and_not_offered(compiled):
+    r = compiled["oversize"]
+    assert not r["ok"]
+    assert "shared memory" in r["problem"] or "does not compile" in r["problem"], r["problem"]
+    assert "shared memory" in compiled["oversize_offered_because"]
+
+
+SPILLING = '''
+import sys, triton
+from fused_mlp.aot.__main__ import main
+from fused_mlp.ops import KERNELS
+
+spec = next(s for s in KERNELS if s.name == "linear_act")
+spec.candidates[:] = [  # planted: fits shared memory, but its erf-GELU epilogue does not fit 255 registers
+    triton.Config({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 32, "GROUP_M": 8}, num_warps=8, num_stages=3)]
+sys.exit(main(["--kernel", "linear_act", "--dtype", "bf16", "--activation", "gelu", "--jobs", "1"]))
+'''
+
+
+def test_the_command_fails_when_an_offered_config_breaks_a_rule():
+    done = run_python(SPILLING)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "NOT OK" in done.stdout and "spills" in done.stdout
+    assert "1 offered config(s) not ok" in done.stdout
+
+
+def test_the_command_refuses_to_run_under_the_interpreter():
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run([sys.executable, "-m", "fused_mlp.aot"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 2 and "TRITON_INTERPRET is set" in done.stderr
+
+
+def test_arch_limits():
+    assert ARCHS["sm_90"].shared_bytes_per_block == 227 * 1024
+    assert ARCHS["sm_80"].shared_bytes_per_block == 163 * 1024
+
+
+def test_every_kernel_has_an_offered_config_for_every_arch_and_dtype_it_runs_in():
+    """Pruning must never leave the autotuner with nothing (the launch would fail)."""
+    from fused_mlp.aot import plan
+    from fused_mlp.ops import KERNELS
+
+    offered = {(KERNELS[t.kernel_index].name, KERNELS[t.kernel_index].variant, t.arch, t.dtype)
+               for t in plan(("sm_90", "sm_80")) if t.offered}
+    for spec in KERNELS:
+        for arch in ("sm_90", "sm_80"):
+            for dtype in spec.dtypes:
+                assert (spec.name, spec.variant, arch, dtype) in offered, (spec.name, spec.variant, arch, dtype)
+
+
+def test_the_runtime_pruner_keeps_what_the_compile_check_calls_offered(monkeypatch):
+    """The autotuner's early_config_prune hook, on an A100 (sm_80, 163 KB) in IEEE fp32: the same
+    configs as the compile check's plan; the rest were left out for shared memory or spills."""
+    import types
+
+    import torch
+
+    from fused_mlp._arch import ARCHS
+    from fused_mlp.ops import _tuning, gated_up
+
+    spec = gated_up.KERNELS[0]
+    reasons = [_tuning.not_offered_because(c, ARCHS["sm_80"], "fp32", {}, spec.shared_estimate, spec.excluded)
+               for c in spec.candidates]
+    expected = [c for c, reason in zip(spec.candidates, reasons) if reason is None]
+    assert expected and any("spills" in (r or "") for r in reasons) and any("shared memory" in (r or "") for r in reasons)
+
+    monkeypatch.setattr(_tuning, "INTERPRETER", False)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda device=None: types.SimpleNamespace(shared_memory_per_block_optin=163 * 1024))
+    prune = _tuning.device_pruner(spec.shared_estimate, "x_ptr", spec.excluded)
+    x = torch.empty(4, 4, dtype=torch.float32)
+    assert prune(spec.candidates, {"x_ptr": x}, INPUT_PRECISION="ieee") == expected
+    tf32 = prune(spec.candidates, {"x_ptr": x}, INPUT_PRECISION="tf32")
+    assert tf32 != expected  # TF32 has its own exclusions
