@@ -106,7 +106,8 @@ def test_stopping_the_server_ends_every_child_process(results, how, tmp_path):
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET",)}
     log = tmp_path / "server.log"  # a file, not a pipe: a process left behind would hold a pipe open
-    server = subprocess.Popen([sys.executable, "-m", "dashboard", "--results", str(results), "--port", str(port)],
+    server = subprocess.Popen([sys.executable, "-m", "dashboard", "--results", str(results), "--port", str(port),
+                               "--cache-dir", str(tmp_path / "cache")],  # not the user's ~/.cache
                               cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
     children: dict[int, str] = {}
     try:
