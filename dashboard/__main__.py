@@ -1,31 +1,69 @@
-"""python -m dashboard [--results DIR] [--host 127.0.0.1] [--port 8050]: serve the dashboard."""
+"""python -m dashboard [--results DIR] [--asv-conf FILE] [--cache-dir DIR | --no-cache] [--host 127.0.0.1]
+[--port 8050]: serve the dashboard."""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
+from dashboard.cache import default_cache_dir
 from dashboard.model import DEFAULT_RESULTS_DIR
+
+
+def _stop_like_ctrl_c(signum, frame):
+    """SIGTERM (systemd, docker stop, kill) ends the server the way Ctrl-C does: the server loop
+    returns and the detector's worker is stopped, instead of the process dying on the spot and
+    leaving that worker (and its resource tracker) behind."""
+    raise KeyboardInterrupt
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m dashboard", description=__doc__.split(":")[1].strip())
     parser.add_argument("--results", type=Path, default=DEFAULT_RESULTS_DIR,
                         help=f"asv results directory (default: {DEFAULT_RESULTS_DIR})")
+    parser.add_argument("--asv-conf", type=Path, default=None,
+                        help="the project's asv.conf.json: commit links (show_commit_url) and commit order "
+                             "(its repo); default: asv.conf.json beside the results directory, if any")
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help=f"where parsed result files are kept between starts (default: {default_cache_dir()}); "
+                             "never inside the results directory unless you put it there")
+    parser.add_argument("--no-cache", action="store_true", help="parse every result file at every start")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8050, help="port (default: 8050)")
     parser.add_argument("--debug", action="store_true", help="Dash debug mode (reloader, dev tools)")
     args = parser.parse_args(argv)
     if args.results.exists() and not args.results.is_dir():
         parser.error(f"--results {args.results} is not a directory")
+    if args.asv_conf is not None and not args.asv_conf.is_file():
+        parser.error(f"--asv-conf {args.asv_conf} is not a file")
+    if args.no_cache and args.cache_dir is not None:
+        parser.error("--cache-dir and --no-cache contradict each other")
     from dashboard.app import create_app
 
-    app = create_app(args.results)
+    cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
+    app = create_app(args.results, asv_conf=args.asv_conf, cache_dir=cache_dir)
+    store = app.server.config["FUSED_MLP_STORE"]
     if not args.results.exists():
         print(f"note: {args.results} does not exist yet; the dashboard shows how to produce results", file=sys.stderr)
+    else:  # load before serving, so the first page does not wait for it
+        data = store.get()
+        if data.problem:
+            print(f"note: {data.problem}; the dashboard says how to produce results", file=sys.stderr)
+        else:
+            print(f"loaded {args.results}: {data.what_was_loaded()} in {data.load_seconds:.1f} s "
+                  f"({data.files_parsed} result file(s) parsed now"
+                  + (", the rest from the cache)" if cache_dir else ")")
+                  + (f"; {data.cache_note}" if data.cache_note else ""), file=sys.stderr)
     print(f"serving {args.results.resolve()} at http://{args.host}:{args.port}/", file=sys.stderr)
-    app.run(host=args.host, port=args.port, debug=args.debug)
+    signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
+    try:
+        app.run(host=args.host, port=args.port, debug=args.debug)
+    except KeyboardInterrupt:  # a signal that arrived outside the server loop
+        pass
+    finally:
+        store.close()
     return 0
 
 

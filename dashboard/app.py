@@ -10,15 +10,18 @@ query string, so a copied link reproduces the view.
 
 from __future__ import annotations
 
+import importlib
 import logging
+import threading
 from pathlib import Path
 
 import dash
 from dash import ALL, Dash, Input, Output, State, dcc, html
 
-from dashboard.components import empty_state, load_report_panel, message
+from dashboard.components import empty_state, link_notice, load_report_panel, message
 from dashboard.figures import THEMES, warm_up
-from dashboard.model import DEFAULT_ASV_CONF, DEFAULT_RESULTS_DIR, ResultsStore
+from dashboard.cache import default_cache_dir
+from dashboard.model import DEFAULT_RESULTS_DIR, ResultsStore
 from dashboard.pages import Page, discover_pages
 from dashboard.urlstate import QUERY_TYPE, SHELL, Query, encode_query, qid
 
@@ -56,7 +59,9 @@ def render_page(store: ResultsStore, pages: list[Page], pathname: str | None, se
         return html.Div([html.H1("Page not found"),
                          html.P(["No page at ", html.Code(str(pathname)), ". Pick one above."])])
     try:
-        return html.Div([load_report_panel(data), page.layout(data, Query(search))])
+        query = Query(search)
+        layout = page.layout(data, query)
+        return html.Div([load_report_panel(data), link_notice(query, layout), layout])
     except Exception as exc:  # a hand-edited link must not produce a traceback
         log.exception("layout of %s failed", page.path)
         return message(f"Could not build this page: {type(exc).__name__}: {exc}", "error")
@@ -78,11 +83,27 @@ def query_from_controls(values: list, ids: list[dict], current: str | None):
     return search if search != (current or "") else dash.no_update
 
 
-def create_app(results_dir: str | Path | None = None, asv_conf: Path | None = DEFAULT_ASV_CONF,
-               detect_in_background: bool = True) -> Dash:
-    """A Dash app over one asv results directory (read only)."""
+def _import_in_background() -> None:
+    for name in ("dashboard.regressions", "asv.commands.compare"):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # then the callback that needs it says so
+            log.exception("importing %s failed", name)
+
+
+def create_app(results_dir: str | Path | None = None, asv_conf: Path | None = None,
+               detect_in_background: bool = True, cache_dir: Path | None = None) -> Dash:
+    """A Dash app over one asv results directory (read only).
+
+    ``asv_conf``: the project's asv.conf.json (None: the one beside the results, if any), for
+    commit links and commit order. ``cache_dir``: where parsed result files are kept between
+    starts (dashboard.cache; None: parse at every start and keep nothing on disk).
+    """
     store = ResultsStore(results_dir if results_dir is not None else DEFAULT_RESULTS_DIR, asv_conf,
-                         detect_in_background)
+                         detect_in_background, cache_dir)
+    # The detector's package imports scipy and Compare's rule asv (seconds together), which the
+    # first callbacks need and start-up does not: they load while the results do.
+    threading.Thread(target=_import_in_background, name="import-detector", daemon=True).start()
     pages = discover_pages()
     warm_up()
     app = Dash(__name__, title="fused-mlp-bench", suppress_callback_exceptions=True, update_title=None)
@@ -121,7 +142,7 @@ def create_app(results_dir: str | Path | None = None, asv_conf: Path | None = DE
 def __getattr__(name: str):
     """``dashboard.app:server`` for WSGI servers, built on first use (importing stays cheap)."""
     if name in ("app", "server"):
-        app = create_app()
+        app = create_app(cache_dir=default_cache_dir())
         globals().update(app=app, server=app.server)
         return globals()[name]
     raise AttributeError(name)

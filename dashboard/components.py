@@ -67,34 +67,75 @@ def resolve_commit(run: Run | None, wanted: str | None, offset_from_newest: int 
     return hashes[max(len(hashes) - 1 - offset_from_newest, 0)]
 
 
+def run_of(data: DashboardData, query: Query) -> Run | None:
+    """The run a link asks for; a machine or environment these results do not have is noted on
+    the query (the page then says what it shows instead)."""
+    machine, env = query.one("machine"), query.one("env")
+    if machine is not None and machine not in data.machine_names():
+        query.reject("machine", machine)
+    run = data.run(machine, env)
+    if env is not None and run is not None and env != run.env_name and machine in (None, run.machine):
+        query.reject("env", env)
+    return run
+
+
+def commit_of(run: Run | None, query: Query, key: str, offset_from_newest: int = 0) -> str | None:
+    """resolve_commit for ``key`` of the query, noting a commit the run does not have."""
+    wanted = query.one(key)
+    chosen = resolve_commit(run, wanted, offset_from_newest)
+    if wanted and (chosen is None or not chosen.startswith(wanted)):
+        query.reject(key, wanted)
+    return chosen
+
+
+def marked_commit(run: Run | None, query: Query) -> str | None:
+    """The commit a link marks, if the run has it (else nothing is marked, and the page says so)."""
+    wanted = query.one("commit")
+    chosen = resolve_commit(run, wanted) if wanted else None
+    if wanted and (chosen is None or not chosen.startswith(wanted)):
+        query.reject("commit", wanted)
+        return None
+    return chosen
+
+
 def run_controls(page: str, data: DashboardData, query: Query, commit_keys: dict[str, int] | None = None):
     """Machine, environment and commit dropdowns. ``commit_keys``: key -> default offset from the
     newest commit (Compare: {"a": 1, "b": 0})."""
-    run = data.run(query.one("machine"), query.one("env"))
+    run = run_of(data, query)
     machines = data.machine_names()
     controls = [
-        labelled("Machine", dropdown(page, "machine", _counted(machines, _machine_counts(data)),
-                                     run.machine if run else None, clearable=False), "17rem"),
-        labelled("Environment", dropdown(page, "env", data.envs_of(run.machine) if run else [],
-                                         run.env_name if run else None, clearable=False), "16rem"),
+        labelled("Machine", dropdown(page, "machine", machine_options(data, machines),
+                                     run.machine if run else None, clearable=False), "21rem"),
+        labelled("Environment", dropdown(page, "env", env_options(data, run.machine) if run else [],
+                                         run.env_name if run else None, clearable=False), "19rem"),
     ]
     for key, offset in (commit_keys or {}).items():
         label = {"commit": "Commit", "a": "Commit A (old)", "b": "Commit B (new)"}.get(key, key)
         controls.append(labelled(label, dropdown(page, key, commit_options(run),
-                                                 resolve_commit(run, query.one(key), offset), clearable=False),
+                                                 commit_of(run, query, key, offset), clearable=False),
                                  "15rem"))
     return controls
 
 
-def _machine_counts(data: DashboardData) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for (m, _), run in data.runs.items():
-        counts[m] = counts.get(m, 0) + len(run.commits)
-    return counts
+def machine_options(data: DashboardData, machines: list[str]) -> list[dict]:
+    """A machine with its distinct commits (an environment's commits count once), and its
+    environments when there are several: the plots show one environment at a time."""
+    options = []
+    for m in machines:
+        runs = [r for (machine, _), r in data.runs.items() if machine == m]
+        commits = len(set().union(*(set(r.commits["commit_hash"]) for r in runs))) if runs else 0
+        envs = f", {len(runs)} envs" if len(runs) > 1 else ""
+        options.append({"label": f"{m} ({commits} commit{'s' if commits != 1 else ''}{envs})", "value": m})
+    return options
 
 
-def _counted(values, counts: dict[str, int], noun: str = "commits") -> list[dict]:
-    return [{"label": f"{v} ({counts.get(v, 0)} {noun})", "value": v} for v in values]
+def env_options(data: DashboardData, machine: str | None) -> list[dict]:
+    """The machine's environments, each with the commits it has (what a plot of it shows)."""
+    options = []
+    for env in data.envs_of(machine) if machine else []:
+        n = len(data.runs[(machine, env)].commits)
+        options.append({"label": f"{env} ({n} commit{'s' if n != 1 else ''})", "value": env})
+    return options
 
 
 def register_run_controls(app: dash.Dash, store: ResultsStore, page: str, commit_keys: dict[str, int] | None = None):
@@ -105,7 +146,7 @@ def register_run_controls(app: dash.Dash, store: ResultsStore, page: str, commit
     def _envs(machine, env):
         data = store.get()
         envs = data.envs_of(machine) if machine else []
-        return envs, env if env in envs else (envs[0] if envs else None)
+        return env_options(data, machine), env if env in envs else (envs[0] if envs else None)
 
     if commit_keys:
         keys = list(commit_keys)
@@ -141,7 +182,7 @@ def facet_values(catalog) -> dict[str, list[str]]:
 
 def facet_controls(page: str, run: Run | None, query: Query, facets=metrics.FACETS) -> list:
     """Multi-select filters for op, dtype, activation, shape, implementation; labels count cases."""
-    catalog = run.catalog if run is not None else metrics.case_catalog(metrics._empty_cases_frame())
+    catalog = run.catalog if run is not None else metrics.empty_catalog()
     values = facet_values(catalog)
     selections = {f: query.many(f, allowed=values[f]) for f in metrics.FACETS}
     counts = metrics.facet_counts(catalog, selections)
@@ -176,12 +217,56 @@ def empty_state(data: DashboardData) -> html.Div:
     return html.Div([
         html.H2("No benchmark results to show"),
         html.P(f"{data.problem}."),
-        html.P(["Produce results with the asv suite on a machine with a GPU (",
-                html.Code("asv run"), " with this repository's asv.conf.json writes them into ",
-                html.Code("results/"), "), or point the dashboard at a directory that has them: ",
-                html.Code("python -m dashboard --results DIR"), "."]),
+        html.P(["Point the dashboard at a folder of asv results, this suite's or any other project's: ",
+                html.Code("python -m dashboard --results DIR"), " (", html.Code("asv run"),
+                " writes them into the results_dir of its asv.conf.json). For this suite, ",
+                html.Code("python -m benchmarks.run --machine NAME"), " on a GPU runner writes ",
+                html.Code("results/"), "; ",
+                html.Code("TRITON_INTERPRET=1 python -m benchmarks.run --machine cpu --grid tiny"),
+                " checks the pipeline on a CPU (not performance numbers)."]),
         load_report_panel(data, open_=True),
     ], className="empty-state", id="empty-state")
+
+
+def generic_notice(data: DashboardData, page: str) -> html.Div:
+    """What Overview and Roofline say about another project's results: why they are off, what
+    was loaded, and where to look instead."""
+    return html.Div([
+        html.H1(page),
+        html.P([f"{page} is off for these results: it compares this suite's fused kernels with their unfused "
+                "peers, which needs benchmarks with ", html.Code("case"), " and ", html.Code("impl"),
+                " parameters naming a Case, and the device ceilings of ", html.Code("bench_device"),
+                "; none are here. Loaded: ", data.what_was_loaded(), ". Trends, Compare and Regressions show "
+                "every benchmark."], className="message", id="generic-notice"),
+        html.P([dcc.Link("Trends →", href="/trends"), "  ", dcc.Link("Compare →", href="/compare"), "  ",
+                dcc.Link("Regressions →", href="/regressions")]),
+    ])
+
+
+def link_notice(query: Query, layout) -> html.Div | None:
+    """What a link asked for that these results do not have, and what the page shows instead
+    (read from the controls' values in ``layout``): a copied link never silently shows another view."""
+    if not query.rejected:
+        return None
+    shown = {c.id["key"]: getattr(c, "value", None) for c in _walk(layout)
+             if isinstance(getattr(c, "id", None), dict) and c.id.get("key") in query.rejected}
+    parts = []
+    for key, asked in query.rejected.items():
+        value = shown.get(key)  # a list (a filter): the values it has were kept, the others left out
+        instead = f"showing {value}" if value not in (None, "") and not isinstance(value, list) else "left out"
+        parts.append(f"{key} {asked!r} ({instead})")
+    return html.Div(["This link asks for what these results do not have: ", "; ".join(parts),
+                     ". The nearest view is shown; change a control to update the link."],
+                    className="message message-warning", id="link-notice")
+
+
+def _walk(component):
+    if isinstance(component, (list, tuple)):
+        for c in component:
+            yield from _walk(c)
+    elif component is not None and not isinstance(component, (str, int, float)):
+        yield component
+        yield from _walk(getattr(component, "children", None))
 
 
 def load_report_panel(data: DashboardData, open_: bool = False):

@@ -5,13 +5,14 @@ device ceilings per run. Everything else — TFLOP/s, GB/s, roofline fraction, f
 speedup, A-vs-B significance — is derived here, on the rows in view, never stored.
 
 Each distinct Case key is parsed once (``Case.from_key``, the suite's torch-free workload
-vocabulary in benchmarks/harness) into a small table; the large frame only carries the key and
-gets the Case fields by a categorical lookup.
+vocabulary in benchmarks/harness) into a small table, and joined to the series (not to every
+row): a view's rows get the Case fields through their series.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -21,8 +22,7 @@ import pandas as pd
 from benchmarks.harness import cost
 from benchmarks.harness.workloads import Case
 
-from dashboard.data import SAMPLE_ROW, STATUS_OK
-from dashboard.regressions.direction import metric_direction
+from dashboard.data import STATUS_OK
 
 COPY_BENCHMARK = "bench_device.CopyCeiling.track_copy_seconds"
 MATMUL_BENCHMARK = "bench_device.MatmulCeiling.track_matmul_seconds"
@@ -30,6 +30,14 @@ FUSED = "fused"
 CASE_FIELDS = ("op", "M", "K", "N", "dtype", "activation", "shape")
 # Filters shared by the pages, in the order they are shown.
 FACETS = ("op", "dtype", "activation", "shape", "impl")
+
+
+def better_of(benchmark: str, unit: str | None = None, metadata=None) -> str:
+    """"lower" or "higher" is better: dashboard/regressions/direction.py decides (imported here on
+    first use: importing the detector's package imports scipy, seconds at start-up)."""
+    from dashboard.regressions.direction import metric_direction
+
+    return metric_direction(benchmark, unit, metadata=metadata if isinstance(metadata, dict) else None)
 
 
 @dataclass(frozen=True)
@@ -44,7 +52,7 @@ class Metric:
     @property
     def better(self) -> str:
         """"lower" or "higher", from the one direction table the gate uses too."""
-        return metric_direction(self.name, self.unit)
+        return better_of(self.name, self.unit)
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in (
@@ -90,103 +98,115 @@ def case_table(keys) -> pd.DataFrame:
     return table
 
 
-def cases_frame(frame: pd.DataFrame) -> pd.DataFrame:
-    """The rows of the Case benchmarks, with ``metric``, ``impl`` and the Case fields added.
+CASE_COLUMNS = ("metric", "case", "impl", *CASE_FIELDS, "flops", "min_bytes", "intensity")
 
-    Rows whose case key does not parse are dropped (they cannot be placed on any view).
+
+def case_series(series: pd.DataFrame) -> pd.DataFrame:
+    """The series that are this suite's Case metrics, with what the views need of them:
+    ``metric`` (latency, peak_memory, kernels), ``case`` (the Case key), ``impl``, the Case
+    fields and the cost model's flops, minimum bytes and intensity. Indexed like ``series``
+    (dashboard.table: benchmark, param_names, param_values per series).
+
+    A series counts when its benchmark records a stored metric and has ``case`` and ``impl``
+    parameters whose case key parses; any other series (the ceilings, another project's
+    benchmarks, a retired case key) is not a Case series.
     """
-    if "case" not in frame.columns or "impl" not in frame.columns:
-        return _empty_cases_frame()
-    # Everything per row is done on integer codes: each distinct benchmark name, case key and
-    # Case field value is looked at once (1M rows at scale; hashing them all cost ~0.5 s).
-    bench = frame["benchmark"].astype("category")
-    metric_of_name = [stored_metric_of(b) for b in bench.cat.categories]
-    metric_code = np.array([-1 if m is None else STORED_METRICS.index(m) for m in metric_of_name] + [-1],
-                           dtype=np.int8)  # the last entry serves code -1 (no benchmark)
-    metric_codes = metric_code[bench.cat.codes.to_numpy()]
-    keep = (metric_codes >= 0) & frame["case"].notna().to_numpy()
-    case_cat = _factorized(frame["case"], keep)
-    table = case_table(case_cat.categories)
-    position = table.index.get_indexer(case_cat.categories)  # -1: key did not parse
-    codes = np.asarray(case_cat.codes)
-    row_pos = np.where(codes >= 0, position[np.maximum(codes, 0)], -1)
-    parsed = row_pos >= 0  # of the kept rows
-    rows = np.flatnonzero(keep)[parsed]
-    row_pos = row_pos[parsed]
-    base_cols = ["machine", "env_name", "commit_hash", "date", "benchmark", "params_key", "value", "status",
-                 "unit", "ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat"]
-    # samples as lists, or (load_results(samples="compact")) the row number in the SampleStore
-    base_cols += [c for c in ("samples", SAMPLE_ROW) if c in frame.columns]
-    out = frame[base_cols].take(rows)
-    out["metric"] = pd.Categorical.from_codes(metric_codes[rows], categories=list(STORED_METRICS))
-    out["case"] = pd.Categorical.from_codes(codes[parsed], dtype=case_cat.dtype)
-    impl = _factorized(frame["impl"], keep)
-    out["impl"] = pd.Categorical.from_codes(np.asarray(impl.codes)[parsed], dtype=impl.dtype)
-    used = np.unique(row_pos)  # the case-table rows in view
-    for col in CASE_FIELDS:
-        values = table[col].to_numpy()
-        if col in ("op", "dtype", "activation", "shape"):  # categories: the sorted values present
-            small = pd.Categorical(values[used])
-            code_of = np.full(len(table), -1, dtype=np.int64)
-            code_of[used] = small.codes
-            out[col] = pd.Categorical.from_codes(code_of[row_pos], dtype=small.dtype)
-        else:
-            out[col] = values[row_pos]
-    for col in ("flops", "min_bytes", "intensity"):
-        out[col] = table[col].to_numpy(dtype=float)[row_pos]
-    return out.reset_index(drop=True)
+    rows = {}
+    for sid, bench, names, values in zip(series.index, series["benchmark"], series["param_names"],
+                                         series["param_values"]):
+        metric = stored_metric_of(bench)
+        if metric is None or "case" not in names or "impl" not in names:
+            continue
+        case, impl = values[names.index("case")], values[names.index("impl")]
+        if isinstance(case, str):
+            rows[sid] = (metric, case, str(impl))
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=["metric", "case", "impl"])
+    table = case_table(out["case"].unique() if len(out) else [])
+    out = out[out["case"].isin(table.index)]
+    out = out.join(table, on="case")
+    out.index.name = series.index.name
+    return out[list(CASE_COLUMNS)] if len(out) else pd.DataFrame(columns=list(CASE_COLUMNS))
 
 
-def _factorized(column: pd.Series, keep: np.ndarray) -> pd.Categorical:
-    """The kept values as a Categorical of their str(), categories in order of appearance.
-
-    A categorical column (``load_results(samples="compact")``) is recoded from its integer
-    codes; anything else is hashed (pd.factorize). Both give the same result.
-    """
-    if isinstance(column.dtype, pd.CategoricalDtype):
-        codes = column.cat.codes.to_numpy()[keep]
-        present, first_seen = np.unique(codes[codes >= 0], return_index=True)
-        present = present[np.argsort(first_seen, kind="stable")]  # order of appearance
-        remap = np.full(len(column.cat.categories) + 1, -1, dtype=np.int64)
-        remap[present] = np.arange(len(present))
-        categories = column.cat.categories.to_numpy(dtype=object)[present]
-        return pd.Categorical.from_codes(remap[codes], [str(k) for k in categories])
-    codes, uniques = pd.factorize(column.to_numpy()[keep])
-    return pd.Categorical.from_codes(codes, [str(k) for k in uniques])
-
-
-def _empty_cases_frame() -> pd.DataFrame:
-    cols = ["machine", "env_name", "commit_hash", "date", "benchmark", "params_key", "value", "status", "unit",
-            "ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat", "samples", "metric", "case", "impl",
-            *CASE_FIELDS, "flops", "min_bytes", "intensity"]
-    return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+def empty_catalog() -> pd.DataFrame:
+    return pd.DataFrame(columns=["case", "impl", *CASE_FIELDS])
 
 
 # --------------------------------------------------------------------------- ceilings
 
 
-def ceilings_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """Measured ceilings per run: machine, env_name, commit_hash, copy_gbps, tflops_<dtype>..."""
+@dataclass(frozen=True)
+class CeilingProblem:
+    """A stored ceiling that was left out, and why (the rest of the run's ceilings still count)."""
+
+    machine: str
+    env_name: str
+    commit_hash: str
+    what: str  # "copy (bytes=1073741824)", "matmul bf16 (n=8192)"
+    reason: str
+
+    def text(self) -> str:
+        return f"{self.machine} / {self.env_name} commit {self.commit_hash[:8]}: {self.what} left out: {self.reason}"
+
+
+def _positive_int(value) -> int | None:
+    try:
+        number = int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if number > 0 and number == value else None
+
+
+def ceilings_table(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[CeilingProblem]]:
+    """Measured ceilings per run (machine, env_name, commit_hash, copy_gbps, tflops_<dtype>...)
+    from the ceiling benchmarks' rows, and the stored values that could not be used.
+
+    A time that is not a positive finite number (asv reads Infinity, 0, -1 as measured) or a
+    size parameter that is not a positive integer is left out with its reason; the run keeps
+    its other ceilings. A run without a usable copy bandwidth has no ceilings at all.
+    """
     keys = ["machine", "env_name", "commit_hash"]
     ok = frame[(frame["status"] == STATUS_OK) & frame["benchmark"].isin([COPY_BENCHMARK, MATMUL_BENCHMARK])]
+    problems: list[CeilingProblem] = []
+
+    def usable(rows: pd.DataFrame, size_col: str, what) -> pd.DataFrame:
+        sizes = rows[size_col].to_numpy(dtype=object)
+        good_size = np.array([_positive_int(v) is not None for v in sizes], dtype=bool)
+        seconds = rows["value"].to_numpy(dtype=float)
+        with np.errstate(invalid="ignore"):
+            good_time = np.isfinite(seconds) & (seconds > 0)
+        for i in np.flatnonzero(~(good_size & good_time)):  # the few bad ones, with their reasons
+            row = rows.iloc[i]
+            reason = (f"{size_col}={sizes[i]!r} is not a positive integer" if not good_size[i]
+                      else f"stored time {seconds[i]!r} s is not a positive finite number")
+            problems.append(CeilingProblem(str(row["machine"]), str(row["env_name"]), str(row["commit_hash"]),
+                                           what(row), reason))
+        return rows[good_size & good_time]
+
     columns: list[pd.Series] = []
     copy = ok[ok["benchmark"] == COPY_BENCHMARK]
     if len(copy) and "bytes" in copy.columns:
+        copy = usable(copy, "bytes", lambda r: f"copy ceiling (bytes={r['bytes']})")
         gbps = [cost.copy_gbps(int(b), s) for b, s in zip(copy["bytes"], copy["value"])]
-        columns.append(copy.assign(copy_gbps=gbps).groupby(keys, observed=True)["copy_gbps"].max())
+        if len(copy):
+            columns.append(copy.assign(copy_gbps=gbps).groupby(keys, observed=True)["copy_gbps"].max())
     matmul = ok[ok["benchmark"] == MATMUL_BENCHMARK]
     if len(matmul) and {"dtype", "n"} <= set(matmul.columns):
+        matmul = usable(matmul, "n", lambda r: f"matmul ceiling {r['dtype']} (n={r['n']})")
         tflops = [cost.matmul_tflops(int(n), s) for n, s in zip(matmul["n"], matmul["value"])]
-        per_dtype = (matmul.assign(tflops=tflops, dt=matmul["dtype"].astype(str))
-                     .groupby([*keys, "dt"], observed=True)["tflops"].max().unstack("dt"))
-        per_dtype.columns = [f"tflops_{d}" for d in per_dtype.columns]
-        columns.extend(per_dtype[c] for c in per_dtype.columns)
+        if len(matmul):
+            per_dtype = (matmul.assign(tflops=tflops, dt=matmul["dtype"].astype(str))
+                         .groupby([*keys, "dt"], observed=True)["tflops"].max().unstack("dt"))
+            per_dtype.columns = [f"tflops_{d}" for d in per_dtype.columns]
+            columns.extend(per_dtype[c] for c in per_dtype.columns)
     if not columns:
-        return pd.DataFrame(columns=[*keys, "copy_gbps"])
+        return pd.DataFrame(columns=[*keys, "copy_gbps"]), problems
     table = pd.concat(columns, axis=1).reset_index()
     for col in keys:
         table[col] = table[col].astype(str)
-    return table
+    if "copy_gbps" not in table.columns:
+        table["copy_gbps"] = np.nan
+    return table, problems
 
 
 def ceilings_by_run(table: pd.DataFrame) -> dict[tuple[str, str, str], cost.Ceilings]:
@@ -198,10 +218,11 @@ def ceilings_by_run(table: pd.DataFrame) -> dict[tuple[str, str, str], cost.Ceil
     out = {}
     tflops_cols = [c for c in table.columns if str(c).startswith("tflops_")]
     for row in table.to_dict("records"):
-        if not np.isfinite(row.get("copy_gbps", np.nan)):
+        copy = float(row.get("copy_gbps", np.nan))
+        if not (np.isfinite(copy) and copy > 0):  # ceilings_table left it out (with its reason)
             continue
-        matmul = {c.removeprefix("tflops_"): float(row[c]) for c in tflops_cols if np.isfinite(row[c])}
-        out[(row["machine"], row["env_name"], row["commit_hash"])] = cost.Ceilings(float(row["copy_gbps"]), matmul)
+        matmul = {c.removeprefix("tflops_"): float(row[c]) for c in tflops_cols if np.isfinite(row[c]) and row[c] > 0}
+        out[(row["machine"], row["env_name"], row["commit_hash"])] = cost.Ceilings(copy, matmul)
     _CEILINGS_CACHE.clear()  # one results set at a time
     _CEILINGS_CACHE[id(table)] = (table, out)
     return out
@@ -245,12 +266,12 @@ def floor_seconds_per_row(rows: pd.DataFrame, ceilings: pd.DataFrame) -> np.ndar
 
 
 def derive(rows: pd.DataFrame, metric: str, ceilings: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Rows of the metric's stored source with ``y`` (the metric), ``y_lo``/``y_hi`` (99 % CI
-    band) and ``q_lo``/``q_hi`` (quartiles) in the metric's units. Non-finite bounds become NaN."""
+    """Rows of the metric's stored source with ``y`` (the metric) and ``y_lo``/``y_hi`` (99 % CI
+    band) in the metric's units. Non-finite bounds become NaN."""
     spec = METRICS[metric]
     out = rows.copy()
     value = out["value"].to_numpy(dtype=float)
-    bounds = {k: out[k].to_numpy(dtype=float) for k in ("ci_99_a", "ci_99_b", "q_25", "q_75")}
+    bounds = {k: out[k].to_numpy(dtype=float) for k in ("ci_99_a", "ci_99_b")}
     if metric in STORED_METRICS:
         factor, invert = np.ones(len(out)), False
     elif metric == "tflops":
@@ -268,10 +289,8 @@ def derive(rows: pd.DataFrame, metric: str, ceilings: pd.DataFrame | None = None
 
         out["y"] = convert(value)
         lo, hi = convert(bounds["ci_99_a"]), convert(bounds["ci_99_b"])
-        qlo, qhi = convert(bounds["q_25"]), convert(bounds["q_75"])
     # dividing swaps the ends of an interval
     out["y_lo"], out["y_hi"] = (hi, lo) if invert else (lo, hi)
-    out["q_lo"], out["q_hi"] = (qhi, qlo) if invert else (qlo, qhi)
     out["better"] = spec.better
     return out
 
@@ -279,33 +298,60 @@ def derive(rows: pd.DataFrame, metric: str, ceilings: pd.DataFrame | None = None
 # --------------------------------------------------------------------------- speedups
 
 
+FASTER, SLOWER, WITHIN_NOISE = "faster", "slower", "within noise"
+SPEEDUP_COLUMNS = ["case", *CASE_FIELDS, "fused", "best_baseline", "baseline_impl", "speedup", "verdict"]
+
+
 def speedups(latency_rows: pd.DataFrame, baselines: list[str] | None = None) -> pd.DataFrame:
     """Fused vs the best (fastest) unfused baseline per case, from latency rows of ONE run.
 
     Returns one row per case with a measured fused time: case fields, fused, best_baseline,
-    baseline_impl, speedup = t_baseline / t_fused (NaN when no baseline ran).
+    baseline_impl, speedup = t_baseline / t_fused (NaN when no baseline ran), and ``verdict``:
+    whether fused is faster or slower beyond the noise, by asv's rule without samples (the two
+    99 % confidence intervals of the medians do not overlap), else "within noise".
     """
     ok = latency_rows[(latency_rows["status"] == STATUS_OK) & np.isfinite(latency_rows["value"])]
-    cols = ["case", *CASE_FIELDS, "fused", "best_baseline", "baseline_impl", "speedup"]
-    if ok.empty:
-        return pd.DataFrame(columns=cols)
-    table = ok.pivot_table(index="case", columns="impl", values="value", aggfunc="min", observed=True)
-    if FUSED not in table.columns:
-        return pd.DataFrame(columns=cols)
-    others = [c for c in table.columns if c != FUSED and (baselines is None or c in baselines)]
-    out = pd.DataFrame({"fused": table[FUSED]})
-    if others:
-        base = table[others]
-        out["best_baseline"] = base.min(axis=1, skipna=True)
-        has = base.notna().any(axis=1)
-        out["baseline_impl"] = base.fillna(np.inf).idxmin(axis=1).where(has)
-    else:
-        out["best_baseline"], out["baseline_impl"] = np.nan, None
-    out = out[out["fused"].notna()]
+    if ok.empty or FUSED not in set(ok["impl"].astype(str)):
+        return pd.DataFrame(columns=SPEEDUP_COLUMNS)
+    ok = ok.assign(impl=ok["impl"].astype(str), case=ok["case"].astype(str))
+    fastest = ok.sort_values("value", kind="stable").drop_duplicates(["case", "impl"])  # one row per case x impl
+    fused = fastest[fastest["impl"] == FUSED].set_index("case")
+    others = fastest[(fastest["impl"] != FUSED) & (fastest["impl"].isin(baselines) if baselines is not None else True)]
+    best = others.drop_duplicates("case").set_index("case")  # sorted by value: the first is the fastest
+    out = fused[list(CASE_FIELDS)].astype(object)
+    out["fused"] = fused["value"]
+    out["best_baseline"] = best["value"].reindex(out.index)
+    out["baseline_impl"] = best["impl"].reindex(out.index).astype(object)
     out["speedup"] = out["best_baseline"] / out["fused"]
-    fields = ok.drop_duplicates("case").set_index("case")[list(CASE_FIELDS)]
-    out = out.join(fields.astype(object))
-    return out.reset_index()[cols]
+    with np.errstate(invalid="ignore"):
+        f_lo, f_hi = (fused[c].to_numpy(dtype=float) for c in ("ci_99_a", "ci_99_b"))
+        b_lo, b_hi = (best[c].reindex(out.index).to_numpy(dtype=float) for c in ("ci_99_a", "ci_99_b"))
+        faster = f_hi < b_lo  # NaN and the infinite CIs of too few samples compare False
+        slower = f_lo > b_hi
+    out["verdict"] = np.where(faster, FASTER, np.where(slower, SLOWER, WITHIN_NOISE))
+    out.loc[out["best_baseline"].isna(), "verdict"] = None
+    out.index.name = "case"
+    return out.reset_index()[SPEEDUP_COLUMNS]
+
+
+def geomean(values) -> float:
+    """Geometric mean of the finite positive values (NaN when there are none)."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    return float(np.exp(np.log(v).mean())) if len(v) else float("nan")
+
+
+def speedup_summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per op x dtype of a speedups() table: cases, the geometric mean speedup and how many cases
+    fused is faster, slower or within noise of the best unfused implementation."""
+    rows = []
+    for (op, dtype), group in table.groupby(["op", "dtype"], sort=True):
+        verdicts = group["verdict"].value_counts()
+        rows.append({"op": op, "dtype": dtype, "cases": len(group), "geomean": geomean(group["speedup"]),
+                     FASTER: int(verdicts.get(FASTER, 0)), SLOWER: int(verdicts.get(SLOWER, 0)),
+                     WITHIN_NOISE: int(verdicts.get(WITHIN_NOISE, 0)),
+                     "no_baseline": int(group["verdict"].isna().sum())})
+    return pd.DataFrame(rows, columns=["op", "dtype", "cases", "geomean", FASTER, SLOWER, WITHIN_NOISE, "no_baseline"])
 
 
 # --------------------------------------------------------------------------- A vs B
@@ -317,19 +363,31 @@ def _stats_of(row) -> tuple[dict, list | None]:
     return stats, samples
 
 
-def compare_rows(old: pd.DataFrame, new: pd.DataFrame, factor: float = 1.1, better: str = "lower") -> pd.DataFrame:
+CASE_KEY = ("metric", "case", "impl")
+SERIES_KEY = ("benchmark", "params_key")  # any asv results (generic mode)
+
+
+def compare_rows(old: pd.DataFrame, new: pd.DataFrame, factor: float = 1.1, better: str | dict = "lower",
+                 key=CASE_KEY, fields=CASE_FIELDS, samples=None) -> pd.DataFrame:
     """Every series present in either run: old -> new, ratio and asv's verdict.
 
     Significance is asv's own rule (``asv compare``: ``_is_result_better``): the two results
     must differ by more than ``factor`` AND ``asv._stats.is_different`` must hold — Mann-Whitney U
     on the samples (p < 0.002) when both runs recorded samples, else non-overlapping 99 % CIs.
+    ``better``: "lower" / "higher" for every row, or a dict from the first ``key`` column's value
+    (the benchmark, in generic mode) to it. ``key`` names a series; ``fields`` are carried along.
+    ``samples``: for frames without a ``samples`` column, a function from their ``row`` numbers to
+    asv's samples lists, called for the rows beyond the factor only (the others need none).
     """
     from asv.commands.compare import _is_result_better  # asv==0.6.6 pinned; the rule asv compare applies
 
-    key = ["metric", "case", "impl"]
-    keep = [*key, *CASE_FIELDS, "value", "status", "ci_99_a", "ci_99_b", "repeat", "samples", "unit"]
+    key, fields = list(key), list(fields)
+    lazy = "samples" not in old.columns or "samples" not in new.columns
+    keep = [*key, *fields, "value", "status", "ci_99_a", "ci_99_b", "repeat", "row" if lazy else "samples", "unit"]
     merged = old[keep].merge(new[keep], on=key, how="outer", suffixes=("_old", "_new"))
-    for col in CASE_FIELDS:
+    lower_is_better = (np.full(len(merged), better == "lower") if isinstance(better, str)
+                       else merged[key[0]].astype(str).map(better).fillna("lower").to_numpy() == "lower")
+    for col in fields:
         merged[col] = merged[f"{col}_old"].astype(object).where(merged[f"{col}_old"].notna(),
                                                                 merged[f"{col}_new"].astype(object))
     v_old = merged["value_old"].to_numpy(dtype=float)
@@ -341,6 +399,14 @@ def compare_rows(old: pd.DataFrame, new: pd.DataFrame, factor: float = 1.1, bett
     candidates = both & ((ratio > factor) | (ratio < 1 / factor))
     change = np.full(len(merged), "", dtype=object)
     change[both & ~candidates] = "unchanged"
+    if lazy:  # the samples of the rows that can be significant, fetched in one go
+        merged["samples_old"], merged["samples_new"] = None, None
+        chosen = np.flatnonzero(candidates)
+        if len(chosen) and samples is not None:
+            merged.iloc[chosen, merged.columns.get_loc("samples_old")] = pd.Series(
+                samples(merged["row_old"].to_numpy()[chosen].astype(np.int64)), dtype=object).to_numpy()
+            merged.iloc[chosen, merged.columns.get_loc("samples_new")] = pd.Series(
+                samples(merged["row_new"].to_numpy()[chosen].astype(np.int64)), dtype=object).to_numpy()
     cols_old = merged[["ci_99_a_old", "ci_99_b_old", "repeat_old", "samples_old"]].set_axis(
         ["ci_99_a", "ci_99_b", "repeat", "samples"], axis=1)
     cols_new = merged[["ci_99_a_new", "ci_99_b_new", "repeat_new", "samples_new"]].set_axis(
@@ -348,7 +414,7 @@ def compare_rows(old: pd.DataFrame, new: pd.DataFrame, factor: float = 1.1, bett
     for i in np.flatnonzero(candidates):
         a_ss, b_ss = _stats_of(cols_old.iloc[i]), _stats_of(cols_new.iloc[i])
         o, n = v_old[i], v_new[i]
-        lower_better = better == "lower"
+        lower_better = lower_is_better[i]
         if _is_result_better(n, o, b_ss, a_ss, factor):  # new smaller than old, significantly
             change[i] = "better" if lower_better else "worse"
         elif _is_result_better(o, n, a_ss, b_ss, factor):
@@ -358,7 +424,7 @@ def compare_rows(old: pd.DataFrame, new: pd.DataFrame, factor: float = 1.1, bett
     status_old = merged["status_old"].astype(object).fillna("absent")
     status_new = merged["status_new"].astype(object).fillna("absent")
     change = np.where(both, change, [f"{o} \u2192 {n}" for o, n in zip(status_old, status_new)])
-    out = merged[key + list(CASE_FIELDS)].copy()
+    out = merged[key + fields].copy()
     out["old"], out["new"], out["ratio"] = v_old, v_new, np.where(both, ratio, np.nan)
     out["change"] = change
     out["significant"] = np.isin(change, ["better", "worse"])
@@ -418,12 +484,10 @@ def case_catalog(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def sort_values_naturally(values) -> list[str]:
-    """Facet values in a readable order: shapes by their numbers, the rest alphabetically."""
-    def key(v: str):
-        parts = []
-        for token in str(v).replace("=", " ").replace("x", " ").split():
-            parts.append((0, int(token), "") if token.isdigit() else (1, 0, token))
-        return parts
+    """Values in a readable order: numbers inside them compare as numbers ("M=16" before "M=128",
+    "size=1024, ..." before "size=65536, ..."), the rest as text."""
+    def key(v: str):  # text and digit runs alternate, so the parts always compare like with like
+        return [int(part) if i % 2 else part for i, part in enumerate(re.split(r"(\d+)", v))]
     return sorted({str(v) for v in values}, key=key)
 
 

@@ -1,26 +1,25 @@
 """The dashboard's data, loaded once per results set and shared by every page (no Dash here).
 
-``ResultsStore(results_dir).get()`` returns a :class:`DashboardData`: the loaded results, the
-Case rows with their fields (``metrics.cases_frame``), the ceilings per run, each run's commit
-order and the commit URL. It reloads only when the files under the results dir change, and it
-never writes there.
+``ResultsStore(results_dir).get()`` returns a :class:`DashboardData`: the loaded table
+(dashboard.table, through the on-disk cache of dashboard.cache when there is a cache dir), one
+:class:`Run` per (machine, environment), the ceilings per run, the commit URL and commit order of
+the project (dashboard.asvconf) and what could not be loaded. It reloads only when the files under
+the results dir change, and it never writes there.
 
-Raw samples stay compact (``dashboard.data.SampleStore``, one flat float array): rows carry a
-``sample_row`` number, and ``Run.at_commit`` / ``Run.of_case`` hand out their rows with the
-``samples`` column built for just those rows (Compare's significance test, the detector on the
-series in view). ``DashboardData.cases`` builds it for every row, on first use.
+Two modes. This suite's results (benchmarks with ``case`` and ``impl`` parameters that name a
+Case) get every page; a Run's rows then carry the Case fields. Any other asv results folder is
+"generic": Trends, Compare and Regressions on the raw series (benchmark x parameters), and one
+line that says why Overview and Roofline are off.
 
-Regression detection over every series takes tens of seconds at scale (find_changes is
-~41 s for 500 commits x 2,000 series), so it runs once per results set in a separate process
-(no GIL contention with the web server) and pages poll for it; the Trends page runs the same
-detector on the few series it shows.
+Regression detection over every series runs once per results set in a worker process
+(dashboard.detection); pages poll for it, and the Trends page runs the same detector on the few
+series it shows.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
-import concurrent.futures.process
-import multiprocessing
+import gc
 import os
 import threading
 import time
@@ -31,86 +30,123 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dashboard import metrics
-from dashboard.data import (SAMPLE_ROW, SAMPLES_COMPACT, LoadReport, ResultsDirError, SampleStore,
-                            commit_order, load_results)
+from dashboard import asvconf, metrics
+from dashboard.cache import ResultsCache
+from dashboard.data import LoadReport, ResultsDirError, SkippedFile
+from dashboard.detection import Detector, FindingsState  # noqa: F401 (FindingsState: pages import it here)
+from dashboard.table import ResultsTable, RunRows
+from dashboard.urlstate import PARAM_PREFIX
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RESULTS_DIR = REPO_ROOT / "results"
-DEFAULT_ASV_CONF = REPO_ROOT / "asv.conf.json"
 MACHINE_IDENTITY_KEYS = ("gpu", "driver", "cuda", "torch", "triton", "cpu", "os")
+SUITE, GENERIC = "suite", "generic"
 
 
-def read_commit_url(asv_conf: Path | None) -> str | None:
-    """``show_commit_url`` from an asv.conf.json (asv's JSON with comments), or None."""
-    if asv_conf is None or not Path(asv_conf).is_file():
-        return None
-    try:
-        from asv import util as asv_util
+def load_table(results_dir: Path, cache_dir: Path | None, commit_rank: dict | None = None) -> ResultsTable:
+    """Every result file of ``results_dir`` as a ResultsTable (through the cache when given)."""
+    return ResultsTable(ResultsCache(results_dir, cache_dir).load(), commit_rank)
 
-        conf = asv_util.load_json(str(asv_conf), js_comments=True)
-    except Exception:  # a broken config must not take the dashboard down; links just go away
-        return None
-    url = conf.get("show_commit_url")
-    return url if isinstance(url, str) and url else None
+
+def shown_series(table: ResultsTable) -> pd.Index:
+    """The series the dashboard shows: this suite's Case series when there are any, else all."""
+    cases = metrics.case_series(table.series)
+    return cases.index if len(cases) else table.series.index
 
 
 @dataclass(eq=False)  # identity: a Run is a cache key
 class Run:
-    """One (machine, environment): its commits oldest first and its Case rows."""
+    """One (machine, environment): its commits oldest first and the series shown of it."""
 
     machine: str
     env_name: str
-    commits: pd.DataFrame  # commit_hash, date, position
-    rows: pd.DataFrame  # metrics.cases_frame rows of this run (``sample_row``, no ``samples``)
-    samples: SampleStore | None = None  # what ``sample_row`` indexes
+    table: ResultsTable
+    index: RunRows
+    series: pd.DataFrame  # the shown series of this run (index: series id); suite: + metrics.CASE_COLUMNS
+    suite: bool = True
+
+    @property
+    def commits(self) -> pd.DataFrame:  # commit_hash, date, position
+        return self.index.commits
+
+    @cached_property
+    def _position_of(self) -> dict[str, int]:
+        return {h: i for i, h in enumerate(self.commits["commit_hash"])}
+
+    @cached_property
+    def _shown(self) -> np.ndarray:
+        mask = np.zeros(len(self.table.series), dtype=bool)
+        mask[self.series.index.to_numpy()] = True
+        return mask
+
+    @cached_property
+    def _case_columns(self) -> pd.DataFrame | None:
+        return self.series[list(metrics.CASE_COLUMNS)] if self.suite else None
 
     @cached_property
     def catalog(self) -> pd.DataFrame:
-        """Distinct (case, impl) with Case fields: what the filters count."""
-        return metrics.case_catalog(self.rows)
+        """Distinct (case, impl) with Case fields: what the filters count (suite mode)."""
+        return metrics.case_catalog(self.series) if self.suite else metrics.empty_catalog()
+
+    def _series_of_case(self, case: str | None, metric: str | None = None) -> pd.Index:
+        if not self.suite or case is None:
+            return self.series.index[:0]
+        mine = self.series["case"].to_numpy() == case
+        if metric is not None:
+            mine &= self.series["metric"].to_numpy() == metric
+        return self.series.index[mine]
 
     @cached_property
-    def _by_commit(self) -> dict:
-        return self.rows.groupby("commit_hash", observed=True).indices
+    def series_of_params(self) -> dict[tuple[str, str], tuple[str | None, str | None]]:
+        """(benchmark, params_key) -> (case, impl): how a detector finding maps back to a Case
+        (suite mode; another project's series have no case)."""
+        if not self.suite:
+            return {}
+        return {(str(b), str(p)): (str(c), str(i)) for b, p, c, i in
+                self.series[["benchmark", "params_key", "case", "impl"]].itertuples(index=False)}
 
-    @cached_property
-    def _by_case(self) -> dict:
-        return self.rows.groupby("case", observed=True).indices
-
-    @cached_property
-    def series_of_params(self) -> dict[tuple[str, str], tuple[str, str]]:
-        """(benchmark, params_key) -> (case, impl): how a detector finding maps back to a Case."""
-        pairs = self.rows[["benchmark", "params_key", "case", "impl"]].drop_duplicates(["benchmark", "params_key"])
-        return {(str(b), str(p)): (str(c), str(i)) for b, p, c, i in pairs.itertuples(index=False)}
+    def trend_query(self, benchmark: str, params_key: str) -> dict:
+        """The Trends URL keys that show one series (a detector finding's): its case and metric
+        here, its benchmark and parameter values in generic mode."""
+        mine = self.series[(self.series["benchmark"] == benchmark) & (self.series["params_key"] == params_key)]
+        if mine.empty:
+            return {}
+        row = mine.iloc[0]
+        if self.suite:
+            return {"case": row["case"], "metric": row["metric"]}
+        params = {PARAM_PREFIX + n: [r] for n, r in zip(row["param_names"], row["param_reprs"])}
+        return {"benchmark": benchmark, **params}
 
     def warm(self) -> None:
         """Build the cached indexes (part of loading, not of the first callback)."""
-        self.catalog, self._by_commit, self._by_case  # noqa: B018 (cached_property side effect)
+        self.catalog, self._shown, self._position_of  # noqa: B018 (cached_property side effect)
 
-    def at_commit(self, commit: str | None) -> pd.DataFrame:
-        """The rows measured at one commit, with their ``samples``."""
-        positions = self._by_commit.get(commit)
-        return with_samples(self.rows.iloc[positions] if positions is not None else self.rows.iloc[:0], self.samples)
+    def frame(self, rows: np.ndarray, samples: bool = True) -> pd.DataFrame:
+        """These table rows with every column a view reads (and ``samples`` as asv's lists)."""
+        return self.table.frame(rows, self._case_columns, samples=samples)
 
-    def of_case(self, case: str | None) -> pd.DataFrame:
-        """Every row of one case (all commits, impls and metrics), with their ``samples``."""
-        positions = self._by_case.get(case)
-        return with_samples(self.rows.iloc[positions] if positions is not None else self.rows.iloc[:0], self.samples)
+    def at_commit(self, commit: str | None, samples: bool = True) -> pd.DataFrame:
+        """The rows measured at one commit."""
+        position = self._position_of.get(commit)
+        if position is None:
+            return self.frame(np.empty(0, np.int64), samples)
+        window = self.index.rows_at(position)
+        rows = np.arange(window.start, window.stop, dtype=np.int64)
+        return self.frame(rows[self._shown[self.table.series_of_row[rows]]], samples)
+
+    def of_series(self, series_ids, samples: bool = True) -> pd.DataFrame:
+        """Every row (all commits) of these series of this run."""
+        rows = self.table.rows_of_series(series_ids)
+        window = self.index.rows
+        return self.frame(rows[(rows >= window.start) & (rows < window.stop)], samples)
+
+    def of_case(self, case: str | None, samples: bool = True, metric: str | None = None) -> pd.DataFrame:
+        """Every row of one case (all commits and impls; all metrics, or only ``metric``)."""
+        return self.of_series(self._series_of_case(case, metric), samples)
 
     def previous_commit(self, commit: str) -> str | None:
-        hashes = self.commits["commit_hash"].tolist()
-        i = hashes.index(commit) if commit in hashes else -1
-        return hashes[i - 1] if i > 0 else None
-
-
-def with_samples(rows: pd.DataFrame, samples: SampleStore | None) -> pd.DataFrame:
-    """``rows`` with a ``samples`` column (lists or None, as asv stored them) built from the store."""
-    if SAMPLE_ROW not in rows.columns or samples is None:
-        return rows
-    out = rows.drop(columns=SAMPLE_ROW)
-    out.insert(rows.columns.get_loc(SAMPLE_ROW), "samples", samples.lists(rows[SAMPLE_ROW].to_numpy()))
-    return out
+        i = self._position_of.get(commit, -1)
+        return self.commits["commit_hash"].iloc[i - 1] if i > 0 else None
 
 
 @dataclass
@@ -118,23 +154,31 @@ class DashboardData:
     results_dir: Path
     problem: str | None  # why there is nothing to show (missing dir, no result files), else None
     report: LoadReport = field(default_factory=LoadReport)
-    case_rows: pd.DataFrame = field(default_factory=pd.DataFrame)  # every run's Case rows, ``sample_row``
-    ceilings: pd.DataFrame = field(default_factory=pd.DataFrame)
+    mode: str = SUITE
+    table: ResultsTable | None = None
+    ceilings: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["machine", "env_name",
+                                                                                  "commit_hash", "copy_gbps"]))
+    ceiling_problems: list = field(default_factory=list)  # metrics.CeilingProblem: stored ceilings left out
     runs: dict[tuple[str, str], Run] = field(default_factory=dict)
     machines: dict = field(default_factory=dict)
     benchmarks: dict = field(default_factory=dict)
-    commit_url: str | None = None
+    project: asvconf.ProjectInfo = field(default_factory=asvconf.ProjectInfo)
     signature: tuple = ()
-    samples: SampleStore | None = None
-
-    @cached_property
-    def cases(self) -> pd.DataFrame:
-        """Every Case row with its ``samples`` (built on first use: a list per row is ~1 s at scale)."""
-        return with_samples(self.case_rows, self.samples)
+    cache_note: str = ""
+    files_parsed: int = 0  # result files parsed at this load (the rest came from the cache)
+    load_seconds: float = 0.0
 
     @property
     def empty(self) -> bool:
         return self.problem is not None
+
+    @property
+    def generic(self) -> bool:
+        return self.mode == GENERIC
+
+    @property
+    def commit_url(self) -> str | None:
+        return self.project.commit_url
 
     def machine_names(self) -> list[str]:
         return sorted({m for m, _ in self.runs})
@@ -161,6 +205,22 @@ class DashboardData:
         info = self.machines.get(machine, {})
         return {k: str(info[k]) for k in MACHINE_IDENTITY_KEYS if k in info}
 
+    def rows_frame(self, samples: bool = True) -> pd.DataFrame:
+        """Every shown row of every run as one frame (tests and tools; a view never needs it)."""
+        frames = [run.frame(np.arange(run.index.rows.start, run.index.rows.stop)[
+            run._shown[run.table.series_of_row[run.index.rows]]], samples) for run in self.runs.values()]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def what_was_loaded(self) -> str:
+        """One line: how many series of how many benchmarks, commits and machines."""
+        shown = pd.concat([r.series for r in self.runs.values()]) if self.runs else pd.DataFrame()
+        n_series, n_bench = len(shown), shown["benchmark"].nunique() if len(shown) else 0
+        commits = len(set().union(*(set(r.commits["commit_hash"]) for r in self.runs.values())))
+        machines = self.machine_names()
+        return (f"{n_series:,} series of {n_bench:,} benchmark{'s' if n_bench != 1 else ''}, {commits:,} "
+                f"commit{'s' if commits != 1 else ''} on {len(machines)} machine{'s' if len(machines) != 1 else ''} "
+                f"({', '.join(machines[:4])}{', …' if len(machines) > 4 else ''})")
+
 
 def results_signature(results_dir: Path) -> tuple:
     """Names, sizes and mtimes of the files asv writes: changes when results change."""
@@ -182,61 +242,82 @@ def results_signature(results_dir: Path) -> tuple:
     return tuple(sorted(entries))
 
 
-def build_data(results_dir: str | Path, asv_conf: Path | None = DEFAULT_ASV_CONF) -> DashboardData:
-    """Load and index a results dir; never raises for bad input (the problem is reported)."""
+def _report_of(table: ResultsTable) -> LoadReport:
+    parsed = table.parsed
+    report = LoadReport(skipped=list(parsed.skipped))
+    for e in parsed.files:
+        path = str(parsed.root / e.path)
+        if e.reason is not None:
+            report.skipped.append(SkippedFile(path, e.reason))
+            continue
+        report.loaded_files.append(path)
+        report.problems += [f"{path}: benchmark {name!r} skipped: {why}" for name, why in e.problems]
+    return report
+
+
+def _ceilings(table: ResultsTable) -> tuple[pd.DataFrame, list]:
+    """metrics.ceilings_table over the ceiling benchmarks' rows (a few per commit)."""
+    series = table.series
+    chosen = series[series["benchmark"].isin([metrics.COPY_BENCHMARK, metrics.MATMUL_BENCHMARK])]
+    rows = table.frame(table.rows_of_series(chosen.index), samples=False, stats=())
+    for name in ("bytes", "dtype", "n"):
+        values = {sid: dict(zip(n, v)).get(name) for sid, n, v in
+                  zip(chosen.index, chosen["param_names"], chosen["param_values"])}
+        rows[name] = rows["series"].map(values)
+    return metrics.ceilings_table(rows)
+
+
+def build_data(results_dir: str | Path, asv_conf: Path | None = None, cache_dir: Path | None = None) -> DashboardData:
+    """Load and index a results dir; never raises for bad input (the problem is reported).
+
+    ``asv_conf``: the project's asv.conf.json (None: the one beside the results, if any).
+    ``cache_dir``: where dashboard.cache keeps parsed files (None: parse every time, keep nothing).
+    """
+    started = time.perf_counter()
     root = Path(results_dir)
     signature = results_signature(root)
-    # Reading asv.conf.json imports asv (~0.2 s): done in a thread while the files are parsed
-    # (in worker processes at scale, so this process only waits meanwhile).
+    # Reading the asv config (asv import, git rev-list) overlaps the loading of the results.
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        url_future = pool.submit(read_commit_url, asv_conf)
+        project_future = pool.submit(asvconf.read_project, asvconf.find_conf(root, asv_conf))
         try:
-            loaded = load_results(root, samples=SAMPLES_COMPACT)
+            parsed = ResultsCache(root, cache_dir).load()
         except ResultsDirError as exc:
-            return DashboardData(root, str(exc), commit_url=url_future.result(), signature=signature)
-        commit_url = url_future.result()
-    cases = metrics.cases_frame(loaded.frame)
-    data = DashboardData(root, None, loaded.load_report, cases, metrics.ceilings_table(loaded.frame),
-                         machines=loaded.machines, benchmarks=loaded.benchmarks, commit_url=commit_url,
-                         signature=signature, samples=loaded.samples)
-    if cases.empty:
-        n_files = len(loaded.load_report.loaded_files)
-        data.problem = (f"no benchmark results of this suite in {str(root)!r}" if n_files
+            return DashboardData(root, str(exc), project=project_future.result(), signature=signature)
+        project = project_future.result()
+    table = ResultsTable(parsed, project.commit_rank)
+    ceilings, ceiling_problems = _ceilings(table)
+    report = _report_of(table)
+    report.problems.extend(p.text() for p in ceiling_problems)
+    cases = metrics.case_series(table.series)
+    data = DashboardData(root, None, report, SUITE if len(cases) else GENERIC, table, ceilings, ceiling_problems,
+                         machines=parsed.machines, benchmarks=parsed.benchmarks, project=project,
+                         signature=signature, cache_note=parsed.cache_note, files_parsed=parsed.parsed)
+    if not len(table.series):
+        data.problem = (f"no usable asv results in {str(root)!r}" if report.loaded_files or report.skipped
                         else f"no asv result files in {str(root)!r}")
         return data
-    order = commit_order(loaded.frame)
-    for (machine, env), rows in cases.groupby(["machine", "env_name"], observed=True, sort=True):
-        commits = order[(order["machine"] == machine) & (order["env_name"] == env)]
-        commits = commits[commits["commit_hash"].isin(rows["commit_hash"].unique())]
-        commits = commits[["commit_hash", "date"]].astype({"commit_hash": str}).reset_index(drop=True)
-        commits["position"] = np.arange(len(commits))
-        data.runs[(str(machine), str(env))] = Run(str(machine), str(env), commits, rows.reset_index(drop=True),
-                                                  loaded.samples)
+    shown = table.series.join(cases) if len(cases) else table.series
+    shown = shown[shown["metric"].notna()] if len(cases) else shown
+    for key, index in table.runs.items():
+        mine = shown[(shown["machine"] == key[0]) & (shown["env_name"] == key[1])]
+        if len(mine):
+            data.runs[key] = Run(*key, table, index, mine, suite=data.mode == SUITE)
     for run in data.runs.values():  # index now, so no page's first callback pays for it
         run.warm()
+    metrics.ceilings_by_run(data.ceilings)
+    data.load_seconds = time.perf_counter() - started
     return data
 
 
-# --------------------------------------------------------------------------- regression findings
-
-
-def _detect_in_subprocess(results_dir: str) -> list:
-    """Runs in the worker process: load, keep the Case rows, detect."""
-    from dashboard.data import load_results as load
-    from dashboard.regressions import find_changes
-
-    loaded = load(results_dir, samples=SAMPLES_COMPACT)
-    cases = with_samples(metrics.cases_frame(loaded.frame), loaded.samples)
-    return find_changes(cases, benchmarks_meta=loaded.benchmarks)
-
-
-@dataclass
-class FindingsState:
-    status: str  # "running", "done" or "failed"
-    started: float
-    findings: list | None = None
-    seconds: float | None = None
-    error: str | None = None
+def _settle_garbage_collector(first: bool) -> None:
+    """After a load, freeze what is alive (the libraries, the loaded data) out of the cyclic
+    collector's reach: a full collection over it costs ~0.2 s, and it otherwise falls on whichever
+    callback happens to trigger it. On a reload the previous load's objects are unfrozen and
+    collected first, so their cycles are not kept."""
+    if not first:
+        gc.unfreeze()
+        gc.collect()
+    gc.freeze()
 
 
 class ResultsStore:
@@ -244,76 +325,33 @@ class ResultsStore:
 
     RECHECK_SECONDS = 2.0  # at most one directory scan per interval, to keep callbacks cheap
 
-    def __init__(self, results_dir: str | Path, asv_conf: Path | None = DEFAULT_ASV_CONF,
-                 detect_in_background: bool = True):
+    def __init__(self, results_dir: str | Path, asv_conf: Path | None = None, detect_in_background: bool = True,
+                 cache_dir: Path | None = None):
         self.results_dir = Path(results_dir)
         self.asv_conf = asv_conf
-        self.detect_in_background = detect_in_background
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self._lock = threading.Lock()
         self._data: DashboardData | None = None
         self._checked = 0.0
-        self._findings: dict[tuple, FindingsState] = {}
-        self._executor: concurrent.futures.ProcessPoolExecutor | None = None
+        self._detector = Detector(detect_in_background)
 
     def get(self) -> DashboardData:
         with self._lock:
             now = time.monotonic()
             if self._data is None or (now - self._checked > self.RECHECK_SECONDS
                                       and results_signature(self.results_dir) != self._data.signature):
-                self._data = build_data(self.results_dir, self.asv_conf)
+                first = self._data is None
+                self._data = None
+                self._data = build_data(self.results_dir, self.asv_conf, self.cache_dir)
+                _settle_garbage_collector(first)
             self._checked = now
             return self._data
 
     def findings(self) -> FindingsState:
         """The detector's findings for the current results set (started on first call)."""
         data = self.get()
-        with self._lock:
-            state = self._findings.get(data.signature)
-            if state is None:
-                state = FindingsState("running", time.time())
-                self._findings = {data.signature: state}  # older results sets are dropped
-                if data.empty:
-                    state.status, state.findings, state.seconds = "done", [], 0.0
-                elif self.detect_in_background:
-                    future = self._pool().submit(_detect_in_subprocess, str(self.results_dir))
-                    future.add_done_callback(lambda f, s=state: self._finish(s, f))
-                else:
-                    self._run_inline(state)
-            return state
-
-    def _pool(self) -> concurrent.futures.ProcessPoolExecutor:
-        if self._executor is None:
-            # spawn: forking a threaded web server is unsafe
-            self._executor = concurrent.futures.ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"))
-        return self._executor
-
-    def _run_inline(self, state: FindingsState) -> None:
-        try:
-            state.findings = _detect_in_subprocess(str(self.results_dir))
-            state.status = "done"
-        except Exception as exc:  # reported on the page, not raised into a callback
-            state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
-        state.seconds = time.time() - state.started
-
-    def _finish(self, state: FindingsState, future: concurrent.futures.Future) -> None:
-        try:
-            state.findings = future.result()
-            state.status = "done"
-        except concurrent.futures.process.BrokenProcessPool:
-            # The worker could not start (e.g. a __main__ without a main guard re-ran on spawn):
-            # detect in a thread instead; slower to serve meanwhile, but the inbox still fills.
-            self._executor = None
-            threading.Thread(target=self._run_inline, args=(state,), daemon=True).start()
-            return
-        except Exception as exc:
-            state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
-        state.seconds = time.time() - state.started
+        return self._detector.state(data.signature, self.results_dir, self.cache_dir, data.empty)
 
     def close(self) -> None:
-        """Stop the detector's worker (tests, app shutdown); a running detection is abandoned."""
-        executor, self._executor = self._executor, None
-        if executor is not None:
-            for process in list(getattr(executor, "_processes", {}).values()):
-                process.terminate()  # do not wait tens of seconds for a detection nobody will read
-            executor.shutdown(wait=True, cancel_futures=True)
+        """Stop the detector's worker (tests, app shutdown)."""
+        self._detector.close()

@@ -6,12 +6,15 @@ its value is written to ``?key=value`` (lists comma-joined), so a copied link re
 
 from __future__ import annotations
 
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 QUERY_TYPE = "q"
 SHELL = "shell"  # controls outside any page (the theme)
 # Selections that follow the user from page to page through the navigation links.
 SHARED_KEYS = ("machine", "env", "op", "dtype", "activation", "shape", "impl", "theme")
+PARAM_PREFIX = "p_"  # generic Trends: p_<parameter>=<asv's repr() of the values shown>
+# Characters a list item keeps as they are; everything else ("," and "%" above all) is escaped.
+_LIST_SAFE = " =.:_-+*/()[]'\"<>|~!@$^&;?{}"
 
 
 def qid(page: str, key: str) -> dict:
@@ -25,8 +28,8 @@ def encode_query(values: dict[str, object]) -> str:
     for key, value in values.items():
         if value is None or value == "" or value == []:
             continue
-        if isinstance(value, (list, tuple)):
-            value = ",".join(str(v) for v in value)
+        if isinstance(value, (list, tuple)):  # an item's own "," or "%" is escaped: "(1, 2)" stays one item
+            value = ",".join(quote(str(v), safe=_LIST_SAFE) for v in value)
         elif isinstance(value, bool):
             value = "1" if value else "0"
         pairs.append((key, str(value)))
@@ -34,17 +37,25 @@ def encode_query(values: dict[str, object]) -> str:
 
 
 class Query:
-    """Read access to a query string, tolerant of anything a hand-edited link may hold."""
+    """Read access to a query string, tolerant of anything a hand-edited link may hold.
+
+    Values a page could not use (not among ``allowed``, or passed to :meth:`reject`) are kept in
+    ``rejected``, so the page can say what the link asked for and what it shows instead.
+    """
 
     def __init__(self, search: str | None):
         self.raw: dict[str, str] = {}
         for key, value in parse_qsl((search or "").lstrip("?"), keep_blank_values=False):
             self.raw[key] = value
+        self.rejected: dict[str, str] = {}
 
     def one(self, key: str, default=None, allowed=None):
         """A single value; ``default`` when absent or not among ``allowed``."""
         value = self.raw.get(key)
-        if value is None or (allowed is not None and value not in allowed):
+        if value is None:
+            return default
+        if allowed is not None and value not in allowed:
+            self.reject(key, value)
             return default
         return value
 
@@ -53,8 +64,15 @@ class Query:
         value = self.raw.get(key)
         if not value:
             return []
-        items = [v for v in value.split(",") if v]
-        return [v for v in items if allowed is None or v in allowed]
+        items = [unquote(v) for v in value.split(",") if v]
+        bad = [v for v in items if allowed is not None and v not in allowed]
+        if bad:
+            self.reject(key, ",".join(bad))
+        return [v for v in items if v not in bad]
+
+    def reject(self, key: str, value: str) -> None:
+        """Note that the link's ``key=value`` could not be shown."""
+        self.rejected[key] = value
 
     def flag(self, key: str) -> bool:
         return self.raw.get(key, "") not in ("", "0", "false", "no")

@@ -13,6 +13,7 @@ measurements.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from dataclasses import dataclass
@@ -142,14 +143,21 @@ def write_dashboard_fixture(results_dir: str | Path, seed: int = 7) -> Dashboard
 
 def scale_cases(n_series: int) -> list[Case]:
     """Cases of the full grid, families interleaved, until they make ``n_series`` series
-    (every impl x latency, peak memory, kernels), ceilings included."""
+    (every impl x latency, peak memory, kernels), ceilings included. The full grid has ~4,300
+    series; beyond it the same shapes come again at token counts the grid does not use."""
     full = grid("full")
-    pools = [list(full[op]) for op in benchmarked_ops()]
-    chosen, total = [], len(ceiling_series())
+    extra_tokens = (32, 64, 256, 512, 1024, 4096, 16384, 32768)
+    pools = [list(full[op]) + [dataclasses.replace(c, M=m) for m in extra_tokens for c in full[op]
+                               if dataclasses.replace(c, M=m) not in full[op]]
+             for op in benchmarked_ops()]
+    chosen, seen, total = [], set(), len(ceiling_series())
     while total < n_series and any(pools):
         for pool in pools:
+            while pool and pool[0].key in seen:
+                pool.pop(0)
             if pool and total < n_series:
                 case = pool.pop(0)
+                seen.add(case.key)
                 chosen.append(case)
                 total += len(implementations.names(case.op)) * len(METRIC_UNITS)
     return chosen

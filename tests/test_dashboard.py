@@ -3,11 +3,12 @@ functions, the app's routing and URL state — on a generated history in our sui
 one real CPU run of the suite."""
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 
 from dashboard import metrics
 from dashboard.app import create_app, nav_state, query_from_controls, render_page
-from dashboard.figures import build_roofline_figure, build_speedup_heatmap_figure, build_trend_figure
+from dashboard.figures import build_roofline_figure, build_speedup_panel_figure, build_trend_figure
 from dashboard.model import FindingsState, ResultsStore, build_data, results_signature
 from dashboard.pages import discover_pages, overview, regressions as inbox_page, roofline, trends, compare
 from dashboard.regressions import find_changes
@@ -59,7 +60,7 @@ def test_broken_files_are_listed_and_the_rest_loads(fx, data):
 
 
 def test_case_fields_come_from_case_keys(main_run):
-    rows = main_run.rows.drop_duplicates("case")
+    rows = main_run.series.drop_duplicates("case")
     for key, op, m, k, n, dtype, act in rows[["case", "op", "M", "K", "N", "dtype", "activation"]].itertuples(index=False):
         case = Case.from_key(key)
         assert (case.op, case.M, case.K, case.N, case.dtype, case.activation) == (op, m, k, n, dtype, act)
@@ -118,7 +119,7 @@ def test_grids_that_differ_between_commits(data, main_run, fx):
                                      ["narrow_mlp"], None, None, None, None)
     assert len(table) and set(table["change"]) == {"absent → ok"}
     narrow = next(c.key for c in fx.new_grid_cases if c.op == "narrow_mlp")
-    fig = trends.update(data, MAIN_MACHINE, MAIN_ENV, narrow, "latency", ["fused"], "commit", [], None)
+    fig = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, narrow, "latency", ["fused"], "commit", [], None))
     line = next(t for t in fig.data if t.name == "fused")
     assert min(line.x) == 8 and len(line.x) == 16  # measured only since the grid grew
 
@@ -132,19 +133,36 @@ def test_facet_counts_count_cases_given_the_other_filters(main_run):
 # --------------------------------------------------------------------------- figures
 
 
-def test_heatmap_has_one_panel_per_op_and_dtype(main_run):
+def test_speedup_panels_are_sized_by_their_cells_on_one_colour_scale(main_run):
+    from dashboard.figures.heatmap import color_span, panel_size, speedup_ticks
+
     newest = main_run.commits["commit_hash"].iloc[-1]
     latency = main_run.at_commit(newest)
     table = metrics.speedups(latency[latency["metric"] == "latency"])
-    fig = build_speedup_heatmap_figure(table, "dark")
-    assert {t.name for t in fig.data} == {f"{o} {d}" for o, d in table[["op", "dtype"]].drop_duplicates().itertuples(index=False)}
-    assert fig.layout.template.layout.paper_bgcolor is not None or fig.layout.paper_bgcolor == "#1e2127"
-    assert "No case" in build_speedup_heatmap_figure(table.iloc[:0]).layout.annotations[0].text
+    span = color_span(table["speedup"])
+    sizes = {}
+    for (op, dtype), panel in table.groupby(["op", "dtype"]):
+        fig = go.Figure(build_speedup_panel_figure(panel, span, "dark", f"{op} {dtype}"))
+        (heat,) = fig.data
+        assert (heat.zmin, heat.zmax) == (-span, span) and not heat.showscale  # one scale, drawn once on the page
+        assert len(heat.y) == panel["shape"].nunique() and len(heat.x) == panel["activation"].nunique()
+        sizes[(op, dtype)] = (fig.layout.width, fig.layout.height, len(heat.y))
+        assert fig.layout.paper_bgcolor == "#1e2127"
+    rows_to_height = {n: h for _, h, n in sizes.values()}
+    assert len(rows_to_height) > 1 and sorted(rows_to_height.values()) == [rows_to_height[n] for n in sorted(rows_to_height)]
+    for n in (1, 40):  # one case or forty: a cell is as big as in any other panel
+        width, height = panel_size(n, 5, 30)
+        assert (height - panel_size(1, 5, 30)[1]) == 26 * (n - 1) and width < 1400
+    for s in (span, np.log2(1.25), 1.0, 3.0):  # real ticks, not one "1x", never crowded
+        ticks = speedup_ticks(s)
+        assert 1.0 in ticks and 3 <= len(ticks) <= 9 and ticks == sorted(ticks)
+        assert all(abs(np.log2(t)) <= s + 1e-9 for t in ticks)
+        assert min(np.diff(np.log2(ticks))) >= s / 4 - 1e-9
 
 
 def test_trend_figure_marks_detected_changes_and_the_linked_commit(data, fx):
-    fig = trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "latency", None, "commit", ["log"],
-                        fx.regression_commit)
+    fig = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "latency", None, "commit", ["log"],
+                        fx.regression_commit))
     names = [t.name for t in fig.data]
     assert {"fused", "eager", "compile", "regressions"} <= set(names)
     marker = fig.data[names.index("regressions")]
@@ -153,7 +171,7 @@ def test_trend_figure_marks_detected_changes_and_the_linked_commit(data, fx):
     assert any(s.x0 == 16 for s in fig.layout.shapes)  # the marked commit
     fused = fig.data[names.index("fused")]
     assert fused.customdata[16][0] == fx.regression_commit  # hover: hash and date
-    higher = trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "tflops", ["fused"], "date", [], None)
+    higher = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "tflops", ["fused"], "date", [], None))
     assert higher.layout.xaxis.title.text == "commit date" and "TFLOP/s" in higher.layout.yaxis.title.text
 
 
@@ -165,14 +183,14 @@ def test_trend_figure_shades_where_an_unpinned_change_may_be():
                            "y": [1.0, 1.0, 1.0, 1.1, 1.1, 1.1], "y_lo": np.nan, "y_hi": np.nan})
     change = {"impl": "fused", "commit_hash": "c3", "direction": "regression", "relative_change": 0.1,
               "confirmed": True, "earliest_commit": "c2", "latest_commit": "c4"}
-    fig = build_trend_figure(series, "latency", pd.DataFrame([{**change, "plausible_commits": 3}]))
+    fig = go.Figure(build_trend_figure(series, "latency", pd.DataFrame([{**change, "plausible_commits": 3}])))
     marker = next(t for t in fig.data if t.name == "regressions")
     assert "could be any of 3 commits c2..c4" in marker.text[0]
     assert [(s.x0, s.x1) for s in fig.layout.shapes] == [(2, 4)]
     unplotted_end = series.assign(y=np.where(series["commit_hash"] == "c2", np.nan, series["y"]))
-    fig = build_trend_figure(unplotted_end, "latency", pd.DataFrame([{**change, "plausible_commits": 3}]))
+    fig = go.Figure(build_trend_figure(unplotted_end, "latency", pd.DataFrame([{**change, "plausible_commits": 3}])))
     assert [(s.x0, s.x1) for s in fig.layout.shapes] == [(2, 4)]  # c2 failed to measure: still its commit
-    pinned = build_trend_figure(series, "latency", pd.DataFrame([{**change, "plausible_commits": 1}]))
+    pinned = go.Figure(build_trend_figure(series, "latency", pd.DataFrame([{**change, "plausible_commits": 1}])))
     assert not pinned.layout.shapes
     assert "could be" not in next(t for t in pinned.data if t.name == "regressions").text[0]
 
@@ -185,25 +203,39 @@ def test_trend_y_axis_keeps_the_values_in_view_when_one_ci_band_spikes():
                            "date": pd.date_range("2026-01-01", periods=20, tz="UTC"), "y": y,
                            "y_lo": y * 0.99, "y_hi": np.where(np.arange(20) == 7, 4.0, y * 1.01)})
     for log_y in (False, True):
-        low, high = build_trend_figure(series, "latency", log_y=log_y).layout.yaxis.range
+        low, high = go.Figure(build_trend_figure(series, "latency", log_y=log_y)).layout.yaxis.range
         to_axis = np.log10 if log_y else (lambda v: v)
         assert low < to_axis(0.99) and to_axis(1.05 * 1.01) < high  # every value and the usual band
         assert high < to_axis(1.2)  # not the spike to 4.0: a 5 % step stays visible
     flat = series.assign(y=1.0, y_lo=np.nan, y_hi=np.nan)
-    low, high = build_trend_figure(flat, "latency").layout.yaxis.range
+    low, high = go.Figure(build_trend_figure(flat, "latency")).layout.yaxis.range
     assert low < 1.0 < high  # one value everywhere, no band: still a range around it
 
 
-def test_roofline_figure_draws_the_measured_roof(data, main_run):
+def test_roofline_figure_draws_the_measured_roofs_and_pairs_each_fused_point(data, main_run):
     newest = main_run.commits["commit_hash"].iloc[-1]
-    fig = roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest, None, None, None, None, None)
+    fig = go.Figure(roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest, None, None, None, None, None))
     roofs = [t for t in fig.data if (t.name or "").startswith("roof")]
-    assert {t.name for t in roofs} == {"roof bf16", "roof fp16", "roof fp32"}
     ceil = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, newest)
-    bf16 = roofs[[t.name for t in roofs].index("roof bf16")]
-    assert max(bf16.y) == pytest.approx(ceil.matmul_tflops["bf16"])
-    assert {t.xaxis for t in fig.data if t.name == "fused"} == {"x"}  # fused left, unfused right
-    assert "no roof" in build_roofline_figure(fig_points(data, newest), None).layout.title.text
+    by_dtype = {t.name.split(":")[0].removeprefix("roof "): max(t.y) for t in roofs}
+    assert by_dtype == pytest.approx({d: p for d, p in ceil.matmul_tflops.items()})  # one roof per measured peak
+    assert len({t.line.dash for t in roofs}) == len(roofs)  # told apart by their line style
+    assert all("TFLOP/s" in t.name for t in roofs) and "GB/s" in roofs[0].name
+    points, _ = roofline.roofline_points(data, MAIN_MACHINE, MAIN_ENV, newest, {})
+    ops = set(points["op"].astype(str))
+    assert {t.name for t in fig.data if (t.name or "").startswith("op: ")} == {f"op: {o}" for o in ops}
+    pairs = next(t for t in fig.data if t.name == "fused ↔ its best unfused peer")
+    ok = points[np.isfinite(points["tflops"])]
+    both = set(ok[ok["impl"] == "fused"]["case"]) & set(ok[ok["impl"] != "fused"]["case"])
+    assert len(pairs.x) == 3 * len(both) and pairs.x[0] == pairs.x[1]  # vertical: same case, same intensity
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):  # every tick labelled in full, none a bare "2" or "5"
+        assert len(axis.tickvals) >= 3
+        assert [float(t.replace(",", "")) for t in axis.ticktext] == pytest.approx(list(axis.tickvals))
+    from dashboard.figures.roofline import log_ticks
+
+    values, labels = log_ticks(1e-6, 1e-3)
+    assert labels[0] == "10<sup>-6</sup>" and values == pytest.approx([1e-6, 1e-5, 1e-4, 1e-3])
+    assert "no roof" in go.Figure(build_roofline_figure(fig_points(data, newest), None)).layout.title.text
 
 
 def fig_points(data, commit):
@@ -214,14 +246,54 @@ def fig_points(data, commit):
 # --------------------------------------------------------------------------- callbacks and app
 
 
-def test_overview_callback(data, main_run):
+def test_overview_headline_answers_is_fused_faster_and_what_got_worse(data, main_run, fx):
     newest = main_run.commits["commit_hash"].iloc[-1]
-    fig, device, changes = overview.update(data, MAIN_MACHINE, MAIN_ENV, newest, ["gated_mlp"], None, None, None, None)
-    assert {t.name for t in fig.data} == {"gated_mlp bf16"}
+    headline, panels, changes, device = overview.update(data, MAIN_MACHINE, MAIN_ENV, newest, None, ["gated_mlp"],
+                                                        None, None, None, None)
+    latency = main_run.at_commit(newest)
+    latency = latency[(latency["metric"] == "latency") & (latency["op"] == "gated_mlp")]
+    table = metrics.speedups(latency)
+    row = next(c for c in _walk(headline) if getattr(c, "id", None) == "headline-gated_mlp-bf16")
+    cells = [texts(td) for td in row.children]
+    assert cells[1] == str(len(table)) and cells[2] == f"{metrics.geomean(table['speedup']):.2f}×"
+    assert [int(c) for c in cells[3:6]] == [int((table["verdict"] == v).sum()) for v in ("faster", "slower",
+                                                                                         "within noise")]
     assert "NVIDIA H200" in texts(device) and "GB/s" in texts(device)
-    assert "cases faster" in texts(changes)
-    fig, _, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, "nonsense", None, None, None, None, None)
-    assert "Pick" in fig.layout.annotations[0].text
+    assert "slower" in texts(changes) and len([p for p in _walk(panels) if getattr(p, "figure", None)]) == 1
+    headline, panels, _, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, "nonsense", None, None, None, None, None,
+                                             None)
+    assert "Pick" in texts(headline) and panels == []
+
+
+def test_a_planted_fused_regression_is_marked_in_the_headline_panel_and_change_list(data, main_run, fx):
+    commit = fx.regression_commit
+    headline, panels, changes, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, commit, None, None, None, None,
+                                                   None, None)
+    row = next(c for c in _walk(headline) if getattr(c, "id", None) == "headline-gated_mlp-bf16")
+    assert texts(row.children[6]) == "1 slower"  # fused changes since the previous commit
+    assert texts(next(c for c in _walk(headline) if getattr(c, "id", None) == "headline-all").children[6]) == "1 slower"
+    compare_link = next(c for c in _walk(row.children[6]) if getattr(c, "href", None))
+    q = Query(compare_link.href.split("?", 1)[1])
+    assert (q.one("a"), q.one("b"), q.many("impl"), q.many("op")) == (main_run.previous_commit(commit), commit,
+                                                                      ["fused"], ["gated_mlp"])
+    figure = go.Figure(next(p.figure for p in _walk(panels) if getattr(p, "id", None) == {
+        "type": "overview-panel", "op": "gated_mlp", "dtype": "bf16"}))
+    (heat,) = figure.data
+    case = Case.from_key(fx.regressed[0])
+    label = metrics._case_row(fx.regressed[0])["shape"]
+    cell = heat.text[list(heat.y).index(label)][list(heat.x).index(case.activation)]
+    assert cell.startswith("⚠ ")  # once a plain "1.00x"
+    assert len(figure.layout.shapes) == 1  # the outline
+    hover = heat.customdata[list(heat.y).index(label)][list(heat.x).index(case.activation)]
+    assert "+3" in hover and "since" in hover  # fused latency +30 % (noise aside) since the previous commit
+    listed = next(c for c in _walk(changes) if getattr(c, "id", None) == "overview-change-list")
+    trend = next(c.href for c in _walk(listed) if getattr(c, "href", "").startswith("/trends"))
+    q = Query(trend.split("?", 1)[1])
+    assert (q.one("case"), q.one("commit"), q.one("machine")) == (fx.regressed[0], commit, MAIN_MACHINE)
+    older = main_run.commits["commit_hash"].iloc[2]  # a chosen baseline instead of the previous commit
+    headline, _, changes, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, commit, older, None, None, None, None,
+                                              None)
+    assert f"since {older[:8]}" in texts(headline) and f"Latency since {older[:8]}" in texts(changes)
 
 
 def test_compare_callback_and_csv(data, main_run, fx):
@@ -236,7 +308,7 @@ def test_compare_callback_and_csv(data, main_run, fx):
 
 
 def test_regressions_inbox_groups_by_commit_and_links_to_trends(data, fx):
-    findings = find_changes(data.cases)
+    findings = find_changes(data.rows_frame())
     state = FindingsState("done", 0.0, findings, 1.0)
     children, poll_disabled = inbox_page.inbox(data, state, None, "regression", [], "dark")
     assert poll_disabled
@@ -254,7 +326,7 @@ def test_regressions_inbox_shows_accepted_findings_as_accepted(data, fx, tmp_pat
     import dataclasses
     import json
 
-    findings = find_changes(data.cases)
+    findings = find_changes(data.rows_frame())
     state = FindingsState("done", 0.0, findings, 1.0)
     (planted,) = [f for f in findings if f.commit_hash == fx.regression_commit and f.direction == "regression"]
     entry = {"benchmark": planted.benchmark, "params": planted.params, "commit": fx.regression_commit[:10],
@@ -338,33 +410,196 @@ def test_real_cpu_run_of_the_suite_feeds_every_view(real_run):
     commit = run.commits["commit_hash"].iloc[-1]
     ceil = metrics.ceilings_of(data.ceilings, machine, env, commit)
     assert ceil is not None and set(ceil.matmul_tflops) == {"fp32"}  # the CPU run measures fp32 only
-    fig, device, _ = overview.update(data, machine, env, commit, None, None, None, None, None)
-    assert "No case has a fused" in fig.layout.annotations[0].text  # Triton skips without CUDA
+    headline, panels, _, device = overview.update(data, machine, env, commit, None, None, None, None, None, None)
+    assert "No case has a fused" in texts(headline) and panels == []  # Triton skips without CUDA
     case = grid("tiny")["linear_act"][0].key  # (the planted broken benchmark's case fails everywhere)
-    trend = trends.update(data, machine, env, case, "roofline", None, "commit", [], None)
+    trend = go.Figure(trends.update(data, machine, env, case, "roofline", None, "commit", [], None))
     eager = next(t for t in trend.data if t.name == "eager")
     assert 0 < eager.y[0] < 1  # a CPU run is below its own roof
-    roof = roofline.update(data, machine, env, commit, None, None, None, None, None)
-    assert any(t.name == "roof fp32" for t in roof.data)
+    roof = go.Figure(roofline.update(data, machine, env, commit, None, None, None, None, None))
+    assert any((t.name or "").startswith("roof fp32") for t in roof.data)
     rows, _, _ = compare.update(data, machine, env, commit, commit, "latency", "1.1", [], None, None, None, None, None)
     statuses = {r["impl"]: r["change"] for r in rows if r["case"] == case}
     assert statuses["eager"] == "unchanged" and statuses["fused"] == "skipped → skipped"
 
 
-def test_samples_are_built_for_the_rows_a_view_asks_for(fx, data, main_run):
-    """Rows keep samples compact; at_commit / of_case / data.cases give asv's lists, the same
-    as load_results' samples column."""
+def test_the_dashboards_table_holds_what_load_results_reads(fx, data, main_run):
+    """Every row a view can get (at_commit, of_case, rows_frame) has the value, status, CIs and
+    samples that load_results reads from the same files."""
     from dashboard.data import load_results
 
-    assert "samples" not in main_run.rows.columns and "sample_row" in main_run.rows.columns
     lists = load_results(fx.results_dir).frame
-    keys = ["commit_hash", "benchmark", "params_key"]
-    expected = {tuple(map(str, k)): s for *k, s in lists[[*keys, "samples"]].itertuples(index=False)}
+    keys = ["machine", "env_name", "commit_hash", "benchmark", "params_key"]
+    expected = {tuple(map(str, row[:5])): row[5:] for row in
+                lists[[*keys, "value", "status", "ci_99_a", "ci_99_b", "samples"]].itertuples(index=False)}
     commit = fx.regression_commit
-    for rows in (main_run.at_commit(commit), main_run.of_case(fx.regressed[0]), data.cases.head(500)):
-        assert "samples" in rows.columns and "sample_row" not in rows.columns and len(rows)
-        for *k, s in rows[[*keys, "samples"]].itertuples(index=False):
-            assert s == expected[tuple(map(str, k))]
+    for rows in (main_run.at_commit(commit), main_run.of_case(fx.regressed[0]), data.rows_frame()):
+        assert len(rows)
+        for *k, value, status, ci_a, ci_b, samples in rows[[*keys, "value", "status", "ci_99_a", "ci_99_b",
+                                                            "samples"]].itertuples(index=False):
+            e_value, e_status, e_a, e_b, e_samples = expected[tuple(map(str, k))]
+            assert (value == e_value or (np.isnan(value) and np.isnan(e_value))) and str(status) == str(e_status)
+            assert (ci_a == e_a or (np.isnan(ci_a) and np.isnan(e_a))) and samples == e_samples
     at = main_run.at_commit(commit)
     assert at["samples"].map(lambda s: isinstance(s, list)).any() and at["samples"].isna().any()  # skipped: None
     assert list(main_run.at_commit("no-such-commit").columns) == list(at.columns)
+    case_rows = lists[lists["benchmark"].astype(str).str.startswith("bench_ops.")]
+    assert len(data.rows_frame(samples=False)) == len(case_rows)  # every Case row, nothing else
+
+
+# --------------------------------------------------------------------------- units and markers
+
+
+def test_values_are_shown_in_one_scaled_unit():
+    from dashboard.units import display_unit, format_value
+
+    assert display_unit("seconds", [135e-6, 140e-6, 2e-3]).symbol == "µs"  # the median decides
+    assert display_unit("seconds", [135e-6])(135e-6) == pytest.approx(135)
+    assert display_unit("bytes", [3.2e9]).symbol == "GB" and display_unit("TFLOP/s", [0.5]).symbol == "TFLOP/s"
+    assert display_unit("unit", [5.0]).symbol == "" and display_unit("seconds", []).symbol == "s"
+    assert format_value(196e-6, "seconds") == "196 µs" and format_value(2.15e9, "bytes") == "2.15 GB"
+    assert format_value(999.7e-6, "seconds") == "1 ms" and format_value(float("nan"), "seconds") == "–"
+    assert format_value(312.4, "TFLOP/s") == "312 TFLOP/s" and format_value(7, None) == "7"
+
+
+def test_trend_axis_names_its_scaled_unit_and_markers_point_the_way_values_moved(data, fx):
+    fig = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "latency", ["fused"], "commit", [], None))
+    fused = next(t for t in fig.data if t.name == "fused")
+    raw = data.run(MAIN_MACHINE, MAIN_ENV).of_case(fx.regressed[0])
+    raw = raw[(raw["metric"] == "latency") & (raw["impl"] == "fused")]["value"]
+    assert 1e-6 <= raw.median() < 1e-3  # the fixture's fused latencies are microseconds
+    assert fig.layout.yaxis.title.text == "Latency (µs)" and not fig.layout.yaxis.ticksuffix
+    np.testing.assert_allclose(sorted(fused.y), sorted(raw * 1e6))
+    up = next(t for t in fig.data if t.name == "regressions")
+    assert up.marker.symbol == "triangle-up"  # latency rose
+    tflops = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "tflops", ["fused"], "commit", [], None))
+    down = next(t for t in tflops.data if t.name == "regressions")
+    line = next(t for t in tflops.data if t.name == "fused")
+    at = list(line.x).index(down.x[0])
+    assert down.marker.symbol == "triangle-down" and line.y[at] < np.median(line.y[:at])  # TFLOP/s fell
+
+
+def test_failed_and_skipped_implementations_show_where_their_line_would_be(data, fx):
+    case, impl = fx.failing
+    rows = data.run(MAIN_MACHINE, MAIN_ENV).of_case(case)
+    latency = rows[rows["metric"] == "latency"]
+    n_failed = int(((latency["impl"] == impl) & (latency["status"] == "failed")).sum())
+    n_skipped = int(((latency["impl"] == "cublaslt") & (latency["status"] == "skipped")).sum())
+    assert n_failed and n_skipped  # the fixture: compile fails everywhere, cuBLASLt has no silu epilogue
+    fig = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, case, "latency", None, "commit", [], None))
+    names = [t.name for t in fig.data]
+    assert impl not in names  # no value to draw a line through...
+    failed = fig.data[names.index(f"{impl}: failed at {n_failed} commits")]  # ...but a legend entry and markers
+    assert len(failed.x) == n_failed and failed.marker.symbol == "x" and "asv stored null" in failed.hovertemplate
+    skipped = fig.data[names.index(f"cublaslt: skipped at {n_skipped} commits")]
+    assert skipped.marker.symbol == "circle-open" and "NaN" in skipped.hovertemplate
+
+
+def test_compare_cells_are_numbers_in_the_unit_of_their_header(data, main_run, fx):
+    before = main_run.commits["commit_hash"].iloc[15]
+    rows, columns, _ = compare.update(data, MAIN_MACHINE, MAIN_ENV, before, fx.regression_commit, "latency", "1.1",
+                                      [], None, None, None, None, None)
+    table, _ = compare.compare_table(data, MAIN_MACHINE, MAIN_ENV, before, fx.regression_commit, "latency", "1.1",
+                                     None, None, None, None, None)
+    header = {c["id"]: c["name"] for c in columns}
+    assert header["old"] == "old (µs)" and header["new"] == "new (µs)"
+    raw = table.set_index(["case", "impl"])["new"]
+    for row in rows[:20]:
+        assert row["new"] == pytest.approx(raw[(row["case"], row["impl"])] * 1e6)
+
+
+def test_machine_and_environment_labels_count_what_the_plot_shows(data):
+    from dashboard.components import env_options, machine_options
+
+    main = data.runs[(MAIN_MACHINE, MAIN_ENV)]
+    other = data.runs[(MAIN_MACHINE, "existing-py_usr_bin_python3")]
+    distinct = len(set(main.commits["commit_hash"]) | set(other.commits["commit_hash"]))
+    label = next(o["label"] for o in machine_options(data, data.machine_names()) if o["value"] == MAIN_MACHINE)
+    assert label == f"{MAIN_MACHINE} ({distinct} commits, 2 envs)"
+    envs = {o["value"]: o["label"] for o in env_options(data, MAIN_MACHINE)}
+    assert envs[MAIN_ENV] == f"{MAIN_ENV} ({len(main.commits)} commits)"
+
+
+def _set_result(path, benchmark, values):
+    """Rewrite one benchmark's stored results in an asv result file (asv writes Infinity too)."""
+    import json
+
+    doc = json.loads(path.read_text())
+    column = doc["result_columns"].index("result")
+    doc["results"][benchmark][column] = values
+    path.write_text(json.dumps(doc))
+
+
+def test_one_bad_ceiling_value_is_left_out_with_its_reason(fx, tmp_path):
+    import shutil
+
+    from tests.suite_fixtures import COPY_BENCHMARK, MATMUL_BENCHMARK
+
+    results = shutil.copytree(fx.results_dir, tmp_path / "results")
+    by_commit = {json_commit(p): p for p in (results / MAIN_MACHINE).glob(f"*-{MAIN_ENV}.json")}
+    data = build_data(results)
+    run = data.run(MAIN_MACHINE, MAIN_ENV)
+    newest_commit, older_commit = run.commits["commit_hash"].iloc[-1], run.commits["commit_hash"].iloc[-2]
+    newest, older = by_commit[newest_commit], by_commit[older_commit]
+    _set_result(newest, COPY_BENCHMARK, [float("inf")])  # a copy "measured" as taking forever
+    _set_result(older, MATMUL_BENCHMARK, [0.0, 2e-3, 2e-2])  # bf16 0 s; fp16 and fp32 fine
+    data = build_data(results)
+    assert metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, newest_commit) is None
+    kept = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, older_commit)
+    assert kept is not None and set(kept.matmul_tflops) == {"fp16", "fp32"}
+    third = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, run.commits["commit_hash"].iloc[-3])
+    assert set(third.matmul_tflops) == {"bf16", "fp16", "fp32"}  # other commits untouched
+    reasons = [p.text() for p in data.ceiling_problems]
+    assert len(reasons) == 2 and any("copy" in r and "inf" in r for r in reasons)
+    assert any("matmul ceiling bf16" in r and "0.0" in r for r in reasons)
+    assert any("left out" in p for p in data.report.problems)
+    _, panels, _, device = overview.update(data, MAIN_MACHINE, MAIN_ENV, newest_commit, None, None, None, None, None,
+                                           None)
+    assert panels and "no usable copy ceiling" in texts(device) and "inf" in texts(device)
+    roof = go.Figure(roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest_commit, None, None, None, None, None))
+    assert "no roof" in roof.layout.title.text and any(t.name == "fused" for t in roof.data)
+    roof = go.Figure(roofline.update(data, MAIN_MACHINE, MAIN_ENV, older_commit, None, None, None, None, None))
+    assert {t.name.split(":")[0] for t in roof.data if (t.name or "").startswith("roof")} == {"roof fp16", "roof fp32"}
+
+
+def json_commit(path):
+    import json
+
+    return json.loads(path.read_text())["commit_hash"]
+
+
+def test_a_bad_link_shows_a_notice_and_the_nearest_valid_view(fx, data):
+    store = ResultsStore(fx.results_dir, detect_in_background=False)
+    pages = discover_pages()
+    page = render_page(store, pages, "/trends", "?machine=nosuch&case=bogus&dtype=fp8,bf16&commit=zzz")
+    notice = next(c for c in _walk(page) if getattr(c, "id", None) == "link-notice")
+    values = {c.id["key"]: c.value for c in _walk(page) if isinstance(getattr(c, "id", None), dict)}
+    nearest = data.run(None, None)
+    assert values["machine"] == nearest.machine and values["dtype"] == ["bf16"] and values["commit"] is None
+    text = texts(notice)
+    for asked, shown in (("'nosuch'", f"showing {nearest.machine}"), ("'bogus'", f"showing {values['case']}"),
+                         ("'fp8'", "left out"), ("'zzz'", "left out")):
+        assert asked in text and shown in text, (asked, shown, text)
+    assert values["case"] in trends.case_choices(nearest, {"dtype": ["bf16"]})
+    clean = render_page(store, pages, "/trends", f"?machine={MAIN_MACHINE}")
+    assert not any(getattr(c, "id", None) == "link-notice" for c in _walk(clean))
+    compare_page = render_page(store, pages, "/compare", f"?a=zzz&b={fx.regression_commit}&metric=bogus")
+    assert "'zzz'" in texts(compare_page) and "'bogus'" in texts(compare_page)
+
+
+def test_compare_fetches_samples_only_for_the_rows_beyond_the_factor(main_run, fx):
+    import pandas as pd
+
+    a, b = main_run.commits["commit_hash"].iloc[15], fx.regression_commit
+    eager = metrics.compare_rows(main_run.at_commit(a), main_run.at_commit(b), 1.1)
+    asked = []
+
+    def samples(rows):
+        asked.append(len(rows))
+        return main_run.table.samples(rows)
+
+    lazy = metrics.compare_rows(main_run.at_commit(a, samples=False), main_run.at_commit(b, samples=False), 1.1,
+                                samples=samples)
+    pd.testing.assert_frame_equal(eager, lazy)
+    beyond = int(((eager["ratio"] > 1.1) | (eager["ratio"] < 1 / 1.1)).sum())
+    assert beyond >= 1 and asked == [beyond, beyond]  # old and new samples of those rows, nothing else

@@ -24,7 +24,7 @@ def duo(fx, tmp_path):
 
 
 def test_brw001_every_page_opens_without_console_errors(duo):
-    for path, heading, graph in [("/", "Overview", "overview-heatmap"), ("/trends", "Trends", "trends-figure"),
+    for path, heading, graph in [("/", "Overview", "overview-panels"), ("/trends", "Trends", "trends-figure"),
                                  ("/compare", "Compare two commits", None), ("/roofline", "Roofline", "roofline-figure"),
                                  ("/regressions", "Regressions", None)]:
         duo.driver.get(duo.server_url + path)
@@ -72,4 +72,33 @@ def test_brw003_a_copied_link_restores_the_view(duo, fx):
     url = duo.driver.current_url
     for part in ("metric=gbps", "x=date", "logy=log", "theme=dark", f"commit={fx.regression_commit}"):
         assert part in url, (part, url)
+    assert severe_logs(duo) == []
+
+
+def test_brw004_the_overview_headline_and_a_regressed_cell(duo, fx):
+    duo.driver.get(duo.server_url + f"/?commit={fx.regression_commit}")
+    row = poll(lambda: duo.find_element("#headline-gated_mlp-bf16"), what="headline row")
+    poll(lambda: "1 slower" in row.text, what="the fused regression counted")
+    assert "×" in row.text  # the geomean speedup
+    texts = poll(lambda: duo.driver.execute_script(
+        "return [...document.querySelectorAll('.panels .js-plotly-plot')].map(g => g.data[0].text.flat())"),
+        what="heatmap panels")
+    marked = [t for panel in texts for t in panel if t and t.startswith("⚠")]
+    assert len(marked) == 1  # the planted +30 % fused regression, and nothing else
+    ticks = [t.text for t in duo.driver.find_elements("css selector", "#overview-legend .tick")]
+    assert len(ticks) >= 3 and "1×" in ticks
+    trend = duo.find_element("#overview-change-list a.trend-link")
+    assert "case=" in trend.get_attribute("href") and fx.regression_commit in trend.get_attribute("href")
+    assert severe_logs(duo) == []
+
+
+def test_brw005_failed_and_skipped_implementations_in_the_legend(duo, fx):
+    case, impl = fx.failing
+    duo.driver.get(duo.server_url + "/trends?case=" + quote_plus(case))
+    names = poll(lambda: figure_value(duo, "trends-figure", "g.data.map(t => t.name)"), what="trend drawn")
+    failed = [n for n in names if n and n.startswith(f"{impl}: failed at")]
+    assert failed and any(n and n.startswith("cublaslt: skipped at") for n in names)
+    legend = duo.driver.execute_script(
+        "return [...document.querySelectorAll('#trends-figure .legendtext')].map(e => e.textContent)")
+    assert failed[0] in legend
     assert severe_logs(duo) == []

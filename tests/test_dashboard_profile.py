@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import time
+from types import SimpleNamespace
 from urllib.parse import quote_plus
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from dashboard import profiles
 from dashboard.app import create_app
 from dashboard.pages import profile as profile_page
+from dashboard.urlstate import Query
 from benchmarks import profile as profile_cli
 from benchmarks.harness.workloads import Case
 
@@ -62,6 +64,38 @@ def test_loader_reads_every_pass_and_reports_broken_files(passes):
         "aten::linear": 3, "aten::gelu": 1, "aten::mul": 1}
     reasons = loaded.not_profiled
     assert set(reasons[reasons["case"] == CASES[1].key]["impl"]) == {"fused", "cublaslt"}
+
+
+def test_one_bad_value_is_left_out_with_its_reason_and_the_rest_shows(passes, tmp_path):
+    results, commits = passes
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    machine_dir = copy / "profiles" / "cpu-box"
+    good = json.loads(next(p for p in sorted(machine_dir.glob("*.json")) if p.name != "broken.json").read_text())
+    # a third pass whose date is Infinity (json writes and reads it): once it hid every profile
+    (machine_dir / "infinite-date.json").write_text(
+        json.dumps({**good, "commit_hash": "f" * 40}).replace(f'"date": {good["date"]}', '"date": Infinity'))
+    # a fourth whose first kernel entry has an infinite time: only that entry goes
+    entries = [dict(e) for e in good["profiles"]]
+    first = next(i for i, e in enumerate(entries) if "summary" in e and e["summary"]["kernels"])
+    entries[first] = json.loads(json.dumps(entries[first]).replace(
+        f'"seconds_per_call": {entries[first]["summary"]["kernels"][0]["seconds_per_call"]}',
+        '"seconds_per_call": Infinity', 1))
+    (machine_dir / "one-bad-entry.json").write_text(json.dumps({**good, "commit_hash": "e" * 40,
+                                                                  "profiles": entries}))
+    loaded = profiles.load_profiles(copy)
+    reasons = dict(loaded.skipped)
+    assert "date" in reasons[str(machine_dir / "infinite-date.json")]
+    assert "seconds_per_call" in reasons[str(machine_dir / "one-bad-entry.json")]
+    frame = loaded.frame
+    assert set(commits) | {"e" * 40} == set(frame["commit_hash"])  # every good pass, and the rest of the 4th
+    bad = entries[first]
+    fourth = frame[frame["commit_hash"] == "e" * 40]
+    assert not ((fourth["case"] == bad["case"]) & (fourth["impl"] == bad["impl"])).any()
+    assert len(fourth) == len(frame[frame["commit_hash"] == good["commit_hash"]]) - sum(
+        1 for _ in bad["summary"]["kernels"])
+    page = json.dumps(profile_page.layout(SimpleNamespace(results_dir=copy), Query("")).to_plotly_json(), default=str)
+    assert "No profile passes" not in page and "3 profile file(s) or entries left out" in page
 
 
 def test_update_builds_both_figures_and_trace_links(passes):

@@ -90,11 +90,11 @@ for page in pages:
     assert "Could not build" not in str(render_page(store, pages, page.path, "")), page.path
 data = store.get()
 commits = data.run(MAIN_MACHINE, MAIN_ENV).commits["commit_hash"].tolist()
-heatmap, _, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, commits[-1], None, None, None, None, None)
-assert heatmap.data
+headline, panels, _, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, commits[-1], None, None, None, None, None, None)
+assert panels and "geomean" in str(panels)
 trend = trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "tflops", None, "commit", [], None)
-assert trend.data
-assert roofline.update(data, MAIN_MACHINE, MAIN_ENV, commits[-1], None, None, None, None, None).data
+assert trend["data"]
+assert roofline.update(data, MAIN_MACHINE, MAIN_ENV, commits[-1], None, None, None, None, None)["data"]
 rows, _, _ = compare.update(data, MAIN_MACHINE, MAIN_ENV, commits[0], commits[-1], "latency", "1.1", [],
                             None, None, None, None, None)
 assert rows

@@ -5,26 +5,29 @@ CSV export."""
 from __future__ import annotations
 
 import pandas as pd
-from dash import Input, Output, State, dash_table, dcc, html
-from dash.dash_table.Format import Format, Scheme
+from dash import Input, Output, State, dcc, html
 
 from dashboard import metrics
 from dashboard.components import (
-    facet_controls, guarded, labelled, dropdown, message, register_facet_counts, register_run_controls, run_controls,
+    dropdown, facet_controls, guarded, labelled, message, register_facet_counts, register_run_controls, run_controls,
+    run_of,
 )
 from dashboard.model import DashboardData, ResultsStore
-from dashboard.pages import Page
+from dashboard.pages import Page, _generic_compare
+from dashboard.pages._comparison import (
+    COMMITS, DEFAULT_FACTOR, FACTORS, comparison_columns, comparison_datatable, summary_line,
+)
+from dashboard.units import DisplayUnit, display_unit
 from dashboard.urlstate import Query, qid
 
 ID = "compare"
-COMMITS = {"a": 1, "b": 0}
-FACTORS = ("1.02", "1.05", "1.1", "1.2", "1.5")
-DEFAULT_FACTOR = "1.1"  # asv compare's default
 COLUMNS = ["case", "impl", "op", "dtype", "activation", "shape", "old", "new", "ratio", "change"]
 
 
 def layout(data: DashboardData, query: Query):
-    run = data.run(query.one("machine"), query.one("env"))
+    if data.generic:  # another project's benchmarks: benchmark and parameters instead of Cases
+        return _generic_compare.layout(data, query)
+    run = run_of(data, query)
     return html.Div([
         html.H1("Compare two commits"),
         html.Div(run_controls(ID, data, query, COMMITS), className="controls"),
@@ -47,65 +50,41 @@ def layout(data: DashboardData, query: Query):
                "samples, p < 0.002; non-overlapping 99 % CIs where no samples). Ratio = new / old.",
                className="hint"),
         html.Div(id="compare-summary"),
-        dash_table.DataTable(
-            id="compare-table", columns=_columns("s"), data=[], sort_action="native", filter_action="native",
-            page_action="native", page_size=25, sort_by=[], style_table={"overflowX": "auto"},
-            style_cell={"fontFamily": "inherit", "fontSize": "13px", "padding": "4px 8px", "textAlign": "left"},
-            style_data_conditional=[
-                {"if": {"filter_query": '{change} = "worse"'}, "backgroundColor": "rgba(214,39,40,0.18)"},
-                {"if": {"filter_query": '{change} = "better"'}, "backgroundColor": "rgba(44,160,44,0.18)"},
-            ],
-            css=[{"selector": ".dash-spreadsheet-container .dash-spreadsheet-inner th",
-                  "rule": "background-color: var(--panel-2); color: var(--text);"},
-                 {"selector": ".dash-spreadsheet-container .dash-spreadsheet-inner td",
-                  "rule": "background-color: var(--panel); color: var(--text);"}]),
+        comparison_datatable("compare-table", _columns()),
     ])
 
 
-def _columns(unit: str) -> list[dict]:
-    si = Format(precision=3, scheme=Scheme.decimal_si_prefix)
-    out = []
-    for c in COLUMNS:
-        col = {"name": c, "id": c}
-        if c in ("old", "new"):
-            col.update(type="numeric", format=si.symbol_suffix(f" {unit}" if unit else ""),
-                       name=f"{c} ({unit})" if unit else c)
-        elif c == "ratio":
-            col.update(type="numeric", format=Format(precision=3, scheme=Scheme.fixed))
-        out.append(col)
-    return out
+def _columns(shown: DisplayUnit = DisplayUnit("")) -> list[dict]:
+    return comparison_columns(COLUMNS, shown)
 
 
 def compare_table(data: DashboardData, machine, env, a, b, metric, factor, op, dtype, activation, shape, impl
                   ) -> tuple[pd.DataFrame, str]:
-    """The table (all rows, filters applied) and the unit of its values."""
+    """The table (all rows, filters applied) and the asv unit of its values ("seconds")."""
     run = data.run(machine, env)
     if run is None or not a or not b:
         return pd.DataFrame(columns=COLUMNS + ["significant"]), ""
     metric = metric if metric in metrics.STORED_METRICS else "latency"
     selections = {"op": op, "dtype": dtype, "activation": activation, "shape": shape, "impl": impl}
-    old = metrics.apply_filters(run.at_commit(a), selections)
-    new = metrics.apply_filters(run.at_commit(b), selections)
+    old = metrics.apply_filters(run.at_commit(a, samples=False), selections)
+    new = metrics.apply_filters(run.at_commit(b, samples=False), selections)
     old, new = old[old["metric"] == metric], new[new["metric"] == metric]
-    table = metrics.compare_rows(old, new, float(factor or DEFAULT_FACTOR), metrics.METRICS[metric].better)
+    table = metrics.compare_rows(old, new, float(factor or DEFAULT_FACTOR), metrics.METRICS[metric].better,
+                                 samples=run.table.samples)
     unit = next((str(u) for u in table["unit"] if isinstance(u, str)), "")
-    return table, {"seconds": "s", "bytes": "B"}.get(unit, "")
+    return table, unit
 
 
 def update(data: DashboardData, machine, env, a, b, metric, factor, sig, op, dtype, activation, shape, impl):
     """(table rows, table columns, summary) for the page."""
     table, unit = compare_table(data, machine, env, a, b, metric, factor, op, dtype, activation, shape, impl)
+    shown = display_unit(unit, table[["old", "new"]].to_numpy(dtype=float))
     if not a or not b:
-        return [], _columns(unit), message("Pick two commits.")
-    counts = metrics.change_counts(table)
-    shown = table[table["significant"]] if "only" in (sig or []) else table
-    summary = html.P([f"{a[:8]} → {b[:8]}: {len(table)} series; ",
-                      html.Span(f"{counts['worse']} worse", className="bad", id="compare-worse"), ", ",
-                      html.Span(f"{counts['better']} better", className="good", id="compare-better"),
-                      f", {counts['unchanged']} unchanged, {counts['other']} not comparable. Showing {len(shown)}."],
-                     id="compare-summary-text")
-    rows = shown[COLUMNS].astype(object).where(shown[COLUMNS].notna(), None).to_dict("records")
-    return rows, _columns(unit), summary
+        return [], _columns(shown), message("Pick two commits.")
+    shown_rows = table[table["significant"]] if "only" in (sig or []) else table
+    summary = summary_line(table, shown_rows, a, b)
+    rows = shown_rows[COLUMNS].assign(old=shown(shown_rows["old"]), new=shown(shown_rows["new"]))
+    return rows.astype(object).where(rows.notna(), None).to_dict("records"), _columns(shown), summary
 
 
 def csv_text(data: DashboardData, *args) -> str:
@@ -118,6 +97,7 @@ def csv_text(data: DashboardData, *args) -> str:
 
 
 def register(app, store: ResultsStore):
+    _generic_compare.register(app, store)
     register_run_controls(app, store, ID, COMMITS)
     register_facet_counts(app, store, ID)
     inputs = [Input(qid(ID, k), "value") for k in ("machine", "env", "a", "b", "metric", "factor", "sig",
@@ -125,7 +105,7 @@ def register(app, store: ResultsStore):
 
     @app.callback(Output("compare-table", "data"), Output("compare-table", "columns"),
                   Output("compare-summary", "children"), *inputs)
-    @guarded(lambda t: [], lambda t: _columns(""), message)
+    @guarded(lambda t: [], lambda t: _columns(), message)
     def _update(*args):
         return update(store.get(), *args)
 

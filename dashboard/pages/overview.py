@@ -1,91 +1,242 @@
-"""Overview: the newest commit of a machine at a glance — fused vs the best unfused baseline per
-shape x activation (one heatmap per op and dtype), the device and its measured ceilings, and how
-many cases got faster or slower than the previous commit."""
+"""Overview: one commit of a machine at a glance. The headline answers "is fused faster, and did
+anything get worse?": per op x dtype the geometric-mean speedup of fused over the best unfused
+implementation, in how many cases fused is faster or slower beyond the noise, and what changed
+since the previous commit (or a chosen one), each change linking to its trend. Below it one
+speedup heatmap per op x dtype (cells whose fused latency regressed are outlined), the device
+and its measured ceilings."""
 
 from __future__ import annotations
 
-from dash import Input, Output, dcc, html
+from dash import Input, Output, State, dcc, html
 
 from dashboard import metrics
 from dashboard.components import (
-    error_figure, facet_controls, graph, guarded, message, register_facet_counts, register_run_controls,
-    run_controls,
+    commit_of, commit_options, dropdown, facet_controls, generic_notice, guarded, labelled, message,
+    register_facet_counts, register_run_controls, run_controls, run_of,
 )
-from dashboard.figures import build_speedup_heatmap_figure
+from dashboard.figures.heatmap import build_speedup_panel_figure, color_span, speedup_legend_stops, speedup_text
 from dashboard.model import DashboardData, ResultsStore
 from dashboard.pages import Page
+from dashboard.units import format_value
 from dashboard.urlstate import SHELL, Query, link, qid
 
 ID = "overview"
 COMMITS = {"commit": 0}
 FACETS = metrics.FACETS
 FACTOR = 1.1  # asv compare's default factor: a change smaller than 10 % is not counted
+MAX_LISTED_CHANGES = 12
 
 
 def layout(data: DashboardData, query: Query):
-    run = data.run(query.one("machine"), query.one("env"))
+    if data.generic:
+        return generic_notice(data, "Overview")
+    run = run_of(data, query)
+    base = commit_of(run, query, "base", 1) if query.one("base") else None
     return html.Div([
         html.H1("Overview"),
-        html.Div(run_controls(ID, data, query, COMMITS), className="controls"),
+        html.Div(run_controls(ID, data, query, COMMITS)
+                 + [labelled("Changes since", dropdown(ID, "base", commit_options(run), base, clearable=True,
+                                                       placeholder="the previous commit"), "15rem")],
+                 className="controls"),
         html.Div(facet_controls(ID, run, query), className="controls"),
-        html.P("Implementation picks the baselines: the speedup is t(best selected baseline) / t(fused).",
-               className="hint"),
-        html.Div([html.Div(id="overview-device", className="card"),
-                  html.Div(id="overview-changes", className="card")], className="cards"),
-        graph(ID, "heatmap"),
+        html.P(["Speedup = t(best unfused) / t(fused) at the same commit; Implementation picks the unfused "
+                "ones. Faster / slower: the two 99 % confidence intervals do not overlap (asv's rule without "
+                "samples). Changes: fused or unfused latency differs by more than ",
+                f"{FACTOR:g}× and asv's test agrees (as Compare)."], className="hint"),
+        dcc.Loading(html.Div(id="overview-headline"), delay_show=400),
+        html.Div(id="overview-panels"),
+        html.Div([html.Div(id="overview-changes", className="card"),
+                  html.Div(id="overview-device", className="card")], className="cards"),
     ])
 
 
-def update(data: DashboardData, machine, env, commit, op, dtype, activation, shape, impl, theme="light"):
-    """(heatmap figure, device panel, change counts panel) for one run at one commit."""
+def update(data: DashboardData, machine, env, commit, base, op, dtype, activation, shape, impl, theme="light"):
+    """(headline, heatmap panels, changes card, device card) for one run at one commit."""
     run = data.run(machine, env)
     if run is None or commit not in set(run.commits["commit_hash"]):
         text = "Pick a machine, environment and commit."
-        return error_figure(lambda: theme)(text), message(text), ""
+        return message(text), [], "", ""
     selections = {"op": op, "dtype": dtype, "activation": activation, "shape": shape}
-    rows = metrics.apply_filters(run.at_commit(commit), selections)
+    rows = metrics.apply_filters(run.at_commit(commit, samples=False), selections)
     latency = rows[rows["metric"] == "latency"]
     baselines = [i for i in (impl or []) if i != metrics.FUSED] or None
     table = metrics.speedups(latency, baselines)
-    figure = build_speedup_heatmap_figure(
-        table, theme, title=f"Fused vs the best unfused baseline — {run.machine}, commit {commit[:8]}")
-    return figure, device_panel(data, run.machine, run.env_name, commit), change_panel(data, run, commit, rows, theme)
+    base = base if base in set(run.commits["commit_hash"]) and base != commit else run.previous_commit(commit)
+    changes = _changes(run, base, latency)
+    regressed = _regressed_fused(changes, base)
+    common = {"machine": run.machine, "env": run.env_name, "theme": theme}
+    return (headline(table, changes, base, commit, common, selections),
+            panels(table, regressed, theme),
+            change_card(changes, base, commit, common),
+            device_panel(data, run.machine, run.env_name, commit))
+
+
+def _changes(run, base: str | None, latency):
+    """compare_rows of the latency rows at ``base`` -> at this commit (same filters), or None."""
+    if base is None:
+        return None
+    old = run.at_commit(base, samples=False)
+    old = old[(old["metric"] == "latency") & old["case"].astype(str).isin(set(latency["case"].astype(str)))]
+    return metrics.compare_rows(old, latency, FACTOR, metrics.METRICS["latency"].better, samples=run.table.samples)
+
+
+def _regressed_fused(changes, base: str | None) -> dict[str, str]:
+    """case -> note, for the cases whose fused latency got significantly worse since ``base``."""
+    if changes is None:
+        return {}
+    worse = changes[(changes["impl"] == metrics.FUSED) & (changes["change"] == "worse")]
+    return {c: f"fused latency {r - 1:+.0%} since {base[:8]} (significant)"
+            for c, r in zip(worse["case"], worse["ratio"])}
+
+
+def headline(table, changes, base, commit, common: dict, selections: dict):
+    """One row per op x dtype (and one for all): cases, geomean speedup, faster / slower /
+    within noise, and the fused and unfused changes since the baseline, linked to Compare."""
+    if table.empty:
+        return message("No case has a fused and a baseline latency at this commit (skipped, failed or filtered "
+                       "out); Trends shows why per implementation.")
+    summary = metrics.speedup_summary(table)
+    since = f"since {base[:8]}" if base else "since —"
+    head = html.Tr([html.Th(h) for h in ("op · dtype", "cases", "fused vs best unfused (geomean)", "fused faster",
+                                         "fused slower", "within noise", f"fused changes {since}",
+                                         f"unfused changes {since}")])
+    body = [_headline_row(r["op"], r["dtype"], r, table, changes, base, commit, common) for _, r in summary.iterrows()]
+    if len(summary) > 1:
+        total = {"cases": len(table), "geomean": metrics.geomean(table["speedup"]),
+                 **{k: int(summary[k].sum()) for k in (metrics.FASTER, metrics.SLOWER, metrics.WITHIN_NOISE)}}
+        body.append(_headline_row(None, None, total, table, changes, base, commit, common, css="total"))
+    return html.Table([html.Thead(head), html.Tbody(body)], className="headline", id="overview-headline-table")
+
+
+def _headline_row(op, dtype, r, table, changes, base, commit, common, css=""):
+    mean = r["geomean"]
+    label = f"{op} · {dtype}" if op else "all"
+    cells = [html.Td(html.B(label)), html.Td(str(r["cases"])),
+             html.Td(html.Span(speedup_text(mean),
+                               className="good" if mean > 1 else "bad" if mean < 1 else ""), className="num"),
+             html.Td(str(r[metrics.FASTER]), className="num good" if r[metrics.FASTER] else "num"),
+             html.Td(str(r[metrics.SLOWER]), className="num bad" if r[metrics.SLOWER] else "num"),
+             html.Td(str(r[metrics.WITHIN_NOISE]), className="num")]
+    for fused in (True, False):
+        cells.append(html.Td(_change_counts(changes, op, dtype, fused, base, commit, common)))
+    return html.Tr(cells, className=css, **({"id": f"headline-{op}-{dtype}"} if op else {"id": "headline-all"}))
+
+
+def _change_counts(changes, op, dtype, fused: bool, base, commit, common):
+    if changes is None:
+        return "first commit"
+    worse, better = _counts_by_panel(changes).get((op, dtype, fused), (0, 0))
+    if not worse and not better:
+        return html.Span("none", className="hint")
+    impls = [metrics.FUSED] if fused else sorted(set(changes["impl"]) - {metrics.FUSED})
+    href = link("/compare", {**common, "a": base, "b": commit, "metric": "latency", "sig": ["only"],
+                             "op": [op] if op else None, "dtype": [dtype] if dtype else None, "impl": impls})
+    parts = []
+    if worse:
+        parts.append(html.Span(f"{worse} slower", className="bad regressed"))
+    if better:
+        parts.append(html.Span(f"{better} faster", className="good"))
+    return dcc.Link([parts[0], *([", ", parts[1]] if len(parts) > 1 else [])], href=href)
+
+
+def _counts_by_panel(changes) -> dict:
+    """(op, dtype, fused?) -> (worse, better) counts, and (None, None, fused?) for all: once per table."""
+    cached = changes.attrs.get("counts_by_panel")
+    if cached is None:
+        flags = changes.assign(fused=changes["impl"] == metrics.FUSED, worse=changes["change"] == "worse",
+                               better=changes["change"] == "better", op=changes["op"].astype(str),
+                               dtype=changes["dtype"].astype(str))
+        per = flags.groupby(["op", "dtype", "fused"])[["worse", "better"]].sum()
+        total = flags.groupby("fused")[["worse", "better"]].sum()
+        cached = {k: (int(w), int(b)) for k, (w, b) in per.iterrows()}
+        cached.update({(None, None, f): (int(w), int(b)) for f, (w, b) in total.iterrows()})
+        changes.attrs["counts_by_panel"] = cached
+    return cached
+
+
+def panels(table, regressed: dict[str, str], theme: str):
+    """One heatmap per op x dtype on one colour scale, and the scale's legend."""
+    if table.empty:
+        return []
+    span = color_span(table["speedup"])
+    graphs = []
+    for (op, dtype), panel in table.groupby(["op", "dtype"], sort=True):
+        mean = metrics.geomean(panel["speedup"])
+        n_regressed = sum(c in regressed for c in panel["case"])
+        title = (f"<b>{op} · {dtype}</b><br><span style='font-size:11px'>geomean "
+                 f"{speedup_text(mean)} · {len(panel)} case{'s' if len(panel) != 1 else ''}"
+                 + (f" · <span style='color:#d62728'>⚠ {n_regressed} regressed</span>" if n_regressed else "")
+                 + "</span>")
+        figure = build_speedup_panel_figure(panel, span, theme, title, regressed)
+        graphs.append(dcc.Graph(id={"type": "overview-panel", "op": str(op), "dtype": str(dtype)}, figure=figure,
+                                config={"displaylogo": False, "responsive": False,
+                                        "toImageButtonOptions": {"format": "png", "scale": 2,
+                                                                 "filename": f"fused-mlp-speedup-{op}-{dtype}"}},
+                                style={"width": f"{figure['layout']['width']}px",
+                                       "height": f"{figure['layout']['height']}px"},
+                                className="panel"))
+    return [speedup_legend(span), html.Div(graphs, className="panels")]
+
+
+def speedup_legend(span: float) -> html.Div:
+    """The shared colour scale: a gradient with its ticks (slower ← 1× → faster)."""
+    stops, ticks = speedup_legend_stops(span)
+    gradient = ", ".join(f"{c} {p * 100:.0f}%" for p, c in stops)
+    marks = [html.Span(label, className="tick", style={"left": f"{p * 100:.1f}%"}) for p, label in ticks]
+    return html.Div([
+        html.Span("fused slower", className="hint"),
+        html.Div([html.Div(className="bar", style={"background": f"linear-gradient(to right, {gradient})"}),
+                  html.Div(marks, className="ticks")], className="scale"),
+        html.Span("fused faster", className="hint"),
+        html.Span([html.Span("⚠", className="bad"), " outlined: fused latency regressed"], className="hint"),
+    ], className="speedup-legend", id="overview-legend")
+
+
+def change_card(changes, base, commit, common: dict):
+    """The significant latency changes since ``base`` (fused first, largest first), each linking
+    to its Trends view with this commit marked."""
+    if changes is None:
+        return [html.H3("Changes"), html.P("This is the run's first commit: nothing to compare with.")]
+    counts = metrics.change_counts(changes)
+    significant = changes[changes["significant"]].copy()
+    significant["fused_first"] = significant["impl"] != metrics.FUSED
+    significant["size"] = (significant["ratio"] - 1).abs()
+    significant = significant.sort_values(["fused_first", "size"], ascending=[True, False])
+    items = []
+    for r in significant.head(MAX_LISTED_CHANGES).itertuples(index=False):
+        href = link("/trends", {**common, "case": r.case, "metric": "latency", "commit": commit})
+        items.append(html.Li([
+            html.Span("slower" if r.change == "worse" else "faster",
+                      className=f"badge {'bad' if r.change == 'worse' else 'good'}"),
+            f" {r.impl} ", html.Code(r.case), f" {format_value(r.old, 'seconds')} → {format_value(r.new, 'seconds')} "
+            f"({r.ratio - 1:+.0%}) ", dcc.Link("trend →", href=href, className="trend-link")]))
+    more = len(significant) - len(items)
+    compare_href = link("/compare", {**common, "a": base, "b": commit, "metric": "latency", "sig": ["only"]})
+    return [html.H3(f"Latency since {base[:8]}"),
+            html.P([html.Span(str(counts["worse"]), className="count bad", id="overview-slower"), " slower, ",
+                    html.Span(str(counts["better"]), className="count good", id="overview-faster"), " faster, "
+                    f"{counts['unchanged']} unchanged (within {FACTOR:g}× or not significant), {counts['other']} not "
+                    "comparable (skipped, failed or new)"]),
+            (html.Ul(items, className="changes", id="overview-change-list") if items
+             else html.P("No significant change.")),
+            dcc.Link(f"{'and ' + str(more) + ' more ' if more > 0 else 'all '}in Compare →", href=compare_href)]
 
 
 def device_panel(data: DashboardData, machine: str, env: str, commit: str):
     identity = data.machine_identity(machine)
     ceilings = metrics.ceilings_of(data.ceilings, machine, env, commit)
     items = [html.Li([html.B(f"{k}: "), v]) for k, v in identity.items()] or [html.Li("no machine.json identity")]
+    left_out = [p for p in data.ceiling_problems if (p.machine, p.env_name, p.commit_hash) == (machine, env, commit)]
     if ceilings is None:
-        measured = [html.Li("no ceilings measured in this run (bench_device)")]
+        measured = [html.Li("no usable copy ceiling in this run (bench_device)" if left_out
+                            else "no ceilings measured in this run (bench_device)")]
     else:
         measured = [html.Li([html.B("copy: "), f"{ceilings.copy_gbps:,.0f} GB/s"])]
         measured += [html.Li([html.B(f"matmul {d}: "), f"{t:,.3g} TFLOP/s"])
                      for d, t in sorted(ceilings.matmul_tflops.items())]
+    measured += [html.Li(f"{p.what} left out: {p.reason}", className="bad") for p in left_out]
     return [html.H3(f"Device: {machine}"), html.Ul(items, className="kv"),
             html.H4("Measured ceilings (this run)"), html.Ul(measured, className="kv", id="overview-ceilings")]
-
-
-def change_panel(data: DashboardData, run, commit: str, rows, theme: str):
-    previous = run.previous_commit(commit)
-    if previous is None:
-        return [html.H3("Since the previous commit"), html.P("This is the run's first commit.")]
-    selections = {f: None for f in FACETS}
-    old = metrics.apply_filters(run.at_commit(previous), selections)
-    old = old[old["metric"] == "latency"]
-    old = old[old["case"].astype(str).isin(set(rows["case"].astype(str)))]
-    table = metrics.compare_rows(old, rows[rows["metric"] == "latency"], FACTOR, "lower")
-    counts = metrics.change_counts(table)
-    href = link("/compare", {"machine": run.machine, "env": run.env_name, "a": previous, "b": commit,
-                             "metric": "latency", "theme": theme})
-    return [html.H3(f"Latency since {previous[:8]}"),
-            html.Ul([html.Li([html.Span(str(counts["better"]), className="count good", id="overview-faster"),
-                              " cases faster"]),
-                     html.Li([html.Span(str(counts["worse"]), className="count bad", id="overview-slower"),
-                              " cases slower"]),
-                     html.Li(f"{counts['unchanged']} unchanged (within {FACTOR:.2g}× or not significant)"),
-                     html.Li(f"{counts['other']} not comparable (skipped, failed or new)")], className="kv"),
-            dcc.Link("Open in Compare →", href=href)]
 
 
 def register(app, store: ResultsStore):
@@ -93,13 +244,21 @@ def register(app, store: ResultsStore):
     register_facet_counts(app, store, ID)
     theme = Input(qid(SHELL, "theme"), "value")
 
-    @app.callback(Output(f"{ID}-heatmap", "figure"), Output("overview-device", "children"),
-                  Output("overview-changes", "children"),
+    @app.callback(Output(qid(ID, "base"), "options"), Output(qid(ID, "base"), "value"),
+                  Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"), State(qid(ID, "base"), "value"),
+                  prevent_initial_call=True)
+    def _base_options(machine, env, current):  # empty stays empty: "the previous commit"
+        run = store.get().run(machine, env)
+        hashes = set(run.commits["commit_hash"]) if run is not None else set()
+        return commit_options(run), current if current in hashes else None
+
+    @app.callback(Output("overview-headline", "children"), Output("overview-panels", "children"),
+                  Output("overview-changes", "children"), Output("overview-device", "children"),
                   Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"), Input(qid(ID, "commit"), "value"),
-                  *[Input(qid(ID, f), "value") for f in FACETS], theme)
-    @guarded(error_figure(), lambda t: "", lambda t: t)
+                  Input(qid(ID, "base"), "value"), *[Input(qid(ID, f), "value") for f in FACETS], theme)
+    @guarded(lambda t: message(t, "error"), lambda t: [], lambda t: "", lambda t: "")
     def _update(*args):
         return update(store.get(), *args)
 
 
-PAGE = Page("/", "Overview", 0, layout, register, "fused vs unfused at the newest commit")
+PAGE = Page("/", "Overview", 0, layout, register, "fused vs unfused at one commit, and what changed")

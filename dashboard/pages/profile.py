@@ -81,7 +81,8 @@ def _commit_options(commits):
 def _skipped(loaded: profiles.LoadedProfiles):
     if not loaded.skipped:
         return []
-    return [html.Details([html.Summary(f"{len(loaded.skipped)} profile file(s) skipped"),
+    return [html.Details([html.Summary(f"{len(loaded.skipped)} profile file(s) or entries left out",
+                                       id="profile-skipped"),
                           html.Ul([html.Li(f"{p}: {why}") for p, why in loaded.skipped])])]
 
 

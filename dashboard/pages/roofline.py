@@ -1,5 +1,5 @@
 """Roofline: achieved TFLOP/s against arithmetic intensity for each case at one commit, under the
-ceilings measured on that machine in that run; fused and unfused side by side."""
+ceilings measured on that machine in that run; each fused point joined to its best unfused peer."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from dash import Input, Output, html
 
 from dashboard import metrics
 from dashboard.components import (
-    error_figure, facet_controls, graph, guarded, register_facet_counts, register_run_controls, run_controls,
+    error_figure, facet_controls, generic_notice, graph, guarded, register_facet_counts, register_run_controls,
+    run_controls, run_of,
 )
 from dashboard.figures import build_roofline_figure
 from dashboard.model import DashboardData, ResultsStore
@@ -19,13 +20,16 @@ COMMITS = {"commit": 0}
 
 
 def layout(data: DashboardData, query: Query):
-    run = data.run(query.one("machine"), query.one("env"))
+    if data.generic:
+        return generic_notice(data, "Roofline")
+    run = run_of(data, query)
     return html.Div([
         html.H1("Roofline"),
         html.Div(run_controls(ID, data, query, COMMITS), className="controls"),
         html.Div(facet_controls(ID, run, query), className="controls"),
         html.P("Roof = min(measured matmul TFLOP/s of the dtype, intensity × measured copy GB/s). Intensity uses the "
-               "minimum bytes a fully fused kernel must move (the suite's cost model), so unfused points sit lower.",
+               "minimum bytes a fully fused kernel must move (the suite's cost model), so a case's points share one x "
+               "and a grey segment joins its fused point to its best unfused one. Marker shape = op.",
                className="hint"),
         graph(ID, "figure"),
     ])
@@ -35,7 +39,7 @@ def roofline_points(data: DashboardData, machine, env, commit, selections: dict)
     run = data.run(machine, env)
     if run is None:
         return None, None
-    rows = metrics.apply_filters(run.at_commit(commit), selections)
+    rows = metrics.apply_filters(run.at_commit(commit, samples=False), selections)
     rows = rows[rows["metric"] == "latency"]
     points = metrics.derive(rows, "tflops")
     points["tflops"] = points["y"]

@@ -4,20 +4,20 @@ hash and date, and a link to the commit (click a point)."""
 
 from __future__ import annotations
 
-from functools import lru_cache
+import threading
+from collections import OrderedDict
 
 import pandas as pd
 from dash import Input, Output, State, dcc, html
 
 from dashboard import metrics
 from dashboard.components import (
-    commit_options, error_figure, facet_controls, graph, guarded, labelled, dropdown, message, register_facet_counts,
-    register_run_controls, resolve_commit, run_controls,
+    commit_options, dropdown, error_figure, facet_controls, graph, guarded, labelled, marked_commit, message,
+    register_facet_counts, register_run_controls, resolve_commit, run_controls, run_of,
 )
 from dashboard.figures import build_trend_figure
 from dashboard.model import DashboardData, ResultsStore, Run
-from dashboard.pages import Page
-from dashboard.regressions import find_changes, findings_frame
+from dashboard.pages import Page, _generic_trends
 from dashboard.urlstate import SHELL, Query, link, qid
 
 ID = "trends"
@@ -32,10 +32,12 @@ def case_choices(run: Run | None, selections: dict) -> list[str]:
 
 
 def layout(data: DashboardData, query: Query):
-    run = data.run(query.one("machine"), query.one("env"))
+    if data.generic:  # another project's benchmarks: benchmark and parameters instead of Cases
+        return _generic_trends.layout(data, query)
+    run = run_of(data, query)
     selections = {f: query.many(f) for f in CASE_FACETS}
     cases = case_choices(run, selections)
-    case = query.one("case") if query.one("case") in cases else (cases[0] if cases else None)
+    case = query.one("case", cases[0] if cases else None, allowed=cases)
     metric = query.one("metric", "latency", allowed=metrics.METRICS)
     return html.Div([
         html.H1("Trends"),
@@ -52,8 +54,7 @@ def layout(data: DashboardData, query: Query):
                                               inline=True), "13rem"),
             labelled("y axis", dcc.Checklist(id=qid(ID, "logy"), options=[{"label": " log", "value": "log"}],
                                              value=query.many("logy", allowed=("log",)), inline=True), "6rem"),
-            labelled("Mark commit", dropdown(ID, "commit", commit_options(run),
-                                             resolve_commit(run, query.one("commit")) if query.one("commit") else None,
+            labelled("Mark commit", dropdown(ID, "commit", commit_options(run), marked_commit(run, query),
                                              clearable=True, placeholder="none"), "15rem"),
         ], className="controls"),
         graph(ID, "figure"),
@@ -61,16 +62,33 @@ def layout(data: DashboardData, query: Query):
     ])
 
 
-@lru_cache(maxsize=256)
-def _series_changes(signature_key: int, run: Run, case: str, source: str) -> pd.DataFrame:
-    """The detector on the series in view (a few per case): same algorithm as the inbox."""
-    rows = run.of_case(case)
-    rows = rows[rows["metric"] == source]
-    found = findings_frame(find_changes(rows))
+_CHANGES: OrderedDict = OrderedDict()  # (results set, run, case, metric) -> the detector's findings
+_CHANGES_KEPT = 256
+_CHANGES_LOCK = threading.Lock()  # callbacks run in the server's threads
+
+
+def _series_changes(signature_key: int, run: Run, case: str, source: str, rows: pd.DataFrame | None = None
+                    ) -> pd.DataFrame:
+    """The detector on the series in view (a few per case): same algorithm as the inbox. ``rows``:
+    the case's rows of that metric with their samples, if the caller has them."""
+    key = (signature_key, id(run), case, source)
+    with _CHANGES_LOCK:
+        found = _CHANGES.get(key)
+        if found is not None:
+            _CHANGES.move_to_end(key)
+            return found
+    from dashboard.regressions import find_changes, findings_frame  # imports scipy: on first use
+
+    found = findings_frame(find_changes(rows if rows is not None else run.of_case(case, metric=source)))
     if found.empty:
-        return pd.DataFrame(columns=["impl", "commit_hash", "direction", "relative_change", "confirmed"])
-    lookup = run.series_of_params
-    found["impl"] = [lookup.get((b, p), (None, None))[1] for b, p in zip(found["benchmark"], found["params"])]
+        found = pd.DataFrame(columns=["impl", "commit_hash", "direction", "relative_change", "confirmed"])
+    else:
+        lookup = run.series_of_params
+        found["impl"] = [lookup.get((b, p), (None, None))[1] for b, p in zip(found["benchmark"], found["params"])]
+    with _CHANGES_LOCK:
+        _CHANGES[key] = found
+        while len(_CHANGES) > _CHANGES_KEPT:
+            _CHANGES.popitem(last=False)
     return found
 
 
@@ -81,15 +99,16 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
         return error_figure(lambda: theme)("No case matches the filters.")
     metric = metric if metric in metrics.METRICS else "latency"
     source_metric = metrics.stored_metric_of(metrics.METRICS[metric].source)
-    rows = run.of_case(case)
-    rows = rows[rows["metric"] == source_metric]
+    signature_key = hash(data.signature)
+    known = (signature_key, id(run), case, source_metric) in _CHANGES
+    rows = run.of_case(case, samples=not known, metric=source_metric)  # samples: for the detector only
+    changes = _series_changes(signature_key, run, case, source_metric, None if known else rows)
     if impl:
         rows = rows[rows["impl"].astype(str).isin(impl)]
     rows = rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash", how="left") if len(rows) else rows
     if rows.empty:
         return error_figure(lambda: theme)(f"{case}: nothing measured for this selection.")
     derived = metrics.derive(rows, metric, data.ceilings)
-    changes = _series_changes(hash(data.signature), run, case, source_metric)
     if impl:
         changes = changes[changes["impl"].isin(impl)]
     spec = metrics.METRICS[metric]
@@ -121,6 +140,7 @@ def commit_info(data: DashboardData, machine, env, click, marked, theme="light")
 
 
 def register(app, store: ResultsStore):
+    _generic_trends.register(app, store)
     register_run_controls(app, store, ID)
     register_facet_counts(app, store, ID)
     theme = Input(qid(SHELL, "theme"), "value")

@@ -1,0 +1,135 @@
+"""The regression detector over every series of a results set, run once per results set in a
+worker process (no GIL contention with the web server); pages poll for its findings.
+
+The worker loads the results itself (from the cache the server already brought up to date, so
+it parses nothing it does not have to) and runs ``dashboard.regressions.find_changes`` on a few
+hundred series at a time: one frame of every row with its samples as lists would need gigabytes
+at 2,000 commits x 5,000 series.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import concurrent.futures.process
+import multiprocessing
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+SERIES_PER_CHUNK = 250
+
+
+def detect(table, series_ids, benchmarks_meta: dict) -> list:
+    """find_changes over these series of a dashboard.table.ResultsTable, a chunk at a time;
+    findings newest first, as find_changes orders them."""
+    from dashboard.regressions import find_changes
+
+    ids = np.asarray(list(series_ids), dtype=np.int64)
+    findings = []
+    for i in range(0, len(ids), SERIES_PER_CHUNK):
+        rows = table.rows_of_series(ids[i:i + SERIES_PER_CHUNK])
+        findings += find_changes(table.frame(rows), benchmarks_meta=benchmarks_meta)
+    findings.sort(key=lambda f: (f.commit_date, f.commit_hash, f.benchmark, f.params), reverse=True)
+    return findings
+
+
+def detect_in_worker(results_dir: str, cache_dir: str | None) -> list:
+    """What the worker process runs: load, pick the series the dashboard shows, detect."""
+    from dashboard.model import load_table, shown_series
+
+    table = load_table(Path(results_dir), Path(cache_dir) if cache_dir else None)
+    return detect(table, shown_series(table), table.parsed.benchmarks)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """In the worker: exit once the server process ``parent`` is gone, however it ended (even by
+    SIGKILL, which runs no clean-up, or before this worker finished starting); otherwise the idle
+    worker would wait on its queue forever. (Not PR_SET_PDEATHSIG: that fires when the request
+    thread that happened to spawn the worker ends.)"""
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+@dataclass
+class FindingsState:
+    status: str  # "running", "done" or "failed"
+    started: float
+    findings: list | None = None
+    seconds: float | None = None
+    error: str | None = None
+
+
+class Detector:
+    """Runs detect_in_worker for one results set at a time; the newest request replaces older ones."""
+
+    def __init__(self, in_background: bool = True):
+        self.in_background = in_background
+        self._lock = threading.Lock()
+        self._states: dict[tuple, FindingsState] = {}
+        self._executor: concurrent.futures.ProcessPoolExecutor | None = None
+
+    def state(self, key: tuple, results_dir: Path, cache_dir: Path | None, nothing_to_do: bool) -> FindingsState:
+        with self._lock:
+            state = self._states.get(key)
+            if state is not None:
+                return state
+            state = FindingsState("running", time.time())
+            self._states = {key: state}  # older results sets are dropped
+            if nothing_to_do:
+                state.status, state.findings, state.seconds = "done", [], 0.0
+                return state
+            args = (str(results_dir), str(cache_dir) if cache_dir else None)
+            if self.in_background:
+                future = self._pool().submit(detect_in_worker, *args)
+                future.add_done_callback(lambda f, s=state: self._finish(s, f, args))
+                return state
+        self._run_inline(state, args)
+        return state
+
+    def _pool(self) -> concurrent.futures.ProcessPoolExecutor:
+        if self._executor is None:
+            # spawn: forking a threaded web server is unsafe
+            self._executor = concurrent.futures.ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_exit_with_parent,
+                initargs=(os.getpid(),))
+        return self._executor
+
+    @staticmethod
+    def _run_inline(state: FindingsState, args) -> None:
+        try:
+            state.findings = detect_in_worker(*args)
+            state.status = "done"
+        except Exception as exc:  # reported on the page, not raised into a callback
+            state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
+        state.seconds = time.time() - state.started
+
+    def _finish(self, state: FindingsState, future: concurrent.futures.Future, args) -> None:
+        try:
+            state.findings = future.result()
+            state.status = "done"
+        except concurrent.futures.process.BrokenProcessPool:
+            # The worker could not start (e.g. a __main__ without a main guard re-ran on spawn):
+            # detect in a thread instead; slower to serve meanwhile, but the inbox still fills.
+            self._executor = None
+            threading.Thread(target=self._run_inline, args=(state, args), daemon=True).start()
+            return
+        except Exception as exc:
+            state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
+        state.seconds = time.time() - state.started
+
+    def close(self) -> None:
+        """Stop the worker (tests, app shutdown); a running detection is abandoned."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            for process in list(getattr(executor, "_processes", {}).values()):
+                process.terminate()  # do not wait minutes for a detection nobody will read
+            executor.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,226 @@
+"""The Trends figure: one metric against commits (pure)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from dashboard.data import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
+from dashboard.figures.style import (IMPL_COLORS, IMPROVEMENT_COLOR, LINE_PALETTE, REGRESSION_COLOR, alpha,
+                                     build_empty_figure, impl_sort_key, layout_dict)
+from dashboard.metrics import METRICS, sort_values_naturally
+from dashboard.units import display_unit
+
+# Where asv's stored value says a benchmark did not run; asv keeps no error message in its files.
+FAILED_HOVER = "failed: asv stored null (the benchmark raised an error or timed out; asv keeps no message)"
+SKIPPED_HOVER = "skipped: asv stored NaN (setup raised NotImplementedError / SkipNotImplemented)"
+_STRIP_ROW = 0.05  # height of one line's row of failure markers, as a fraction of the plot
+
+
+def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | None = None,
+                       marked_commit: str | None = None, x_axis: str = "commit", log_y: bool = False,
+                       theme: str = "light", title: str = ""):
+    """One metric against commits: a line per implementation (or parameter combination), its 99 % CI
+    band, change markers, and a marker strip where a line failed or was skipped.
+
+    ``series``: derived rows (metrics.derive) with ``line`` (else ``impl``), position, commit_hash,
+    date, y, y_lo, y_hi and ``status`` (asv's ok / skipped / failed).
+    ``metric``: a name in metrics.METRICS or anything with ``label``, ``unit`` and ``better``.
+    ``changes``: rows with line (else impl), commit_hash, direction, relative_change, confirmed.
+    Returns a figure dict (what dcc.Graph takes; go.Figure(...) of it for attribute access).
+    """
+    spec = METRICS[metric] if isinstance(metric, str) else metric
+    series = _with_line_and_status(series)
+    ok = series[np.isfinite(series["y"].to_numpy(dtype=float))]
+    not_run = series[series["status"].isin([STATUS_FAILED, STATUS_SKIPPED])]
+    if ok.empty and not_run.empty:
+        return build_empty_figure(f"No measured {spec.label.lower()} for this selection.", theme)
+    shown = display_unit(spec.unit, ok["y"])
+    ok = ok.assign(y=shown(ok["y"]), y_lo=shown(ok["y_lo"]), y_hi=shown(ok["y_hi"]))
+    xcol = "date" if x_axis == "date" else "position"
+    lines = ordered_lines(series["line"])
+    colors = line_colors(lines)
+    traces, shapes, annotations = [], [], []
+    for line in lines:
+        rows = ok[ok["line"] == line].sort_values("position")
+        if rows.empty:
+            continue
+        color = colors[line]
+        band = rows[np.isfinite(rows["y_lo"].to_numpy(dtype=float)) & np.isfinite(rows["y_hi"].to_numpy(dtype=float))]
+        if len(band):
+            x = _x(band, xcol)
+            traces.append(dict(type="scatter", x=x, y=band["y_hi"].to_numpy(), mode="lines", line=dict(width=0),
+                               hoverinfo="skip", showlegend=False, legendgroup=line))
+            traces.append(dict(type="scatter", x=x, y=band["y_lo"].to_numpy(), mode="lines", line=dict(width=0),
+                               fill="tonexty", fillcolor=alpha(color, 0.18), hoverinfo="skip",
+                               name=f"{line} 99% CI", showlegend=False, legendgroup=line))
+        traces.append(dict(
+            type="scatter", x=_x(rows, xcol), y=rows["y"].to_numpy(), mode="lines+markers", name=line,
+            legendgroup=line, line=dict(color=color, width=2), marker=dict(size=5, color=color),
+            customdata=_commit_custom(rows),
+            hovertemplate=(f"<b>{line}</b> %{{y:.4g}}{' ' + shown.symbol if shown.symbol else ''}<br>commit "
+                           "%{customdata[3]} (#%{customdata[2]})<br>%{customdata[1]}<extra></extra>")))
+    layout = {}
+    _add_not_run_markers(traces, layout, annotations, not_run, lines, colors, xcol, len(ok) > 0)
+    if changes is not None and len(changes):
+        _add_change_markers(traces, shapes, ok, _with_line_and_status(changes), xcol, spec.better, series)
+    if marked_commit:
+        marked = series[series["commit_hash"].astype(str).str.startswith(marked_commit)]
+        if len(marked):
+            x = _x(marked.iloc[:1], xcol)[0]
+            shapes.append(dict(type="line", x0=x, x1=x, y0=0, y1=1, xref="x", yref="paper",
+                               line=dict(color="#888", dash="dash", width=1.5)))
+            annotations.append(dict(x=x, y=1.0, xref="x", yref="paper", text=f"{marked_commit[:8]}", showarrow=False,
+                                    yanchor="bottom", font=dict(size=11)))
+    strip = layout.pop("strip", 0.0)
+    layout.update(
+        yaxis=dict(title=dict(text=shown.title(spec.label)), type="log" if log_y else "linear",
+                   exponentformat="none" if shown.symbol else "SI", range=_trend_y_range(ok, log_y),
+                   **({"domain": [strip + 0.03, 1]} if strip else {})),
+        xaxis=dict(title=dict(text="commit (oldest → newest)" if xcol == "position" else "commit date"),
+                   **({"type": "date"} if xcol == "date" else {}), **({"anchor": "y2"} if strip else {})),
+        shapes=shapes, annotations=annotations)
+    return {"data": traces, "layout": layout_dict(theme, title=dict(text=title), hovermode="closest", height=480,
+                                                  **layout)}
+
+
+def _x(rows: pd.DataFrame, xcol: str) -> np.ndarray:
+    """x values as Plotly reads them (dates as ISO text: a dict figure is not converted for us)."""
+    if xcol == "date":
+        return rows["date"].dt.strftime("%Y-%m-%d %H:%M:%S").to_numpy()
+    return rows["position"].to_numpy()
+
+
+def _with_line_and_status(rows: pd.DataFrame) -> pd.DataFrame:
+    """``line`` (the legend label; the implementation unless given) and ``status`` as str."""
+    out = rows.assign(line=(rows["line"] if "line" in rows.columns else rows["impl"]).astype(str))
+    if "status" in out.columns:
+        return out.assign(status=out["status"].astype(str))
+    return out.assign(status=STATUS_OK)
+
+
+def ordered_lines(lines) -> list[str]:
+    """Implementations in their usual order, then other labels (parameter combinations) with
+    their numbers in numeric order ("size=1024" before "size=65536")."""
+    names = {str(v) for v in lines}
+    impls = sorted((n for n in names if n in IMPL_COLORS), key=impl_sort_key)
+    return impls + sort_values_naturally(names - set(impls))
+
+
+def line_colors(lines: list[str]) -> dict[str, str]:
+    """Implementation colours for implementations, else a fixed palette by position (stable
+    across processes and reloads, unlike a colour from hash())."""
+    palette = LINE_PALETTE
+    others = [line for line in lines if line not in IMPL_COLORS]
+    return {line: IMPL_COLORS.get(line) or palette[others.index(line) % len(palette)] for line in lines}
+
+
+def _commit_custom(rows: pd.DataFrame) -> np.ndarray:
+    hashes = rows["commit_hash"].astype(str)
+    return np.stack([hashes.to_numpy(), rows["date"].dt.strftime("%Y-%m-%d %H:%M").to_numpy(),
+                     rows["position"].astype(str).to_numpy(), hashes.str[:10].to_numpy()], axis=1)
+
+
+def _add_not_run_markers(traces: list, layout: dict, annotations: list, not_run: pd.DataFrame, lines: list[str],
+                         colors: dict, xcol: str, any_values: bool) -> None:
+    """Failed (x) and skipped (open circle) commits of each line, one row per line on a strip of its
+    own below the plot (axis y2), with a legend entry that says how often: a line that never ran
+    still shows up, and the markers hide neither the values nor each other."""
+    if not_run.empty:
+        return
+    rows_of = [line for line in lines if (not_run["line"] == line).any()]
+    for k, line in enumerate(rows_of):
+        for status, symbol, hover in ((STATUS_FAILED, "x", FAILED_HOVER),
+                                      (STATUS_SKIPPED, "circle-open", SKIPPED_HOVER)):
+            rows = not_run[(not_run["line"] == line) & (not_run["status"] == status)].sort_values("position")
+            if rows.empty:
+                continue
+            traces.append(dict(
+                type="scatter", x=_x(rows, xcol), y=np.full(len(rows), k), yaxis="y2", mode="markers",
+                name=f"{line}: {status} at {len(rows)} commit{'s' if len(rows) != 1 else ''}", legendgroup=line,
+                marker=dict(symbol=symbol, size=9, color=colors[line], line=dict(width=2, color=colors[line])),
+                customdata=_commit_custom(rows),
+                hovertemplate=(f"<b>{line}</b> {hover}<br>commit %{{customdata[3]}} (#%{{customdata[2]}})"
+                               "<br>%{customdata[1]}<extra></extra>")))
+    strip = min(_STRIP_ROW * len(rows_of), 0.25)
+    layout["yaxis2"] = dict(domain=[0, strip], range=[-0.7, len(rows_of) - 0.3], visible=False, fixedrange=True)
+    layout["strip"] = strip  # the values' axis starts above it (set with the rest of the axes)
+    if not any_values:
+        annotations.append(dict(text="nothing measured: every point failed or was skipped", showarrow=False,
+                                x=0.5, y=0.6, xref="paper", yref="paper", font=dict(size=13)))
+
+
+def _trend_y_range(ok: pd.DataFrame, log_y: bool) -> list[float] | None:
+    """The measured values in full, the CI band only up to one data span beyond them: one run
+    with a slow sample widens asv's 99 % CI many times, and autorange would then flatten a
+    5 % step into the line."""
+    def scale(v):
+        v = np.asarray(v, dtype=float)
+        v = v[np.isfinite(v) & (v > 0)] if log_y else v[np.isfinite(v)]
+        return np.log10(v) if log_y else v
+
+    y, lo, hi = scale(ok["y"]), scale(ok["y_lo"]), scale(ok["y_hi"])
+    if not len(y):
+        return None
+    top, bottom = float(y.max()), float(y.min())
+    span = top - bottom or abs(top) * 0.05 or 1.0
+    if len(lo):
+        bottom = min(bottom, max(float(lo.min()), bottom - span))
+    if len(hi):
+        top = max(top, min(float(hi.max()), top + span))
+    pad = (top - bottom) * 0.05 or span  # a flat line with no band still gets a visible range
+    return [bottom - pad, top + pad]
+
+
+def change_symbol(direction: str, better: str) -> str:
+    """A triangle pointing the way the plotted value moved: a regression of a higher-is-better
+    metric (TFLOP/s) points down, one of a lower-is-better metric (latency) points up."""
+    moved_up = (direction == "regression") == (better == "lower")
+    return "triangle-up" if moved_up else "triangle-down"
+
+
+def _add_change_markers(traces: list, shapes: list, ok: pd.DataFrame, changes: pd.DataFrame, xcol: str,
+                        better: str, series: pd.DataFrame) -> None:
+    for direction, color in (("regression", REGRESSION_COLOR), ("improvement", IMPROVEMENT_COLOR)):
+        chosen = changes[changes["direction"] == direction]
+        if chosen.empty:
+            continue
+        points = chosen.drop(columns=[c for c in (xcol, "y") if c in chosen.columns]).merge(
+            ok[["line", "commit_hash", xcol, "y"]].astype({"commit_hash": str}), on=["line", "commit_hash"],
+            how="inner")
+        if points.empty:
+            continue
+        notes = _position_notes(points)
+        text = [f"{direction} in {i}: {r:+.1%}{'' if c else ' (suspected)'}<br>commit {h[:10]}{n}"
+                for i, r, c, h, n in zip(points["line"], points["relative_change"], points["confirmed"],
+                                         points["commit_hash"], notes)]
+        _shade_plausible_positions(shapes, series, points, xcol, color)
+        traces.append(dict(type="scatter", x=_x(points, xcol), y=points["y"].to_numpy(), mode="markers",
+                           name=f"{direction}s", marker=dict(symbol=change_symbol(direction, better), size=15,
+                                                             color=color, line=dict(width=1, color="#000")),
+                           text=text, hovertemplate="%{text}<extra></extra>"))
+
+
+def _position_notes(points: pd.DataFrame) -> list[str]:
+    if "plausible_commits" not in points.columns:
+        return [""] * len(points)
+    from dashboard.regressions import position_note  # the detector's package imports scipy: on first use
+
+    notes = map(position_note, points["plausible_commits"], points["earliest_commit"], points["latest_commit"])
+    return [f"<br>{note}" if note else "" for note in notes]
+
+
+def _shade_plausible_positions(shapes: list, series: pd.DataFrame, points: pd.DataFrame, xcol: str,
+                               color: str) -> None:
+    """A faint band over the commits where a change that cannot be pinned to one may be
+    (placed by commit, so also where an end commit has no plotted value)."""
+    if "plausible_commits" not in points.columns:
+        return
+    x_of = dict(zip(series["commit_hash"].astype(str), _x(series, xcol)))
+    for n, first, last in zip(points["plausible_commits"], points["earliest_commit"], points["latest_commit"]):
+        x0, x1 = x_of.get(str(first)), x_of.get(str(last))
+        if n > 1 and x0 is not None and x1 is not None:
+            shapes.append(dict(type="rect", x0=x0, x1=x1, y0=0, y1=1, xref="x", yref="paper",
+                               fillcolor=alpha(color, 0.12), line=dict(width=0), layer="below"))
+
+

@@ -1,0 +1,55 @@
+"""What both Compare pages (this suite's and the generic one) share: the commits compared, the
+factors, the table and its columns, the summary line."""
+
+from __future__ import annotations
+
+import pandas as pd
+from dash import dash_table, html
+from dash.dash_table.Format import Format, Group, Scheme
+
+from dashboard import metrics
+from dashboard.units import DisplayUnit
+
+COMMITS = {"a": 1, "b": 0}  # URL key -> default offset from the newest commit
+FACTORS = ("1.02", "1.05", "1.1", "1.2", "1.5")
+DEFAULT_FACTOR = "1.1"  # asv compare's default
+
+
+def comparison_datatable(table_id: str, columns: list[dict]) -> dash_table.DataTable:
+    """The sortable, filterable A-vs-B table, worse rows red and better rows green."""
+    return dash_table.DataTable(
+        id=table_id, columns=columns, data=[], sort_action="native", filter_action="native",
+        page_action="native", page_size=25, sort_by=[], style_table={"overflowX": "auto"},
+        style_cell={"fontFamily": "inherit", "fontSize": "13px", "padding": "4px 8px", "textAlign": "left"},
+        style_data_conditional=[
+            {"if": {"filter_query": '{change} = "worse"'}, "backgroundColor": "rgba(214,39,40,0.18)"},
+            {"if": {"filter_query": '{change} = "better"'}, "backgroundColor": "rgba(44,160,44,0.18)"},
+        ],
+        css=[{"selector": ".dash-spreadsheet-container .dash-spreadsheet-inner th",
+              "rule": "background-color: var(--panel-2); color: var(--text);"},
+             {"selector": ".dash-spreadsheet-container .dash-spreadsheet-inner td",
+              "rule": "background-color: var(--panel); color: var(--text);"}])
+
+
+def comparison_columns(names: list[str], shown: DisplayUnit | None = DisplayUnit("")) -> list[dict]:
+    """Old and new in one scaled unit named in their headers ("old (µs)"), 4 significant digits;
+    with ``shown`` None (rows of several units) they are text with their own unit ("196 µs")."""
+    values = Format(group=Group.yes, precision=4, scheme=Scheme.decimal)
+    out = []
+    for c in names:
+        col = {"name": c, "id": c}
+        if c in ("old", "new") and shown is not None:
+            col.update(type="numeric", format=values, name=shown.title(c))
+        elif c == "ratio":
+            col.update(type="numeric", format=Format(precision=3, scheme=Scheme.fixed))
+        out.append(col)
+    return out
+
+
+def summary_line(table: pd.DataFrame, shown_rows: pd.DataFrame, a: str, b: str) -> html.P:
+    counts = metrics.change_counts(table)
+    return html.P([f"{a[:8]} → {b[:8]}: {len(table)} series; ",
+                   html.Span(f"{counts['worse']} worse", className="bad", id="compare-worse"), ", ",
+                   html.Span(f"{counts['better']} better", className="good", id="compare-better"),
+                   f", {counts['unchanged']} unchanged, {counts['other']} not comparable. Showing {len(shown_rows)}."],
+                  id="compare-summary-text")

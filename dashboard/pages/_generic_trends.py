@@ -1,0 +1,225 @@
+"""Trends for another project's asv results (generic mode): pick a benchmark and its parameter
+values; one line per matching parameter combination, in the benchmark's own unit, with asv's 99 %
+CI band, the detector's change markers and the failed / skipped markers.
+
+Controls live under their own page id (``series``) so they never meet the suite's Trends
+controls; their URL keys are machine, env, benchmark, ``p_<parameter>`` (asv's repr() of each
+value), x, logy and commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import pandas as pd
+from dash import ALL, Input, Output, State, dcc, html
+
+from dashboard.components import (
+    commit_options, dropdown, error_figure, graph, guarded, labelled, marked_commit, message,
+    register_run_controls, resolve_commit, run_controls, run_of,
+)
+from dashboard.figures import build_trend_figure
+from dashboard.metrics import better_of
+from dashboard.model import DashboardData, ResultsStore, Run
+from dashboard.urlstate import PARAM_PREFIX, QUERY_TYPE, SHELL, Query, qid
+
+ID = "series"
+MAX_LINES = 12  # beyond this a plot is a tangle: narrow the parameters
+
+
+@dataclass(frozen=True)
+class Measure:
+    """What build_trend_figure needs to know about a benchmark's values."""
+
+    label: str
+    unit: str | None
+    better: str
+
+
+def benchmarks_of(run: Run | None) -> list[str]:
+    return sorted(run.series["benchmark"].unique()) if run is not None else []
+
+
+def benchmark_options(run: Run | None) -> list[dict]:
+    if run is None:
+        return []
+    counts = run.series.groupby("benchmark").size()
+    return [{"label": f"{b} ({n} combination{'s' if n != 1 else ''})" if n > 1 else b, "value": b}
+            for b, n in counts.sort_index().items()]
+
+
+def param_grid(run: Run | None, benchmark: str | None) -> list[tuple[str, list[str]]]:
+    """(parameter name, its values as asv stores them, in order of appearance) of a benchmark."""
+    if run is None or benchmark is None:
+        return []
+    mine = run.series[run.series["benchmark"] == benchmark]
+    if mine.empty:
+        return []
+    names = mine["param_names"].iloc[0]
+    return [(n, list(dict.fromkeys(r[i] for r in mine["param_reprs"]))) for i, n in enumerate(names)]
+
+
+def default_choice(grid: list[tuple[str, list[str]]]) -> dict[str, list[str]]:
+    """All combinations when they fit in MAX_LINES, else the first value of every parameter but
+    the first (whose values then make the lines, as many as fit)."""
+    total = 1
+    for _, values in grid:
+        total *= len(values)
+    if total <= MAX_LINES:
+        return {name: [] for name, _ in grid}
+    return {name: [] if i == 0 else values[:1] for i, (name, values) in enumerate(grid)}
+
+
+def param_controls(grid, chosen: dict[str, list[str]]) -> list:
+    return [labelled(name, dropdown(ID, PARAM_PREFIX + name, [{"label": v, "value": v} for v in values],
+                                    chosen.get(name) or [], multi=True, placeholder="all"),
+                     "16rem" if max(map(len, values)) < 20 else "24rem")
+            for name, values in grid]
+
+
+def layout(data: DashboardData, query: Query):
+    run = run_of(data, query)
+    names = benchmarks_of(run)
+    benchmark = query.one("benchmark", names[0] if names else None, allowed=names)
+    grid = param_grid(run, benchmark)
+    chosen = default_choice(grid) if not any(PARAM_PREFIX + n in query.raw for n, _ in grid) else {
+        n: query.many(PARAM_PREFIX + n, allowed=values) for n, values in grid}
+    marked_hash = marked_commit(run, query)
+    return html.Div([
+        html.H1("Trends"),
+        html.P(["Generic asv results: ", data.what_was_loaded(), "; ", data.project.order_note(), ". Pick a "
+                "benchmark and its parameters; each combination is a line."], className="hint", id="generic-line"),
+        html.Div(run_controls(ID, data, query), className="controls"),
+        html.Div([labelled("Benchmark", dropdown(ID, "benchmark", benchmark_options(run), benchmark,
+                                                 clearable=False), "40rem")], className="controls"),
+        html.Div(param_controls(grid, chosen), className="controls", id="series-params"),
+        html.Div([
+            labelled("x axis", dcc.RadioItems(id=qid(ID, "x"), options=[{"label": " commit order", "value": "commit"},
+                                                                         {"label": " date", "value": "date"}],
+                                              value=query.one("x", "commit", allowed=("commit", "date")),
+                                              inline=True), "13rem"),
+            labelled("y axis", dcc.Checklist(id=qid(ID, "logy"), options=[{"label": " log", "value": "log"}],
+                                             value=query.many("logy", allowed=("log",)), inline=True), "6rem"),
+            labelled("Mark commit", dropdown(ID, "commit", commit_options(run), marked_hash, clearable=True,
+                                             placeholder="none"), "15rem"),
+        ], className="controls"),
+        html.Div(id="series-lines-note", className="hint"),
+        graph(ID, "figure"),
+        html.Div(id="series-commit-info", className="card"),
+    ])
+
+
+def chosen_series(run: Run, benchmark: str | None, chosen: dict[str, list[str]]) -> pd.DataFrame:
+    """The series of ``benchmark`` whose parameter values are among the chosen ones (none = all)."""
+    mine = run.series[run.series["benchmark"] == benchmark]
+    if mine.empty:
+        return mine
+    names = mine["param_names"].iloc[0]
+    keep = pd.Series(True, index=mine.index)
+    for i, name in enumerate(names):
+        if chosen.get(name):
+            keep &= mine["param_reprs"].map(lambda r, i=i, name=name: r[i] in chosen[name])
+    return mine[keep]
+
+
+def line_labels(series: pd.DataFrame) -> pd.Series:
+    """Each series' legend label: the parameters that differ between the lines shown (the benchmark's
+    last name part when it has none)."""
+    if series.empty:
+        return pd.Series(dtype=object)
+    names = series["param_names"].iloc[0]
+    varying = [i for i in range(len(names)) if series["param_reprs"].map(lambda r, i=i: r[i]).nunique() > 1]
+    shown = varying or list(range(len(names)))
+    if not shown:
+        return pd.Series(str(series["benchmark"].iloc[0]).rsplit(".", 1)[-1], index=series.index)
+    return series["param_reprs"].map(lambda r: ", ".join(f"{names[i]}={r[i]}" for i in shown))
+
+
+def measure_of(data: DashboardData, benchmark: str, unit) -> Measure:
+    meta = data.benchmarks.get(benchmark) if isinstance(data.benchmarks.get(benchmark), dict) else None
+    return Measure(benchmark.rsplit(".", 1)[-1], unit if isinstance(unit, str) else None,
+                   better_of(benchmark, unit if isinstance(unit, str) else None, meta))
+
+
+@lru_cache(maxsize=256)
+def _series_changes(signature_key: int, run: Run, series_ids: tuple[int, ...]) -> pd.DataFrame:
+    """The detector on the series in view (the same algorithm as the inbox)."""
+    from dashboard.regressions import find_changes, findings_frame  # imports scipy: on first use
+
+    found = findings_frame(find_changes(run.of_series(series_ids), benchmarks_meta=run.table.parsed.benchmarks))
+    if found.empty:
+        return pd.DataFrame(columns=["params", "commit_hash", "direction", "relative_change", "confirmed"])
+    return found
+
+
+def update(data: DashboardData, machine, env, benchmark, chosen: dict[str, list[str]], x_axis, logy, commit,
+           theme="light"):
+    """(figure, note on the lines shown) for one benchmark and its chosen parameter values."""
+    run = data.run(machine, env)
+    if run is None or not benchmark:
+        return error_figure(lambda: theme)("Pick a benchmark."), ""
+    series = chosen_series(run, benchmark, chosen)
+    if series.empty:
+        return error_figure(lambda: theme)(f"{benchmark}: no parameter combination matches."), ""
+    note = ""
+    if len(series) > MAX_LINES:
+        note = (f"Showing {MAX_LINES} of {len(series)} parameter combinations; pick parameter values to see "
+                "the others.")
+        series = series.iloc[:MAX_LINES]
+    labels = line_labels(series)
+    rows = run.of_series(series.index)
+    rows = rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash", how="left")
+    rows["line"] = rows["series"].map(labels)
+    rows["y"], rows["y_lo"], rows["y_hi"] = rows["value"], rows["ci_99_a"], rows["ci_99_b"]
+    changes = _series_changes(hash(data.signature), run, tuple(int(i) for i in series.index))
+    if len(changes):
+        by_params = dict(zip(series["params_key"], labels))
+        changes = changes.assign(line=changes["params"].map(by_params)).dropna(subset=["line"])
+    measure = measure_of(data, benchmark, series["unit"].iloc[0])
+    marked = resolve_commit(run, commit) if commit else None
+    figure = build_trend_figure(rows, measure, changes, marked, x_axis or "commit", "log" in (logy or []), theme,
+                                title=f"{benchmark} — {run.machine}")
+    return figure, note
+
+
+def register(app, store: ResultsStore):
+    register_run_controls(app, store, ID)
+    params = {"type": QUERY_TYPE, "page": ID, "key": ALL}
+
+    @app.callback(Output(qid(ID, "benchmark"), "options"), Output(qid(ID, "benchmark"), "value"),
+                  Output(qid(ID, "commit"), "options"),
+                  Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"),
+                  State(qid(ID, "benchmark"), "value"), prevent_initial_call=True)
+    @guarded(lambda t: [], lambda t: None, lambda t: [])
+    def _benchmarks(machine, env, current):
+        run = store.get().run(machine, env)
+        names = benchmarks_of(run)
+        return benchmark_options(run), current if current in names else (names[0] if names else None), \
+            commit_options(run)
+
+    @app.callback(Output("series-params", "children"), Input(qid(ID, "benchmark"), "value"),
+                  State(qid(ID, "machine"), "value"), State(qid(ID, "env"), "value"), prevent_initial_call=True)
+    @guarded(message)
+    def _params(benchmark, machine, env):
+        grid = param_grid(store.get().run(machine, env), benchmark)
+        return param_controls(grid, default_choice(grid))
+
+    @app.callback(Output(f"{ID}-figure", "figure"), Output("series-lines-note", "children"),
+                  Input(params, "value"), State(params, "id"), Input(qid(SHELL, "theme"), "value"))
+    @guarded(error_figure(), lambda t: "")
+    def _figure(values, ids, theme):
+        chosen = {i["key"]: v for i, v in zip(ids, values)}
+        picked = {k.removeprefix(PARAM_PREFIX): v for k, v in chosen.items() if k.startswith(PARAM_PREFIX)}
+        return update(store.get(), chosen.get("machine"), chosen.get("env"), chosen.get("benchmark"), picked,
+                      chosen.get("x"), chosen.get("logy"), chosen.get("commit"), theme)
+
+    @app.callback(Output("series-commit-info", "children"),
+                  Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"),
+                  Input(f"{ID}-figure", "clickData"), Input(qid(ID, "commit"), "value"),
+                  Input(qid(SHELL, "theme"), "value"))
+    @guarded(message)
+    def _commit_info(*args):
+        from dashboard.pages.trends import commit_info
+
+        return commit_info(store.get(), *args)

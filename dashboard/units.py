@@ -1,0 +1,78 @@
+"""How values are shown: one scaled unit per axis or table column, and one number-with-unit format.
+
+asv stores times in seconds and memory in bytes. An axis of 135e-6 s values reads best as
+"135" under "µs", not as Plotly's SI ticks with a suffix ("135µ s"), so figures and tables pick
+one scale for all their values and put the unit in the title (pure; no pandas, no Dash).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+# asv's unit names -> the symbol shown
+SYMBOLS = {"seconds": "s", "second": "s", "s": "s", "bytes": "B", "byte": "B", "B": "B"}
+# Units that get an SI prefix chosen per view, largest first.
+_PREFIXES = {
+    "s": (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9)),
+    "B": (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3), ("B", 1.0)),
+}
+
+
+@dataclass(frozen=True)
+class DisplayUnit:
+    """Values are shown as ``value / scale`` followed by ``symbol`` ("" for a bare number)."""
+
+    symbol: str
+    scale: float = 1.0
+
+    def __call__(self, values):
+        return np.asarray(values, dtype=float) / self.scale
+
+    def title(self, label: str) -> str:
+        """An axis or column title: "Latency (µs)", or the label alone for a bare number."""
+        return f"{label} ({self.symbol})" if self.symbol else label
+
+
+def symbol_of(unit: str | None) -> str:
+    """The symbol for an asv unit name ("seconds" -> "s"); asv's placeholder "unit" means none."""
+    if not unit or unit == "unit":
+        return ""
+    return SYMBOLS.get(unit, unit)
+
+
+def display_unit(unit: str | None, values=()) -> DisplayUnit:
+    """The scaled unit that shows the typical (median) magnitude of ``values`` as 1-999."""
+    symbol = symbol_of(unit)
+    prefixes = _PREFIXES.get(symbol)
+    if prefixes is None:
+        return DisplayUnit(symbol)
+    v = np.abs(np.asarray(values, dtype=float).ravel())
+    v = v[np.isfinite(v) & (v > 0)]
+    if not len(v):
+        return DisplayUnit(symbol)
+    typical = float(np.median(v))
+    for name, scale in prefixes:
+        if typical >= scale * 0.9995:  # 999.6 µs shows as "1 ms", not "1e+03 µs"
+            return DisplayUnit(name, scale)
+    return DisplayUnit(*prefixes[-1])
+
+
+def format_value(value, unit: str | None, digits: int = 3) -> str:
+    """One number with its unit, scaled for itself: "196 µs", "2.15 GB", "312 TFLOP/s", "–"."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return "–"
+    if not math.isfinite(x):
+        return "–"
+    symbol = symbol_of(unit)
+    scale = 1.0
+    for name, factor in _PREFIXES.get(symbol, ()) if x else ():  # as display_unit picks it, for one value
+        if abs(x) >= factor * 0.9995 or factor == _PREFIXES[symbol][-1][1]:
+            symbol, scale = name, factor
+            break
+    number = f"{x / scale:.{digits}g}"
+    return f"{number} {symbol}" if symbol else number

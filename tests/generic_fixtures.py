@@ -1,0 +1,58 @@
+"""An asv history of ANOTHER project (not this suite's shape), for the dashboard's generic mode.
+
+Built on tests/asv_fixtures.write_history (asv's exact format): benchmarks with their own
+parameters (no ``case`` / ``impl``), units asv knows (seconds, bytes) and one it does not
+("MB/s", higher is better), a benchmark without parameters, a tuple-valued parameter (its repr
+has a comma), one benchmark that fails at every commit and one that is always skipped, a
+planted +25 % step in a time and a -20 % one in a throughput (both regressions), and no device
+ceilings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.asv_fixtures import History, SeriesSpec, params_key, write_history
+
+MACHINE, ENV = "ci-box", "virtualenv-py3.11"
+READ = "bench_io.Reader.time_read"
+THROUGHPUT = "bench_io.Reader.track_throughput"
+PEAKMEM = "bench_mem.peakmem_load"
+IMPORT = "bench_misc.time_import"
+BROKEN = "bench_misc.time_broken"
+OPTIONAL = "bench_misc.time_optional"
+GRID = "bench_grid.Grid.time_solve"
+STEP_AT = 20
+
+
+@dataclass
+class GenericFixture:
+    results_dir: Path
+    history: History
+    stepped: tuple[str, str]  # (benchmark, params_key) with a planted +25 % step
+    dropped: tuple[str, str]  # (benchmark, params_key) of a throughput with a planted -20 % step
+    step_commit: str | None
+
+
+def write_generic_history(results_dir: str | Path, n_commits: int = 30, seed: int = 11) -> GenericFixture:
+    """``n_commits`` commits; the steps are planted at commit STEP_AT when the history is long
+    enough to show them (else step_commit is None)."""
+    at = STEP_AT if n_commits > STEP_AT + 3 else None
+    series = [SeriesSpec(READ, (size, kind), ("size", "kind"), "seconds", base=2e-4 * size / 1024,
+                         steps=((at, 0.25),) if (size, kind) == (65536, "csv") and at else ())
+              for size in (1024, 65536) for kind in ("csv", "parquet", "json")]
+    series += [SeriesSpec(THROUGHPUT, (kind,), ("kind",), "MB/s", higher_is_better=True, base=800.0,
+                          steps=((at, -0.2),) if kind == "parquet" and at else ())
+               for kind in ("csv", "parquet")]
+    series += [SeriesSpec(PEAKMEM, (), (), "bytes", base=3.2e8, run_noise=0.0, sample_noise=0.0),
+               SeriesSpec(IMPORT, (), (), "seconds", base=0.12),
+               SeriesSpec(BROKEN, (), (), "seconds", base=1.0, fail_prob=1.0),
+               SeriesSpec(OPTIONAL, (), (), "seconds", base=1.0, skip_prob=1.0)]
+    series += [SeriesSpec(GRID, (shape, method), ("shape", "method"), "seconds", base=1e-3)
+               for shape in ((64, 64), (256, 256)) for method in ("lu", "qr")]
+    history = write_history(results_dir, series, n_commits, seed=seed, machine=MACHINE, env_name=ENV,
+                            n_samples=8, machine_params={"cpu": "Example CPU", "os": "Linux"})
+    stepped = (READ, params_key(("size", "kind"), (repr(65536), repr("csv"))))
+    dropped = (THROUGHPUT, params_key(("kind",), (repr("parquet"),)))
+    return GenericFixture(Path(results_dir), history, stepped, dropped, history.commits[at] if at else None)

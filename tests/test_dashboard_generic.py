@@ -1,0 +1,189 @@
+"""The dashboard on another project's asv results (generic mode) and on the project's asv config:
+Trends by benchmark and parameters, Compare and Regressions on the raw series, a line on Overview
+and Roofline saying why they are off, commit links and commit order from asv.conf.json."""
+
+import json
+import subprocess
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from dashboard.app import render_page
+from dashboard.detection import detect_in_worker
+from dashboard.model import GENERIC, ResultsStore, build_data
+from dashboard.pages import _generic_compare, _generic_trends, discover_pages, regressions as inbox_page
+from dashboard.urlstate import encode_query, link
+from tests.generic_fixtures import (BROKEN, ENV, GRID, MACHINE, OPTIONAL, READ, STEP_AT, THROUGHPUT,
+                                    write_generic_history)
+from tests.test_dashboard import _walk, texts
+
+
+@pytest.fixture(scope="module")
+def gx(tmp_path_factory):
+    return write_generic_history(tmp_path_factory.mktemp("generic") / "results")
+
+
+@pytest.fixture(scope="module")
+def data(gx):
+    return build_data(gx.results_dir)
+
+
+def test_other_projects_results_load_in_generic_mode(data, gx):
+    assert not data.empty and data.mode == GENERIC
+    run = data.run(MACHINE, ENV)
+    assert len(run.commits) == len(gx.history.commits)
+    assert set(run.series["benchmark"]) == {s.benchmark for s in gx.history.series}
+    assert len(run.series) == len(gx.history.series)
+    line = data.what_was_loaded()
+    assert f"{len(gx.history.series)} series of 7 benchmarks, {len(gx.history.commits)} commits on 1 machine" in line
+
+
+def test_every_page_renders_and_overview_and_roofline_say_why_they_are_off(gx):
+    store = ResultsStore(gx.results_dir, detect_in_background=False)
+    pages = discover_pages()
+    for page in pages:
+        text = texts(render_page(store, pages, page.path, ""))
+        assert "Could not build" not in text and "no benchmark results of this suite" not in text, page.path
+    for path in ("/", "/roofline"):
+        text = texts(render_page(store, pages, path, ""))
+        assert "is off for these results" in text and "case" in text and "impl" in text and "bench_device" in text
+        assert store.get().what_was_loaded() in text
+    assert "Generic asv results" in texts(render_page(store, pages, "/trends", ""))
+
+
+def test_trends_draws_one_line_per_parameter_combination_in_its_own_unit(data):
+    run = data.run(MACHINE, ENV)
+    fig, note = _generic_trends.update(data, MACHINE, ENV, READ, {}, "commit", [], None)
+    fig = go.Figure(fig)
+    lines = [t.name for t in fig.data if t.mode == "lines+markers"]
+    assert lines == ["size=1024, kind='csv'", "size=1024, kind='json'", "size=1024, kind='parquet'",
+                     "size=65536, kind='csv'", "size=65536, kind='json'", "size=65536, kind='parquet'"]
+    assert note == "" and fig.layout.yaxis.title.text.startswith("time_read (")
+    raw = run.of_series(run.series[run.series["benchmark"] == READ].index[:1])["value"]
+    shown = next(t for t in fig.data if t.name == lines[0])
+    scale = raw.median() / np.median(shown.y)
+    assert scale in (pytest.approx(1e-3), pytest.approx(1e-6))  # seconds shown as ms or µs, one scale
+    only = go.Figure(_generic_trends.update(data, MACHINE, ENV, READ, {"kind": ["'csv'"]}, "commit", [], None)[0])
+    assert [t.name for t in only.data if t.mode == "lines+markers"] == ["size=1024", "size=65536"]  # what varies
+
+
+def test_trends_marks_the_planted_steps_the_right_way_up(data, gx):
+    fig, _ = _generic_trends.update(data, MACHINE, ENV, READ, {"size": ["65536"], "kind": ["'csv'"]}, "commit", [],
+                                    None)
+    fig = go.Figure(fig)
+    marker = next(t for t in fig.data if t.name == "regressions")
+    assert list(marker.x) == [STEP_AT] and marker.marker.symbol == "triangle-up"  # a time went up
+    fig, _ = _generic_trends.update(data, MACHINE, ENV, THROUGHPUT, {}, "commit", [], None)
+    fig = go.Figure(fig)
+    marker = next(t for t in fig.data if t.name == "regressions")
+    assert list(marker.x) == [STEP_AT] and marker.marker.symbol == "triangle-down"  # MB/s fell: worse, down
+    assert "kind='parquet'" in marker.text[0]
+
+
+def test_failed_and_skipped_benchmarks_show_in_trends(data, gx):
+    fig, _ = _generic_trends.update(data, MACHINE, ENV, BROKEN, {}, "commit", [], None)
+    fig = go.Figure(fig)
+    (failed,) = fig.data
+    assert failed.name == f"time_broken: failed at {len(gx.history.commits)} commits" and failed.marker.symbol == "x"
+    fig, _ = _generic_trends.update(data, MACHINE, ENV, OPTIONAL, {}, "commit", [], None)
+    fig = go.Figure(fig)
+    assert fig.data[0].name.startswith("time_optional: skipped at")
+
+
+def test_a_parameter_value_with_a_comma_survives_the_link(gx):
+    store = ResultsStore(gx.results_dir, detect_in_background=False)
+    url = encode_query({"benchmark": GRID, "p_shape": ["(64, 64)"], "p_method": ["'lu'", "'qr'"]})
+    page = render_page(store, discover_pages(), "/trends", url)
+    values = {c.id["key"]: c.value for c in _walk(page) if isinstance(getattr(c, "id", None), dict)}
+    assert values["benchmark"] == GRID and values["p_shape"] == ["(64, 64)"] and values["p_method"] == ["'lu'", "'qr'"]
+    assert not any(getattr(c, "id", None) == "link-notice" for c in _walk(page))
+    fig, _ = _generic_trends.update(store.get(), MACHINE, ENV, GRID, {"shape": ["(64, 64)"]}, "commit", [], None)
+    fig = go.Figure(fig)
+    assert sorted(t.name for t in fig.data if t.mode == "lines+markers") == ["method='lu'", "method='qr'"]
+
+
+def test_many_combinations_are_narrowed_not_drawn_as_a_tangle(data):
+    grid = [("a", [str(i) for i in range(5)]), ("b", [str(i) for i in range(4)])]  # 20 > MAX_LINES
+    assert _generic_trends.default_choice(grid) == {"a": [], "b": ["0"]}
+    assert _generic_trends.default_choice(grid[:1]) == {"a": []}
+
+
+def test_compare_judges_each_benchmark_in_its_own_direction(data, gx):
+    run = data.run(MACHINE, ENV)
+    before, after = run.commits["commit_hash"].iloc[STEP_AT - 1], gx.step_commit
+    table = _generic_compare.compare_table(data, MACHINE, ENV, before, after, "1.1", [])
+    verdict = {(b, p): c for b, p, c in table[["benchmark", "params_key", "change"]].itertuples(index=False)}
+    assert verdict[gx.stepped] == "worse"  # +25 % time
+    assert verdict[gx.dropped] == "worse"  # -20 % MB/s: a higher-is-better unit
+    assert verdict[(BROKEN, "")] == "failed → failed" and verdict[(OPTIONAL, "")] == "skipped → skipped"
+    rows, columns, summary = _generic_compare.update(data, MACHINE, ENV, before, after, "1.1", ["only"], [])
+    assert {(r["benchmark"], r["params_key"]) for r in rows} == {gx.stepped, gx.dropped}
+    assert "2 worse" in texts(summary)
+    by_id = {r["params_key"]: r for r in rows}
+    assert by_id[gx.dropped[1]]["new"].endswith(" MB/s") and by_id[gx.stepped[1]]["new"].endswith("s")
+    rows, columns, _ = _generic_compare.update(data, MACHINE, ENV, before, after, "1.1", [], [READ])
+    assert next(c["name"] for c in columns if c["id"] == "new") in ("new (ms)", "new (µs)")  # one unit: numbers
+
+
+def test_the_detector_and_the_inbox_work_on_every_series(data, gx):
+    findings = detect_in_worker(str(gx.results_dir), None)
+    found = {(f.benchmark, f.params, f.commit_hash, f.direction) for f in findings}
+    assert (*gx.stepped, gx.step_commit, "regression") in found
+    assert (*gx.dropped, gx.step_commit, "regression") in found
+    from dashboard.detection import FindingsState
+
+    children, _ = inbox_page.inbox(data, FindingsState("done", 0.0, findings, 1.0), None, "regression", [])
+    assert gx.step_commit[:10] in texts(children)
+    run = data.run(MACHINE, ENV)
+    q = run.trend_query(*gx.stepped)  # what the inbox's trend link should carry in generic mode
+    assert q == {"benchmark": READ, "p_size": ["65536"], "p_kind": ["'csv'"]}
+    page = render_page(ResultsStore(gx.results_dir, detect_in_background=False), discover_pages(), "/trends",
+                       link("", {**q, "commit": gx.step_commit}))
+    values = {c.id["key"]: c.value for c in _walk(page) if isinstance(getattr(c, "id", None), dict)}
+    assert (values["benchmark"], values["p_size"], values["commit"]) == (READ, ["65536"], gx.step_commit)
+
+
+# --------------------------------------------------------------------------- the project's asv config
+
+
+def _git(repo, *args, date=None):
+    env = {"GIT_COMMITTER_DATE": date, "GIT_AUTHOR_DATE": date} if date else {}
+    import os
+
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=repo, check=True,
+                          capture_output=True, text=True, env={**os.environ, **env}).stdout.strip()
+
+
+def test_asv_conf_gives_commit_links_and_the_repositorys_commit_order(tmp_path):
+    """Results whose stored dates disagree with the repository (a rebase, a clock) follow the
+    repository's order, as asv's own graphs do; commit links use the config's URL."""
+    repo = tmp_path / "project"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    hashes = []
+    for i in range(6):
+        _git(repo, "commit", "-q", "--allow-empty", "-m", f"c{i}", date=f"2026-01-0{i + 1}T12:00:00")
+        hashes.append(_git(repo, "rev-parse", "HEAD"))
+    gx = write_generic_history(repo / "results", n_commits=6)
+    dates = [5, 1, 4, 2, 6, 3]  # stored dates out of the repository's order
+    for old, new, day in zip(gx.history.commits, hashes, dates):
+        path = next((repo / "results" / MACHINE).glob(f"{old[:8]}-*.json"))
+        doc = json.loads(path.read_text())
+        doc["commit_hash"], doc["date"] = new, 1_790_000_000_000 + day * 86_400_000
+        path.write_text(json.dumps(doc))
+    (repo / "asv.conf.json").write_text(json.dumps({
+        "version": 1, "project": "project", "repo": ".", "results_dir": "results",
+        "show_commit_url": "https://example.org/project/commit/"}))
+    data = build_data(repo / "results")  # the config beside the results is found
+    assert data.run(MACHINE, ENV).commits["commit_hash"].tolist() == hashes
+    assert data.commit_link(hashes[2]) == f"https://example.org/project/commit/{hashes[2]}"
+    assert "repository" in data.project.order_note()
+    by_date = build_data(repo / "results", asv_conf=tmp_path / "missing.json")
+    assert by_date.commit_link(hashes[0]) is None and "cannot" not in by_date.project.order_note()
+    order = [hashes[i] for i in np.argsort(dates, kind="stable")]
+    assert by_date.run(MACHINE, ENV).commits["commit_hash"].tolist() == order  # no repository: stored dates
+
+
+def test_a_foreign_results_folder_never_gets_this_repositorys_commit_links(gx):
+    assert build_data(gx.results_dir).commit_link("abc") is None
