@@ -113,6 +113,21 @@ def test_every_kernel_has_an_offered_config_for_every_arch_and_dtype_it_runs_in(
                 assert (spec.name, spec.variant, arch, dtype) in offered, (spec.name, spec.variant, arch, dtype)
 
 
+def test_the_default_plan_compiles_every_epilogue_of_every_triton_kernel_once():
+    """Every activation is compiled for each distinct Triton kernel (an epilogue that does not
+    compile is found), but not again for specs that share a kernel (the narrow MLP's widths)."""
+    from fused_mlp.activations import ACTIVATIONS
+    from fused_mlp.aot import plan
+    from fused_mlp.ops import KERNELS
+
+    tasks = plan(("sm_90", "sm_80"))
+    for kernel in {id(spec.kernel): spec.kernel for spec in KERNELS}.values():
+        specs = [k for k, spec in enumerate(KERNELS) if spec.kernel is kernel]
+        activations = [{t.activation for t in tasks if t.kernel_index == k} for k in specs]
+        assert activations[0] == set(ACTIVATIONS), KERNELS[specs[0]].name
+        assert all(len(rest) == 1 for rest in activations[1:]), KERNELS[specs[0]].name
+
+
 def test_the_runtime_pruner_keeps_what_the_compile_check_calls_offered(monkeypatch):
     """The autotuner's early_config_prune hook, on an A100 (sm_80, 163 KB) in IEEE fp32: the same
     configs as the compile check's plan; the rest were left out for shared memory or spills."""

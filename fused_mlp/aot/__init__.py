@@ -20,11 +20,12 @@ import multiprocessing
 import os
 
 from .._arch import ARCHS
+from ..activations import ACTIVATIONS as LIBRARY_ACTIVATIONS
 from .._triton_compat import INTERPRETER
 from .build import Record, Task, compile_task, config_dict, config_label, worker_init
 
 DTYPES = ("bf16", "fp16", "fp32", "tf32")
-ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
+ACTIVATIONS = tuple(LIBRARY_ACTIVATIONS)  # every epilogue the library offers
 # The epilogue that costs the most registers (measured: erf-GELU over tanh-GELU and SiLU).
 COSTLIEST_ACTIVATION = "gelu"
 
@@ -32,9 +33,11 @@ COSTLIEST_ACTIVATION = "gelu"
 def plan(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool = False,
          kernels: tuple[str, ...] | None = None, activations: tuple[str, ...] | None = None) -> list[Task]:
     """The compiles to run: per kernel, arch and dtype, every offered config (every candidate with
-    `candidates`) with the costliest epilogue, plus every activation for the kernel's first
-    offered config in its first dtype on the first arch (with `full`: every activation
-    everywhere). `kernels`: only these kernel names; `activations`: only these epilogues."""
+    `candidates`) with the costliest epilogue, plus every activation for the first offered config
+    of each Triton kernel's first spec, in its first dtype on the first arch (with `full`: every
+    activation everywhere). Specs that share a kernel (the narrow MLP's widths) share its
+    epilogue code, and the wider narrow spec costs ~10 s a compile. `kernels`: only these kernel names;
+    `activations`: only these epilogues."""
     from ..ops import KERNELS
     from ..ops._tuning import not_offered_because
 
@@ -43,6 +46,9 @@ def plan(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool =
         if name not in known:
             raise ValueError(f"kernel {name!r} is not one of the library's: {known}")
     tasks = []
+    first_spec_of_kernel = {}
+    for spec in KERNELS:
+        first_spec_of_kernel.setdefault(id(spec.kernel), spec)
     for k, spec in enumerate(KERNELS):
         if kernels and spec.name not in kernels:
             continue
@@ -57,7 +63,8 @@ def plan(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool =
                 if full:
                     every_activation = set(chosen)
                 else:
-                    first = dtype == spec.dtypes[0] and arch_name == archs[0]
+                    first = (dtype == spec.dtypes[0] and arch_name == archs[0]
+                             and first_spec_of_kernel[id(spec.kernel)] is spec)
                     every_activation = {offered[0]} if offered and first else set()
                 for c in chosen:
                     for activation in ACTIVATIONS if c in every_activation else (COSTLIEST_ACTIVATION,):
