@@ -243,6 +243,18 @@ def generic_notice(data: DashboardData, page: str) -> html.Div:
     ])
 
 
+def static_only_notice(data: DashboardData, page: str) -> html.Div:
+    """What a timing page says when the results hold only static compile metrics."""
+    return html.Div([
+        html.H1(page),
+        html.P([f"No timings in these results yet, so {page} has nothing to show: they hold only static compile "
+                "metrics (", data.what_was_loaded(static=True), "), which are never mixed with timings. "
+                "Timings come from ", html.Code("python -m benchmarks.run --machine NAME"), " on a GPU runner."],
+               className="message", id="static-notice"),
+        html.P([dcc.Link("Kernels →", href="/kernels")]),
+    ])
+
+
 def link_notice(query: Query, layout) -> html.Div | None:
     """What a link asked for that these results do not have, and what the page shows instead
     (read from the controls' values in ``layout``): a copied link never silently shows another view."""

@@ -11,6 +11,11 @@ Case) get every page; a Run's rows then carry the Case fields. Any other asv res
 "generic": Trends, Compare and Regressions on the raw series (benchmark x parameters), and one
 line that says why Overview and Roofline are off.
 
+Static compile metrics (dashboard.static_metrics: registers, spills, shared memory per kernel
+config) are never shown beside timings: their series go to ``static_runs`` for the Kernels page
+and take no part in the mode. A folder with nothing else is "static": the Overview then shows
+the Kernels page, and the timing pages say why they are empty.
+
 Regression detection over every series runs once per results set in a worker process
 (dashboard.detection); pages poll for it, and the Trends page runs the same detector on the few
 series it shows.
@@ -30,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dashboard import asvconf, metrics
+from dashboard import asvconf, metrics, static_metrics
 from dashboard.cache import ResultsCache
 from dashboard.data import LoadReport, ResultsDirError, SkippedFile
 from dashboard.detection import Detector, FindingsState  # noqa: F401 (FindingsState: pages import it here)
@@ -40,7 +45,7 @@ from dashboard.urlstate import PARAM_PREFIX
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RESULTS_DIR = REPO_ROOT / "results"
 MACHINE_IDENTITY_KEYS = ("gpu", "driver", "cuda", "torch", "triton", "cpu", "os")
-SUITE, GENERIC = "suite", "generic"
+SUITE, GENERIC, STATIC = "suite", "generic", "static"
 
 
 def load_table(results_dir: Path, cache_dir: Path | None, commit_rank: dict | None = None) -> ResultsTable:
@@ -49,9 +54,13 @@ def load_table(results_dir: Path, cache_dir: Path | None, commit_rank: dict | No
 
 
 def shown_series(table: ResultsTable) -> pd.Index:
-    """The series the dashboard shows: this suite's Case series when there are any, else all."""
+    """The series the dashboard looks at (and the detector scans): this suite's Case series and
+    the static compile metrics when there are Case series, else all."""
     cases = metrics.case_series(table.series)
-    return cases.index if len(cases) else table.series.index
+    if not len(cases):
+        return table.series.index
+    static = table.series.index[static_metrics.is_static(table.series["benchmark"])]
+    return cases.index.union(static)
 
 
 @dataclass(eq=False)  # identity: a Run is a cache key
@@ -160,6 +169,7 @@ class DashboardData:
                                                                                   "commit_hash", "copy_gbps"]))
     ceiling_problems: list = field(default_factory=list)  # metrics.CeilingProblem: stored ceilings left out
     runs: dict[tuple[str, str], Run] = field(default_factory=dict)
+    static_runs: dict[tuple[str, str], Run] = field(default_factory=dict)  # static compile metrics only
     machines: dict = field(default_factory=dict)
     benchmarks: dict = field(default_factory=dict)
     project: asvconf.ProjectInfo = field(default_factory=asvconf.ProjectInfo)
@@ -175,6 +185,17 @@ class DashboardData:
     @property
     def generic(self) -> bool:
         return self.mode == GENERIC
+
+    @property
+    def static_only(self) -> bool:
+        """Nothing but static compile metrics: no timings to show yet."""
+        return self.mode == STATIC
+
+    def static_run(self, machine: str | None) -> Run | None:
+        """The static metrics of a machine (its environment with most commits), else of the
+        machine with the longest static history."""
+        mine = [r for (m, _), r in self.static_runs.items() if m == machine] or list(self.static_runs.values())
+        return max(mine, key=lambda r: (len(r.commits), r.machine == machine, r.machine, r.env_name), default=None)
 
     @property
     def commit_url(self) -> str | None:
@@ -211,12 +232,14 @@ class DashboardData:
             run._shown[run.table.series_of_row[run.index.rows]]], samples) for run in self.runs.values()]
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
-    def what_was_loaded(self) -> str:
-        """One line: how many series of how many benchmarks, commits and machines."""
-        shown = pd.concat([r.series for r in self.runs.values()]) if self.runs else pd.DataFrame()
+    def what_was_loaded(self, static: bool = False) -> str:
+        """One line: how many series of how many benchmarks, commits and machines (of the static
+        compile metrics with ``static``)."""
+        runs = self.static_runs if static else self.runs
+        shown = pd.concat([r.series for r in runs.values()]) if runs else pd.DataFrame()
         n_series, n_bench = len(shown), shown["benchmark"].nunique() if len(shown) else 0
-        commits = len(set().union(*(set(r.commits["commit_hash"]) for r in self.runs.values())))
-        machines = self.machine_names()
+        commits = len(set().union(*(set(r.commits["commit_hash"]) for r in runs.values())))
+        machines = sorted({m for m, _ in runs})
         return (f"{n_series:,} series of {n_bench:,} benchmark{'s' if n_bench != 1 else ''}, {commits:,} "
                 f"commit{'s' if commits != 1 else ''} on {len(machines)} machine{'s' if len(machines) != 1 else ''} "
                 f"({', '.join(machines[:4])}{', …' if len(machines) > 4 else ''})")
@@ -288,21 +311,29 @@ def build_data(results_dir: str | Path, asv_conf: Path | None = None, cache_dir:
     ceilings, ceiling_problems = _ceilings(table)
     report = _report_of(table)
     report.problems.extend(p.text() for p in ceiling_problems)
-    cases = metrics.case_series(table.series)
-    data = DashboardData(root, None, report, SUITE if len(cases) else GENERIC, table, ceilings, ceiling_problems,
+    static = static_metrics.is_static(table.series["benchmark"])
+    timed = table.series[~static]
+    cases = metrics.case_series(timed)
+    mode = SUITE if len(cases) else (GENERIC if len(timed) or not static.any() else STATIC)
+    data = DashboardData(root, None, report, mode, table, ceilings, ceiling_problems,
                          machines=parsed.machines, benchmarks=parsed.benchmarks, project=project,
                          signature=signature, cache_note=parsed.cache_note, files_parsed=parsed.parsed)
     if not len(table.series):
         data.problem = (f"no usable asv results in {str(root)!r}" if report.loaded_files or report.skipped
                         else f"no asv result files in {str(root)!r}")
         return data
-    shown = table.series.join(cases) if len(cases) else table.series
+    shown = timed.join(cases) if len(cases) else timed
     shown = shown[shown["metric"].notna()] if len(cases) else shown
+    static_series = table.series[static]
+    static_series = static_series.join(static_metrics.series_fields(static_series))
     for key, index in table.runs.items():
         mine = shown[(shown["machine"] == key[0]) & (shown["env_name"] == key[1])]
         if len(mine):
             data.runs[key] = Run(*key, table, index, mine, suite=data.mode == SUITE)
-    for run in data.runs.values():  # index now, so no page's first callback pays for it
+        mine = static_series[(static_series["machine"] == key[0]) & (static_series["env_name"] == key[1])]
+        if len(mine):
+            data.static_runs[key] = Run(*key, table, index, mine, suite=False)
+    for run in [*data.runs.values(), *data.static_runs.values()]:  # index now, so no callback pays for it
         run.warm()
     metrics.ceilings_by_run(data.ceilings)
     data.load_seconds = time.perf_counter() - started

@@ -78,10 +78,23 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
                    exponentformat="none" if shown.symbol else "SI", range=_trend_y_range(ok, log_y),
                    **({"domain": [strip + 0.03, 1]} if strip else {})),
         xaxis=dict(title=dict(text="commit (oldest → newest)" if xcol == "position" else "commit date"),
-                   **({"type": "date"} if xcol == "date" else {}), **({"anchor": "y2"} if strip else {})),
+                   **({"type": "date"} if xcol == "date" else _commit_ticks(series)),
+                   **({"anchor": "y2"} if strip else {})),
         shapes=shapes, annotations=annotations)
     return {"data": traces, "layout": layout_dict(theme, title=dict(text=title), hovermode="closest", height=480,
                                                   **layout)}
+
+
+def _commit_ticks(series: pd.DataFrame, max_labelled: int = 12) -> dict:
+    """Commit positions are whole numbers: a few commits are labelled with their short hash, more
+    get integer ticks at a 1-2-5 step (Plotly's own choice would tick 0.5, 1.5 ...)."""
+    commits = series.drop_duplicates("position").sort_values("position")
+    if len(commits) <= max_labelled:
+        return dict(tickmode="array", tickvals=commits["position"].tolist(),
+                    ticktext=commits["commit_hash"].astype(str).str[:8].tolist())
+    span = float(commits["position"].max() - commits["position"].min())
+    step = next(s for s in (m * 10 ** e for e in range(9) for m in (1, 2, 5)) if span / s <= 10)
+    return dict(tick0=0, dtick=step)
 
 
 def _x(rows: pd.DataFrame, xcol: str) -> np.ndarray:

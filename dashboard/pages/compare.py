@@ -9,8 +9,8 @@ from dash import Input, Output, State, dcc, html
 
 from dashboard import metrics
 from dashboard.components import (
-    dropdown, facet_controls, guarded, labelled, message, register_facet_counts, register_run_controls, run_controls,
-    run_of,
+    dropdown, facet_controls, guarded, labelled, message, register_facet_counts, register_run_controls,
+    run_controls, run_of, static_only_notice,
 )
 from dashboard.model import DashboardData, ResultsStore
 from dashboard.pages import Page, _generic_compare
@@ -25,6 +25,8 @@ COLUMNS = ["case", "impl", "op", "dtype", "activation", "shape", "old", "new", "
 
 
 def layout(data: DashboardData, query: Query):
+    if data.static_only:
+        return static_only_notice(data, "Compare")
     if data.generic:  # another project's benchmarks: benchmark and parameters instead of Cases
         return _generic_compare.layout(data, query)
     run = run_of(data, query)

@@ -16,7 +16,7 @@ from dashboard.components import (
 )
 from dashboard.figures.heatmap import build_speedup_panel_figure, color_span, speedup_legend_stops, speedup_text
 from dashboard.model import DashboardData, ResultsStore
-from dashboard.pages import Page
+from dashboard.pages import Page, kernels
 from dashboard.units import format_value
 from dashboard.urlstate import SHELL, Query, link, qid
 
@@ -28,6 +28,11 @@ MAX_LISTED_CHANGES = 12
 
 
 def layout(data: DashboardData, query: Query):
+    if data.static_only:  # what there is to see: the static compile metrics' history
+        return html.Div([html.P([
+            "No timings in these results yet (they come from a GPU runner); these are the static compile "
+            "metrics of the kernels, commit by commit."], className="message", id="static-notice"),
+            kernels.layout(data, query)])
     if data.generic:
         return generic_notice(data, "Overview")
     run = run_of(data, query)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dash import Input, Output, dcc, html
 
-from dashboard import metrics
+from dashboard import metrics, static_metrics
 from dashboard.components import dropdown, guarded, labelled, message
 from dashboard.model import DashboardData, FindingsState, ResultsStore
 from dashboard.pages import Page
@@ -28,7 +28,7 @@ ACCEPTED_STYLE = {"background": "var(--muted)", "color": "var(--panel)"}
 
 
 def layout(data: DashboardData, query: Query):
-    machines = data.machine_names()
+    machines = sorted({*data.machine_names(), *(m for m, _ in data.static_runs)})  # static metrics are judged too
     return html.Div([
         html.H1("Regressions"),
         html.Div([
@@ -115,14 +115,19 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
     order = {"regression": 0, "improvement": 2}
     for f in sorted(members, key=lambda f: (order[f.direction] + (id(f) in accepted), -abs(f.relative_change))):
         case, impl = run.series_of_params.get((f.benchmark, f.params), (None, None)) if run else (None, None)
-        metric = metrics.stored_metric_of(f.benchmark) or "latency"
-        href = link("/trends", {"machine": machine, "env": env, "case": case, "metric": metric,
-                                "commit": commit, "theme": theme})
+        static = static_metrics.metric_of(f.benchmark)
+        if static:  # a kernel config's registers, spills, ...: the Kernels page has its history
+            metric = static.label.lower()
+            href = link("/kernels", {"machine": machine, "commit": commit, "metric": static.key, "theme": theme})
+        else:
+            metric = metrics.stored_metric_of(f.benchmark) or "latency"
+            href = link("/trends", {"machine": machine, "env": env, "case": case, "metric": metric,
+                                    "commit": commit, "theme": theme})
         entry = accepted.get(id(f))
         badge = (html.Span("accepted", className="badge accepted", style=ACCEPTED_STYLE) if entry else
                  html.Span(f.direction, className=f"badge {'bad' if f.direction == 'regression' else 'good'}"))
         items.append(html.Li([
-            badge, f" {metric} ", html.Code(case or f.params), f" [{impl or '?'}] ",
+            badge, f" {metric} ", html.Code(case or f.params), f" [{impl or ('static' if static else '?')}] ",
             f"{format_value(f.before, f.unit)} → {format_value(f.after, f.unit)} ({f.relative_change:+.1%}, "
             f"{format_p(f.p_value)}; {f.status()}) ",
             *([html.I(f"{entry.label()} ")] if entry else []),

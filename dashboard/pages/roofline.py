@@ -8,7 +8,7 @@ from dash import Input, Output, html
 from dashboard import metrics
 from dashboard.components import (
     error_figure, facet_controls, generic_notice, graph, guarded, register_facet_counts, register_run_controls,
-    run_controls, run_of,
+    run_controls, run_of, static_only_notice,
 )
 from dashboard.figures import build_roofline_figure
 from dashboard.model import DashboardData, ResultsStore
@@ -20,6 +20,8 @@ COMMITS = {"commit": 0}
 
 
 def layout(data: DashboardData, query: Query):
+    if data.static_only:
+        return static_only_notice(data, "Roofline")
     if data.generic:
         return generic_notice(data, "Roofline")
     run = run_of(data, query)

@@ -13,7 +13,7 @@ from dash import Input, Output, State, dcc, html
 from dashboard import metrics
 from dashboard.components import (
     commit_options, dropdown, error_figure, facet_controls, graph, guarded, labelled, marked_commit, message,
-    register_facet_counts, register_run_controls, resolve_commit, run_controls, run_of,
+    register_facet_counts, register_run_controls, resolve_commit, run_controls, run_of, static_only_notice,
 )
 from dashboard.figures import build_trend_figure
 from dashboard.model import DashboardData, ResultsStore, Run
@@ -32,6 +32,8 @@ def case_choices(run: Run | None, selections: dict) -> list[str]:
 
 
 def layout(data: DashboardData, query: Query):
+    if data.static_only:
+        return static_only_notice(data, "Trends")
     if data.generic:  # another project's benchmarks: benchmark and parameters instead of Cases
         return _generic_trends.layout(data, query)
     run = run_of(data, query)

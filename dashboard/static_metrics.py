@@ -1,0 +1,105 @@
+"""Static compile metrics: the asv series of benchmarks/bench_compile.py (no Dash here).
+
+What each kernel config the autotuner is offered costs on sm_90 (registers, spill bytes, shared
+memory, SASS instructions), read from the compiler by the library's compile check. asv stores
+them like any benchmark, but nothing is timed: a value changes only when a kernel, its configs or
+the compiler do. So they never share a view with timings; the Kernels page shows them, and the
+other pages leave them out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+BENCHMARK_PREFIX = "bench_compile.KernelResources."
+
+
+@dataclass(frozen=True)
+class StaticMetric:
+    key: str  # the asv method: bench_compile.KernelResources.<key>
+    label: str
+    column: str  # its column in resources_at's table
+    shown_unit: str  # what the table and the axis say, after dividing by ``scale``
+    scale: float = 1.0
+
+    def shown(self, values):
+        return values / self.scale
+
+
+# Shared memory in KiB, as the compile check and ptxas print it and the arch limits are stated.
+METRICS = (
+    StaticMetric("track_registers", "Registers per thread", "registers", "registers"),
+    StaticMetric("track_spill_bytes", "Spill bytes per thread", "spill_bytes", "B"),
+    StaticMetric("track_shared_memory", "Shared memory per block", "shared_bytes", "KiB", 1024.0),
+    StaticMetric("track_sass_instructions", "SASS instructions", "sass_instructions", "instructions"),
+)
+METRIC_OF_KEY = {m.key: m for m in METRICS}
+ROW_KEY = ["kernel", "variant", "config", "dtype"]
+
+
+def is_static(benchmarks: pd.Series) -> np.ndarray:
+    """Which of these benchmark names are static compile metrics."""
+    return benchmarks.astype(str).str.startswith(BENCHMARK_PREFIX).to_numpy()
+
+
+def metric_of(benchmark: str) -> StaticMetric | None:
+    return METRIC_OF_KEY.get(str(benchmark).removeprefix(BENCHMARK_PREFIX))
+
+
+def split_kernel_config(label: str) -> tuple[str, str, str]:
+    """'linear_act/tile 128x128x64 w8 s3' -> ('linear_act', 'tile', '128x128x64 w8 s3'); a label
+    of another shape stays whole in the config column rather than being guessed at."""
+    head, _, config = str(label).partition(" ")
+    kernel, slash, variant = head.partition("/")
+    if not slash or not config:
+        return "", "", str(label)
+    return kernel, variant, config
+
+
+def series_fields(series: pd.DataFrame) -> pd.DataFrame:
+    """Per static series (index kept): metric key, kernel, variant, config and dtype."""
+    out = pd.DataFrame(index=series.index)
+    out["metric"] = series["benchmark"].map(lambda b: str(b).removeprefix(BENCHMARK_PREFIX))
+    params = [dict(zip(n, v)) for n, v in zip(series["param_names"], series["param_values"])]
+    parts = [split_kernel_config(p.get("kernel_config", "")) for p in params]
+    out["kernel"] = [k for k, _, _ in parts]
+    out["variant"] = [v for _, v, _ in parts]
+    out["config"] = [c for _, _, c in parts]
+    out["dtype"] = [str(p.get("dtype", "")) for p in params]
+    return out
+
+
+def resources_at(rows: pd.DataFrame, fields: pd.DataFrame) -> pd.DataFrame:
+    """One commit's rows of the static series -> one row per kernel x variant x config x dtype
+    that was compiled, a column per metric (NaN where not measured) and ``problem`` ("did not
+    compile" when asv recorded a failure). Configs asv skipped for every metric (not offered for
+    that dtype on sm_90, or a kernel the commit does not have) are left out."""
+    columns = [*ROW_KEY, *(m.column for m in METRICS), "problem"]
+    rows = rows.join(fields, on="series")
+    rows = rows[rows["metric"].isin(METRIC_OF_KEY)].assign(status=rows["status"].astype(str))
+    if rows.empty:
+        return pd.DataFrame(columns=columns)
+    values = rows.groupby([*ROW_KEY, "metric"])["value"].first().unstack("metric")
+    values = values.reindex(columns=[m.key for m in METRICS]).set_axis([m.column for m in METRICS], axis=1)
+    statuses = rows.groupby(ROW_KEY)["status"].agg(set).reindex(values.index)
+    values["problem"] = ["did not compile" if "failed" in s else "" for s in statuses]
+    compiled = [s != {"skipped"} for s in statuses]
+    return values[compiled].reset_index()[columns]
+
+
+def with_previous(current: pd.DataFrame, previous: pd.DataFrame) -> pd.DataFrame:
+    """``current`` with each metric's change since ``previous`` (``<column>_change``, NaN when
+    either side has no value) and ``changed``: whether any metric moved or a config came or went."""
+    merged = current.merge(previous, on=ROW_KEY, how="outer", suffixes=("", "_previous"), indicator=True)
+    changed = merged["_merge"] != "both"
+    for m in METRICS:
+        delta = merged[m.column] - merged[f"{m.column}_previous"]
+        merged[f"{m.column}_change"] = delta
+        changed |= delta.fillna(0).ne(0) | merged[m.column].isna().ne(merged[f"{m.column}_previous"].isna())
+    merged["new_here"] = merged["_merge"] == "left_only"
+    merged["gone_here"] = merged["_merge"] == "right_only"
+    merged["changed"] = changed
+    return merged.drop(columns="_merge")
