@@ -108,7 +108,7 @@ def test_every_kernel_has_an_offered_config_for_every_arch_and_dtype_it_runs_in(
     offered = {(KERNELS[t.kernel_index].name, KERNELS[t.kernel_index].variant, t.arch, t.dtype)
                for t in plan(("sm_90", "sm_80")) if t.offered}
     for spec in KERNELS:
-        for arch in ("sm_90", "sm_80"):
+        for arch in spec.archs:
             for dtype in spec.dtypes:
                 assert (spec.name, spec.variant, arch, dtype) in offered, (spec.name, spec.variant, arch, dtype)
 
@@ -138,3 +138,30 @@ def test_the_runtime_pruner_keeps_what_the_compile_check_calls_offered(monkeypat
     assert prune(spec.candidates, {"x_ptr": x}, INPUT_PRECISION="ieee") == expected
     tf32 = prune(spec.candidates, {"x_ptr": x}, INPUT_PRECISION="tf32")
     assert tf32 != expected  # TF32 has its own exclusions
+
+
+def test_persistent_configs_are_offered_only_where_tma_is(monkeypatch):
+    """The persistent (TMA) variant: in the sm_90 plan, never in the sm_80 one; at run time only
+    on a device with TMA and only for a launch whose tensors qualify (TMA_OK)."""
+    import types
+
+    import torch
+
+    from fused_mlp.aot import plan
+    from fused_mlp.ops import KERNELS, _tuning, linear_act
+
+    variants = {arch: {KERNELS[t.kernel_index].variant for t in plan((arch,)) if t.offered} for arch in ("sm_90", "sm_80")}
+    assert "persistent" in variants["sm_90"] and "persistent" not in variants["sm_80"]
+
+    spec = next(s for s in linear_act.KERNELS if s.variant == "persistent")
+    configs = linear_act.KERNELS[0].candidates + spec.candidates
+    monkeypatch.setattr(_tuning, "INTERPRETER", False)
+    props = types.SimpleNamespace(shared_memory_per_block_optin=227 * 1024)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: props)
+    prune = _tuning.device_pruner(spec.shared_estimate, "x_ptr", spec.excluded)
+    x = torch.empty(4, 4, dtype=torch.bfloat16)
+    for capability, tma_ok, expect_persistent in (((9, 0), True, True), ((9, 0), False, False), ((8, 0), True, False)):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None, c=capability: c)
+        kept = prune(configs, {"x_ptr": x}, INPUT_PRECISION="ieee", TMA_OK=tma_ok)
+        assert any(_tuning.is_persistent(c) for c in kept) == expect_persistent, (capability, tma_ok)
+        assert any(not _tuning.is_persistent(c) for c in kept)

@@ -47,7 +47,7 @@ def plan(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool =
         if kernels and spec.name not in kernels:
             continue
         constexprs = _constexprs_of(spec)
-        for arch_name in archs:
+        for arch_name in (a for a in archs if a in spec.archs):
             for dtype in (d for d in dtypes if d in spec.dtypes):
                 reasons = {c: not_offered_because(config, ARCHS[arch_name], dtype, constexprs, spec.shared_estimate,
                                                   spec.excluded)
@@ -57,7 +57,7 @@ def plan(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool =
                 if full:
                     every_activation = set(chosen)
                 else:
-                    first = dtype == spec.dtypes[0] and arch_name == archs[0]
+                    first = dtype == spec.dtypes[0] and arch_name == next(a for a in archs if a in spec.archs)
                     every_activation = {offered[0]} if offered and first else set()
                 for c in chosen:
                     for activation in ACTIVATIONS if c in every_activation else (COSTLIEST_ACTIVATION,):

@@ -19,3 +19,5 @@ class KernelSpec:
     excluded: tuple[Exclusion, ...] = ()  # configs the compile check measured breaking a rule
     # the dtypes it is launched with ("fp32" = IEEE dot, "tf32" = fp32 with a TF32 dot)
     dtypes: tuple[str, ...] = field(default=("bf16", "fp16", "fp32", "tf32"))
+    # the architectures it runs on (the persistent GEMM variant needs TMA: sm_90 and newer)
+    archs: tuple[str, ...] = ("sm_90", "sm_80")
