@@ -165,3 +165,20 @@ def test_persistent_configs_are_offered_only_where_tma_is(monkeypatch):
         kept = prune(configs, {"x_ptr": x}, INPUT_PRECISION="ieee", TMA_OK=tma_ok)
         assert any(_tuning.is_persistent(c) for c in kept) == expect_persistent, (capability, tma_ok)
         assert any(not _tuning.is_persistent(c) for c in kept)
+
+
+def test_the_lean_plan_lets_bf16_stand_for_fp16_only_where_their_configs_agree():
+    from fused_mlp.aot import plan
+    from fused_mlp.ops import KERNELS
+
+    def series(tasks):
+        return {(KERNELS[t.kernel_index].name, KERNELS[t.kernel_index].variant, t.arch, t.dtype, t.config_index,
+                 t.activation) for t in tasks}
+
+    full, lean = series(plan(("sm_90", "sm_80"))), series(plan(("sm_90", "sm_80"), lean=True))
+    assert lean < full
+    assert {s for s in full if s[3] != "fp16"} == {s for s in lean if s[3] != "fp16"}  # only fp16 is left out
+    for name, variant, arch, _, config, activation in (s for s in full - lean):
+        assert (name, variant, arch, "bf16", config, activation) in lean
+    # fp16 alone (no bf16 to stand for it) is planned in full
+    assert series(plan(("sm_90",), dtypes=("fp16",), lean=True)) == series(plan(("sm_90",), dtypes=("fp16",)))
