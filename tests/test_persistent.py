@@ -13,6 +13,9 @@ from benchmarks.harness.workloads import DTYPES, Case
 from fused_mlp.ops._gemm_launch import force_config, tma_ok
 from fused_mlp.ops._tuning import INTERPRETER_CONFIGS, _gemm_config, _persistent
 
+if torch.cuda.is_available() and torch.cuda.get_device_capability()[0] < 9:
+    pytest.skip("the persistent variant needs TMA (sm_90 or newer)", allow_module_level=True)
+
 ACTS = list(fused_mlp.ACTIVATIONS)
 DTYPE_NAMES = list(DTYPES)
 # TMA needs 16-byte rows, so K and N are multiples of 8 here (of 4 would do for fp32), but of no
@@ -118,6 +121,23 @@ def test_tma_ok(device):
     assert not tma_ok(t.t())  # inner stride 4
     assert not tma_ok(torch.empty(0, 8, dtype=torch.float16, device=device))
     assert tma_ok(torch.empty(4, 8, dtype=torch.float16, device="meta"))  # the compile check's tensors
+
+
+def test_every_gemm_config_can_use_the_autotune_disk_cache(monkeypatch):
+    """The library asks for Triton's disk cache (the interpreter switches it off, so the request is
+    checked), and no config has a pre_hook, with which Triton skips the cache: each asv process
+    would re-tune."""
+    import triton
+
+    from fused_mlp import _triton_compat
+    from fused_mlp.ops._tuning import gemm_candidates, persistent_candidates
+
+    asked = {}
+    monkeypatch.setattr(triton, "autotune", lambda **kwargs: asked.update(kwargs))
+    _triton_compat.autotune(configs=[], key=["M"])
+    assert asked["cache_results"] is True
+    for config in gemm_candidates(1) + persistent_candidates(1) + list(INTERPRETER_CONFIGS.values()):
+        assert config.pre_hook is None
 
 
 def test_forcing_is_scoped():

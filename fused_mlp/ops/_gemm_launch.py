@@ -18,7 +18,7 @@ import torch
 import triton
 
 from .._triton_compat import INTERPRETER, ensure_allocator
-from ._tuning import INTERPRETER_CONFIGS, is_persistent
+from ._tuning import INTERPRETER_CONFIGS, TMA_MIN_CAPABILITY, is_persistent
 
 # Under the interpreter a few "SMs", so that each persistent program walks several tiles in the tests.
 INTERPRETER_SMS = 3
@@ -51,6 +51,10 @@ def num_sms(device: torch.device) -> int:
     return COMPILE_CHECK_SMS if device.type == "meta" else INTERPRETER_SMS
 
 
+def _has_tma(device: torch.device) -> bool:
+    return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] * 10 >= TMA_MIN_CAPABILITY
+
+
 def grid(M: int, N: int, sms: int):
     """The launch grid for a config's meta-parameters: one program per tile, or per SM."""
     def for_config(meta):
@@ -66,8 +70,8 @@ _forced: contextvars.ContextVar = contextvars.ContextVar("forced_gemm_config", d
 def force_config(config: triton.Config | str):
     """For tests: launch GEMM kernels with this config (or "tile" / "persistent": that variant's
     interpreter config) instead of the autotuner's choice. A persistent config on tensors that do
-    not qualify for TMA falls back to the tile variant, as the autotuner would. Yields the list of
-    variants that actually ran, one entry per launch."""
+    not qualify for TMA, or on a GPU without TMA, falls back to the tile variant, as the
+    autotuner would. Yields the list of variants that actually ran, one entry per launch."""
     config = INTERPRETER_CONFIGS[config] if isinstance(config, str) else config
     ran: list[str] = []
     token = _forced.set((config, ran))
@@ -79,7 +83,7 @@ def force_config(config: triton.Config | str):
 
 def launch(kernel, args: tuple, constexprs: dict, M: int, N: int, sms: int) -> None:
     """Launch an autotuned GEMM kernel (or the forced config) over an M x N output."""
-    persistent_possible = constexprs["TMA_OK"]
+    persistent_possible = constexprs["TMA_OK"] and (INTERPRETER or _has_tma(args[0].device))
     if persistent_possible and not INTERPRETER:
         ensure_allocator()  # device-side tensor descriptors need a little global scratch
     forced = _forced.get()

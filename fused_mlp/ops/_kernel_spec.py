@@ -9,9 +9,9 @@ from ._tuning import Exclusion
 @dataclass(frozen=True)
 class KernelSpec:
     name: str  # the op it implements, e.g. "linear_act"
-    variant: str  # which kernel of the op, e.g. "tile" (tutorial-03 tiles) or "width=64"
-    kernel: object  # the @triton.autotune-wrapped kernel
-    candidates: list  # every triton.Config its autotuner may be offered on a GPU
+    variant: str  # which kernel of the op, e.g. "tile" (tutorial-03 tiles), "persistent" or "width=64"
+    kernel: object  # the @triton.autotune-wrapped kernel (two variants may share one, told apart by config)
+    candidates: list  # every triton.Config of this variant its autotuner may be offered on a GPU
     # (dtype, activation) -> (args, constexprs) of a representative problem on meta tensors,
     # built by the same function the launcher uses, so the compile specialises as a launch does
     example: Callable[[object, str], tuple[tuple, dict]]
