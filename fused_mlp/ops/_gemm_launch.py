@@ -51,8 +51,15 @@ def num_sms(device: torch.device) -> int:
     return COMPILE_CHECK_SMS if device.type == "meta" else INTERPRETER_SMS
 
 
+@functools.cache
+def _cuda_has_tma(index: int) -> bool:
+    major, minor = torch.cuda.get_device_capability(index)
+    return 10 * major + minor >= TMA_MIN_CAPABILITY
+
+
 def _has_tma(device: torch.device) -> bool:
-    return device.type == "cuda" and torch.cuda.get_device_capability(device)[0] * 10 >= TMA_MIN_CAPABILITY
+    return device.type == "cuda" and _cuda_has_tma(device.index if device.index is not None
+                                                   else torch.cuda.current_device())
 
 
 def grid(M: int, N: int, sms: int):

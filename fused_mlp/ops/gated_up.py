@@ -14,8 +14,8 @@ from ..activations import get_activation
 from ._kernel_spec import KernelSpec
 from ._gemm_launch import launch, num_sms, tma_ok
 from ._matmul_common import check_activation_input, grouped_tile, m_bucket, rows_view, split_columns
-from ._tuning import (Exclusion, device_pruner, gemm_candidates, gemm_configs, gemm_shared_bytes,
-                      persistent_candidates, persistent_fp32_exclusions, PERSISTENT_DTYPES)
+from ._tuning import (PERSISTENT_DTYPES, Exclusion, device_pruner, gemm_candidates, gemm_configs,
+                      gemm_shared_bytes, persistent_candidates, persistent_fp32_exclusions)
 from .linear_act import linear_act
 
 _SHARED = gemm_shared_bytes(operand_tiles=2)
