@@ -48,6 +48,22 @@ def autotune(configs, key, prune=None):
     return triton.autotune(configs=configs, key=key, **kwargs)
 
 
+def _scratch(size: int, alignment: int, stream):
+    import torch
+
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def ensure_allocator() -> None:
+    """Kernels that build tensor descriptors on the device (the persistent GEMM variant) need
+    Triton to allocate a little global scratch at launch. Install a torch allocator for that,
+    unless the caller has installed one of their own (it is a context-wide setting)."""
+    from triton.runtime import _allocation  # the same in Triton 3.6 and 3.9
+
+    if isinstance(_allocation._allocator.get(), _allocation.NullAllocator):
+        triton.set_allocator(_scratch)
+
+
 def compile_for_gpu(jit_fn, args: tuple, kwargs: dict, capability: int):
     """Compile `jit_fn` for a CUDA GPU of `capability` (e.g. 90) without one being present,
     specialised exactly as a launch with these arguments would be: the runtime's own binder

@@ -108,24 +108,28 @@ def test_every_kernel_has_an_offered_config_for_every_arch_and_dtype_it_runs_in(
     offered = {(KERNELS[t.kernel_index].name, KERNELS[t.kernel_index].variant, t.arch, t.dtype)
                for t in plan(("sm_90", "sm_80")) if t.offered}
     for spec in KERNELS:
-        for arch in ("sm_90", "sm_80"):
+        for arch in spec.archs:
             for dtype in spec.dtypes:
                 assert (spec.name, spec.variant, arch, dtype) in offered, (spec.name, spec.variant, arch, dtype)
 
 
-def test_the_default_plan_compiles_every_epilogue_of_every_triton_kernel_once():
-    """Every activation is compiled for each distinct Triton kernel (an epilogue that does not
-    compile is found), but not again for specs that share a kernel (the narrow MLP's widths)."""
+def test_the_default_plan_compiles_every_epilogue_of_every_kernel_variant():
+    """Every activation is compiled for each variant (an epilogue that does not compile is
+    found), except where a variant of the same kernel covers its epilogue code (the narrow MLP's
+    widths), which gets the costliest epilogue only."""
     from fused_mlp.activations import ACTIVATIONS
     from fused_mlp.aot import plan
     from fused_mlp.ops import KERNELS
 
     tasks = plan(("sm_90", "sm_80"))
-    for kernel in {id(spec.kernel): spec.kernel for spec in KERNELS}.values():
-        specs = [k for k, spec in enumerate(KERNELS) if spec.kernel is kernel]
-        activations = [{t.activation for t in tasks if t.kernel_index == k} for k in specs]
-        assert activations[0] == set(ACTIVATIONS), KERNELS[specs[0]].name
-        assert all(len(rest) == 1 for rest in activations[1:]), KERNELS[specs[0]].name
+    by_variant = {(spec.name, spec.variant): spec for spec in KERNELS}
+    for k, spec in enumerate(KERNELS):
+        activations = {t.activation for t in tasks if t.kernel_index == k}
+        if spec.epilogue_covered_by is None:
+            assert activations == set(ACTIVATIONS), (spec.name, spec.variant)
+        else:
+            assert len(activations) == 1, (spec.name, spec.variant)
+            assert by_variant[(spec.name, spec.epilogue_covered_by)].kernel is spec.kernel
 
 
 def test_the_runtime_pruner_keeps_what_the_compile_check_calls_offered(monkeypatch):
@@ -153,3 +157,47 @@ def test_the_runtime_pruner_keeps_what_the_compile_check_calls_offered(monkeypat
     assert prune(spec.candidates, {"x_ptr": x}, INPUT_PRECISION="ieee") == expected
     tf32 = prune(spec.candidates, {"x_ptr": x}, INPUT_PRECISION="tf32")
     assert tf32 != expected  # TF32 has its own exclusions
+
+
+def test_persistent_configs_are_offered_only_where_tma_is(monkeypatch):
+    """The persistent (TMA) variant: in the sm_90 plan, never in the sm_80 one; at run time only
+    on a device with TMA and only for a launch whose tensors qualify (TMA_OK)."""
+    import types
+
+    import torch
+
+    from fused_mlp.aot import plan
+    from fused_mlp.ops import KERNELS, _tuning, linear_act
+
+    variants = {arch: {KERNELS[t.kernel_index].variant for t in plan((arch,)) if t.offered} for arch in ("sm_90", "sm_80")}
+    assert "persistent" in variants["sm_90"] and "persistent" not in variants["sm_80"]
+
+    spec = next(s for s in linear_act.KERNELS if s.variant == "persistent")
+    configs = linear_act.KERNELS[0].candidates + spec.candidates
+    monkeypatch.setattr(_tuning, "INTERPRETER", False)
+    props = types.SimpleNamespace(shared_memory_per_block_optin=227 * 1024)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: props)
+    prune = _tuning.device_pruner(spec.shared_estimate, "x_ptr", spec.excluded)
+    x = torch.empty(4, 4, dtype=torch.bfloat16)
+    for capability, tma_ok, expect_persistent in (((9, 0), True, True), ((9, 0), False, False), ((8, 0), True, False)):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None, c=capability: c)
+        kept = prune(configs, {"x_ptr": x}, INPUT_PRECISION="ieee", TMA_OK=tma_ok)
+        assert any(_tuning.is_persistent(c) for c in kept) == expect_persistent, (capability, tma_ok)
+        assert any(not _tuning.is_persistent(c) for c in kept)
+
+
+def test_the_lean_plan_lets_bf16_stand_for_fp16_only_where_their_configs_agree():
+    from fused_mlp.aot import plan
+    from fused_mlp.ops import KERNELS
+
+    def series(tasks):
+        return {(KERNELS[t.kernel_index].name, KERNELS[t.kernel_index].variant, t.arch, t.dtype, t.config_index,
+                 t.activation) for t in tasks}
+
+    full, lean = series(plan(("sm_90", "sm_80"))), series(plan(("sm_90", "sm_80"), lean=True))
+    assert lean < full
+    assert {s for s in full if s[3] != "fp16"} == {s for s in lean if s[3] != "fp16"}  # only fp16 is left out
+    for name, variant, arch, _, config, activation in (s for s in full - lean):
+        assert (name, variant, arch, "bf16", config, activation) in lean
+    # fp16 alone (no bf16 to stand for it) is planned in full
+    assert series(plan(("sm_90",), dtypes=("fp16",), lean=True)) == series(plan(("sm_90",), dtypes=("fp16",)))

@@ -6,8 +6,9 @@ not have, with the specialisation a launch uses, and what each config costs ther
 For each kernel x variant x offered config x dtype it records registers, spill bytes, shared
 memory, tensor-core instructions and SASS size (read from the cubin by the cuobjdump inside
 Triton's wheel), and whether the config breaks a rule (aot/rules.py). Activation: the costliest
-epilogue for every config, every activation for each kernel's first config; --full compiles the
-whole product. --candidates adds the configs that are not offered on an arch, with why.
+epilogue for every config, every activation for each kernel's first config; fp16 only where its
+configs differ from bf16's (they compile alike, see STANDS_FOR); --full compiles the whole
+product. --candidates adds the configs that are not offered on an arch, with why.
 
 The interpreter checks what kernels compute; this checks that they compile for real GPUs and fit
 them, before any GPU time is spent. Nothing is launched.
@@ -28,16 +29,22 @@ DTYPES = ("bf16", "fp16", "fp32", "tf32")
 ACTIVATIONS = tuple(LIBRARY_ACTIVATIONS)  # every epilogue the library offers
 # The epilogue that costs the most registers (measured: erf-GELU over tanh-GELU and SiLU).
 COSTLIEST_ACTIVATION = "gelu"
+# fp16 compiles like bf16: the same tiles, shared memory and tensor-core instruction shapes.
+# Measured over 117 config x epilogue pairs (Triton 3.6 and 3.9, sm_90 and sm_80): the same spill
+# bytes, shared memory and verdict, registers within 4. The lean plan lets bf16 stand for fp16.
+STANDS_FOR = {"fp16": "bf16"}
 
 
 def plan(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool = False,
-         kernels: tuple[str, ...] | None = None, activations: tuple[str, ...] | None = None) -> list[Task]:
+         kernels: tuple[str, ...] | None = None, activations: tuple[str, ...] | None = None,
+         lean: bool = False) -> list[Task]:
     """The compiles to run: per kernel, arch and dtype, every offered config (every candidate with
     `candidates`) with the costliest epilogue, plus every activation for the first offered config
-    of each Triton kernel's first spec, in its first dtype on the first arch (with `full`: every
-    activation everywhere). Specs that share a kernel (the narrow MLP's widths) share its
-    epilogue code, and the wider narrow spec costs ~10 s a compile. `kernels`: only these kernel names;
-    `activations`: only these epilogues."""
+    of each spec in its first dtype on its first arch (with `full`: every activation everywhere),
+    except for a spec whose epilogue code another covers (KernelSpec.epilogue_covered_by: the
+    narrow MLP's wider spec, ~10 s a compile). `kernels`: only these kernel names;
+    `activations`: only these epilogues.
+    `lean`: a dtype in STANDS_FOR is left out where its stand-in is planned with the same configs."""
     from ..ops import KERNELS
     from ..ops._tuning import not_offered_because
 
@@ -46,25 +53,26 @@ def plan(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool =
         if name not in known:
             raise ValueError(f"kernel {name!r} is not one of the library's: {known}")
     tasks = []
-    first_spec_of_kernel = {}
-    for spec in KERNELS:
-        first_spec_of_kernel.setdefault(id(spec.kernel), spec)
     for k, spec in enumerate(KERNELS):
         if kernels and spec.name not in kernels:
             continue
         constexprs = _constexprs_of(spec)
-        for arch_name in archs:
+        for arch_name in (a for a in archs if a in spec.archs):
+            planned = {}
             for dtype in (d for d in dtypes if d in spec.dtypes):
                 reasons = {c: not_offered_because(config, ARCHS[arch_name], dtype, constexprs, spec.shared_estimate,
                                                   spec.excluded)
                            for c, config in enumerate(spec.candidates)}
                 chosen = [c for c, reason in reasons.items() if reason is None or candidates]
+                if lean and planned.get(STANDS_FOR.get(dtype)) == (chosen, reasons):
+                    continue
+                planned[dtype] = (chosen, reasons)
                 offered = [c for c in chosen if reasons[c] is None]
                 if full:
                     every_activation = set(chosen)
                 else:
-                    first = (dtype == spec.dtypes[0] and arch_name == archs[0]
-                             and first_spec_of_kernel[id(spec.kernel)] is spec)
+                    first = (dtype == spec.dtypes[0] and arch_name == next(a for a in archs if a in spec.archs)
+                             and spec.epilogue_covered_by is None)
                     every_activation = {offered[0]} if offered and first else set()
                 for c in chosen:
                     for activation in ACTIVATIONS if c in every_activation else (COSTLIEST_ACTIVATION,):
@@ -92,7 +100,7 @@ def _constexprs_of(spec) -> dict:
 
 def check(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool = False,
           kernels: tuple[str, ...] | None = None, jobs: int | None = None, on_record=None,
-          activations: tuple[str, ...] | None = None) -> list[Record]:
+          activations: tuple[str, ...] | None = None, lean: bool = False) -> list[Record]:
     """Compile everything `plan` lists, on `jobs` processes (default: every core); `on_record` is
     called with each record as it is done, in plan order."""
     unknown = [a for a in archs if a not in ARCHS]
@@ -101,7 +109,7 @@ def check(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool 
     if INTERPRETER:
         raise RuntimeError("fused_mlp was imported with TRITON_INTERPRET set: its kernels are interpreted "
                            "and cannot be compiled for a GPU; unset TRITON_INTERPRET")
-    tasks = plan(archs, dtypes, full, candidates, kernels, activations)
+    tasks = plan(archs, dtypes, full, candidates, kernels, activations, lean)
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
     records = []
     if jobs == 1:
@@ -122,5 +130,5 @@ def check(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool 
     return records
 
 
-__all__ = ["ACTIVATIONS", "ARCHS", "COSTLIEST_ACTIVATION", "DTYPES", "INTERPRETER", "Record", "Task", "check",
+__all__ = ["ACTIVATIONS", "ARCHS", "COSTLIEST_ACTIVATION", "DTYPES", "INTERPRETER", "STANDS_FOR", "Record", "Task", "check",
            "config_label", "offered_series", "plan"]

@@ -58,9 +58,12 @@ class Record:
 
 
 def config_label(config: dict) -> str:
-    """'128x256x64 w8 s3': the BLOCK sizes, num_warps and num_stages of a config."""
+    """'128x256x64 w8 s3': the BLOCK sizes, num_warps and num_stages of a config, then the
+    persistent variant's flags ('128x256x64 w8 s3 tma sub2')."""
+    from ..ops._tuning import variant_flags
+
     tiles = "x".join(str(config[k]) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K") if k in config)
-    return f"{tiles} w{config['num_warps']} s{config['num_stages']}"
+    return " ".join((f"{tiles} w{config['num_warps']} s{config['num_stages']}", *variant_flags(config)))
 
 
 def config_dict(config) -> dict:

@@ -9,9 +9,9 @@ from ._tuning import Exclusion
 @dataclass(frozen=True)
 class KernelSpec:
     name: str  # the op it implements, e.g. "linear_act"
-    variant: str  # which kernel of the op, e.g. "tile" (tutorial-03 tiles) or "width=64"
-    kernel: object  # the @triton.autotune-wrapped kernel
-    candidates: list  # every triton.Config its autotuner may be offered on a GPU
+    variant: str  # which kernel of the op, e.g. "tile" (tutorial-03 tiles), "persistent" or "width=64"
+    kernel: object  # the @triton.autotune-wrapped kernel (two variants may share one, told apart by config)
+    candidates: list  # every triton.Config of this variant its autotuner may be offered on a GPU
     # (dtype, activation) -> (args, constexprs) of a representative problem on meta tensors,
     # built by the same function the launcher uses, so the compile specialises as a launch does
     example: Callable[[object, str], tuple[tuple, dict]]
@@ -19,3 +19,8 @@ class KernelSpec:
     excluded: tuple[Exclusion, ...] = ()  # configs the compile check measured breaking a rule
     # the dtypes it is launched with ("fp32" = IEEE dot, "tf32" = fp32 with a TF32 dot)
     dtypes: tuple[str, ...] = field(default=("bf16", "fp16", "fp32", "tf32"))
+    # the architectures it runs on (the persistent GEMM variant needs TMA: sm_90 and newer)
+    archs: tuple[str, ...] = ("sm_90", "sm_80")
+    # the variant of the same kernel whose every-activation compile covers this one's epilogue
+    # code (the narrow MLP's widths differ by a constexpr only); None: check every activation
+    epilogue_covered_by: str | None = None

@@ -22,6 +22,13 @@ def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_
     return pid_m, pid_n
 
 
+@triton.jit
+def split_columns(acc, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """A (BLOCK_M, BLOCK_N) tile as its left and right (BLOCK_M, BLOCK_N // 2) halves."""
+    halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+    return tl.split(halves)
+
+
 def m_bucket(M: int) -> int:
     """Autotune key for M: the next power of two (capped), so decode, prefill and training sizes
     tune separately without re-tuning for every token count."""

@@ -17,6 +17,7 @@ import triton
 from .._arch import Arch, tuning_arch
 from .._triton_compat import INTERPRETER
 
+# The tile variant (tutorial 03: one program per output tile, pointer loads).
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps)
 GEMM_TILES = [
     (128, 256, 64, 3, 8),  # the Hopper tile of tutorial 03: 2-byte dtypes
@@ -28,6 +29,29 @@ GEMM_TILES = [
     (16, 64, 256, 3, 4),  # decode (M <= 16): 224 CTAs over N = 14336 stream the weights on 132 SMs
     (16, 64, 64, 3, 4),  # decode, 4-byte dtypes
 ]
+
+# The persistent variant (tutorial 09: one program per SM looping over tiles, TMA loads and
+# stores through tensor descriptors, sm_90 and newer).
+# (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps, EPILOGUE_SUBTILE)
+PERSISTENT_TILES = [
+    (128, 256, 64, 3, 8, 2),  # tutorial 09's Hopper tile; the half-width epilogue frees 32 KB of shared memory
+    (128, 128, 64, 4, 8, 1),
+    (128, 128, 64, 4, 4, 2),  # one warpgroup: the subtiled epilogue halves its live registers
+    (64, 128, 64, 4, 4, 1),
+    (128, 128, 32, 3, 8, 2),  # BLOCK_K 32: 4-byte dtypes
+    (64, 64, 32, 4, 4, 1),
+    # Decode (M <= 16): reading W is the whole cost. Narrow N tiles give N / BLOCK_N tiles for the
+    # 132 SMs (14336 / 64 = 224, 4096 / 32 = 128); deep K pipelines keep 80-160 KB of W in flight per
+    # SM (the compiler keeps 5 of the 6 stages here, measured).
+    (16, 64, 128, 6, 4, 1),  # 6 stages of both weight tiles still fit gated_up's shared memory
+    (16, 32, 256, 6, 4, 1),  # N = 4096 (a down projection): 128 tiles
+    (16, 64, 64, 4, 4, 1),  # decode, 4-byte dtypes
+]
+
+# The persistent variant is for tensor-core dtypes: with the IEEE fp32 dot (FMA units, operands
+# from shared memory into registers) every candidate spilled (116 B-19 KB per thread, Triton 3.9)
+# or overflowed shared memory, measured with python -m fused_mlp.aot --candidates.
+PERSISTENT_DTYPES = ("bf16", "fp16", "tf32")
 
 # (config, dtype bytes, the launch's constexprs) -> shared memory the compiled kernel needs
 SharedEstimate = Callable[[triton.Config, int, dict], int]
@@ -48,45 +72,95 @@ class Exclusion:
                 and all(constexprs.get(name) == value for name, value in self.constexprs))
 
 
+def is_persistent(config) -> bool:
+    """A config of the persistent TMA variant (a triton.Config or its kwargs)."""
+    return bool(getattr(config, "kwargs", config).get("PERSISTENT", False))
+
+
+def variant_flags(kwargs: dict) -> tuple[str, ...]:
+    """What tells a persistent config apart beyond its tile: ("tma", "sub2") or ("tma",); () for a tile config."""
+    if not kwargs.get("PERSISTENT", False):
+        return ()
+    subtile = kwargs.get("EPILOGUE_SUBTILE", 1)
+    return ("tma",) + ((f"sub{subtile}",) if subtile > 1 else ())
+
+
 def config_key(config: triton.Config) -> tuple:
-    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages), with the block sizes the config has."""
+    """(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages), with the block sizes the config has,
+    then the persistent variant's flags (see variant_flags)."""
     tiles = tuple(config.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K") if k in config.kwargs)
-    return (*tiles, config.num_warps, config.num_stages)
+    return (*tiles, config.num_warps, config.num_stages, *variant_flags(config.kwargs))
+
+
+def _gemm_config(bm, bn, bk, stages, warps, **variant) -> triton.Config:
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, **variant},
+                         num_stages=stages, num_warps=warps)
+
+
+def _persistent(subtile: int) -> dict:
+    # warp_specialize compiles to the very same PTX on sm_90 (Triton 3.6 and 3.9, measured); it is
+    # on so that the Blackwell parts, which specialise, get tutorial 09's form.
+    return {"PERSISTENT": True, "EPILOGUE_SUBTILE": subtile, "WARP_SPECIALIZE": True}
 
 
 def gemm_candidates(operand_tiles: int = 1) -> list[triton.Config]:
-    """Every tile config a GEMM kernel may be offered. Kernels that load two weight tiles per K
-    step (gated_up) hold two accumulators, so they get the BLOCK_N <= 128 tiles."""
-    tiles = [t for t in GEMM_TILES if operand_tiles == 1 or t[1] <= 128]
-    return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_stages=stages,
-                          num_warps=warps)
-            for bm, bn, bk, stages, warps in tiles]
+    """Every tile-variant config a GEMM kernel may be offered. Kernels that load two weight tiles
+    per K step (gated_up) hold two accumulators, so they get the BLOCK_N <= 128 tiles."""
+    return [_gemm_config(*t) for t in GEMM_TILES if operand_tiles == 1 or t[1] <= 128]
+
+
+def persistent_candidates(operand_tiles: int = 1) -> list[triton.Config]:
+    """Every persistent-variant config a GEMM kernel may be offered (BLOCK_N <= 128 for two accumulators)."""
+    return [_gemm_config(*t[:5], **_persistent(t[5])) for t in PERSISTENT_TILES if operand_tiles == 1 or t[1] <= 128]
+
+
+def persistent_fp32_exclusions(operand_tiles: int = 1) -> tuple[Exclusion, ...]:
+    """Every persistent config in IEEE fp32 (see PERSISTENT_DTYPES): the tile variant runs it."""
+    return tuple(Exclusion(("sm_90",), ("fp32",), config_key(c), "persistent variant in IEEE fp32: spills or "
+                           "overflows shared memory (every candidate, measured)")
+                 for c in persistent_candidates(operand_tiles))
+
+
+# Under the interpreter: one mid-size config per variant. The persistent one splits its epilogue,
+# so the tests run the subtile path too.
+INTERPRETER_CONFIGS = {
+    "tile": _gemm_config(32, 32, 32, 1, 4),
+    "persistent": _gemm_config(32, 32, 32, 1, 4, **_persistent(2)),
+}
 
 
 def gemm_configs(operand_tiles: int = 1) -> list[triton.Config]:
-    """What the autotuner gets: one mid-size tile under the interpreter (tuning there would only
-    multiply test time), every candidate on a GPU (pruned per device by `device_pruner`)."""
+    """What the autotuner gets: the tile config only under the interpreter (tuning there would
+    only multiply test time; tests force the persistent one, see _gemm_launch.force_config),
+    every candidate of both variants on a GPU (pruned per device and launch by `device_pruner`)."""
     if INTERPRETER:
-        return [triton.Config({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "GROUP_M": 8})]
-    return gemm_candidates(operand_tiles)
+        return [INTERPRETER_CONFIGS["tile"]]
+    return gemm_candidates(operand_tiles) + persistent_candidates(operand_tiles)
 
 
 def gemm_shared_bytes(operand_tiles: int) -> SharedEstimate:
-    """Shared memory of a pipelined tile GEMM: num_stages buffers of the x tile and the weight
-    tiles (the compiler's allocation for 2-byte and tf32 operands; IEEE fp32 uses one buffer
-    fewer, so the estimate is safe there too)."""
+    """Shared memory of a pipelined GEMM: num_stages buffers of the x tile and the weight tiles
+    (the compiler's allocation for 2-byte and tf32 operands; IEEE fp32 uses one buffer fewer, so
+    the estimate is safe there too), plus, for the persistent variant, the staging buffer of the
+    TMA store (one epilogue subtile of the output)."""
     def estimate(config: triton.Config, dtype_bytes: int, constexprs: dict) -> int:
         bm, bn, bk = (config.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-        return config.num_stages * (bm * bk + operand_tiles * bk * bn) * dtype_bytes
+        operands = config.num_stages * (bm * bk + operand_tiles * bk * bn) * dtype_bytes
+        if not is_persistent(config):
+            return operands
+        return operands + bm * (bn // config.kwargs.get("EPILOGUE_SUBTILE", 1)) * dtype_bytes
     return estimate
 
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "tf32": 4}
+TMA_MIN_CAPABILITY = 90  # tensor descriptors (TMA) arrived with Hopper
 
 
 def not_offered_because(config: triton.Config, arch: Arch, dtype: str, constexprs: dict,
                         shared_estimate: SharedEstimate, excluded: tuple[Exclusion, ...]) -> str | None:
     """Why `config` is not offered on `arch` for `dtype` (and the launch's constexprs), or None."""
+    if is_persistent(config) and arch.capability < TMA_MIN_CAPABILITY:
+        return f"the persistent variant loads through TMA, which {arch.name} does not have"
     needed = shared_estimate(config, DTYPE_BYTES[dtype], constexprs)
     if needed > arch.shared_bytes_per_block:
         return (f"needs ~{needed // 1024} KB of shared memory; {arch.name} allows "
@@ -105,7 +179,8 @@ def dtype_label(tensor, constexprs: dict) -> str:
 
 def device_pruner(shared_estimate: SharedEstimate, tensor_arg: str, excluded: tuple[Exclusion, ...] = ()):
     """An `early_config_prune` hook: keeps the configs offered on the device the call runs on, by
-    its own shared-memory limit and the exclusions of the architecture it is tuned as."""
+    its own shared-memory limit and the exclusions of the architecture it is tuned as; persistent
+    (TMA) configs only when the launch's tensors qualify for TMA (its TMA_OK constexpr)."""
     def prune(configs, named_args, **constexprs):
         if INTERPRETER:
             return configs
@@ -118,7 +193,8 @@ def device_pruner(shared_estimate: SharedEstimate, tensor_arg: str, excluded: tu
         arch = Arch(f"sm_{capability}", capability, props.shared_memory_per_block_optin,
                     tuning_arch(capability).tensor_core_op)
         dtype = dtype_label(t, constexprs)
-        kept = [c for c in configs if not_offered_because(c, arch, dtype, constexprs, shared_estimate, excluded) is None]
+        kept = [c for c in configs if not_offered_because(c, arch, dtype, constexprs, shared_estimate, excluded) is None
+                and (constexprs.get("TMA_OK", False) or not is_persistent(c))]
         if not kept:
             raise RuntimeError(f"no autotune config of this kernel is offered for {dtype} on {arch.name} "
                                f"({arch.shared_bytes_per_block // 1024} KB of shared memory per block)")

@@ -8,8 +8,10 @@ from .. import _validate as v
 from .._triton_compat import autotune, dot_upcast_needed
 from ..activations import get_activation
 from ._kernel_spec import KernelSpec
-from ._matmul_common import check_activation_input, grouped_tile, m_bucket, rows_view
-from ._tuning import Exclusion, device_pruner, gemm_candidates, gemm_configs, gemm_shared_bytes
+from ._gemm_launch import launch, num_sms, tma_ok
+from ._matmul_common import check_activation_input, grouped_tile, m_bucket, rows_view, split_columns
+from ._tuning import (PERSISTENT_DTYPES, Exclusion, device_pruner, gemm_candidates, gemm_configs,
+                      gemm_shared_bytes, persistent_candidates, persistent_fp32_exclusions)
 
 _SHARED = gemm_shared_bytes(operand_tiles=1)
 # Measured with python -m fused_mlp.aot --candidates under Triton 3.6.0 and 3.9.0 (erf-GELU
@@ -19,20 +21,27 @@ _EXCLUDED = (
               "spills with the erf-GELU epilogue (116-192 B), on sm_80 with every epilogue"),
     Exclusion(("sm_90",), ("fp32",), (128, 128, 64, 8, 3), "spills in IEEE fp32 (156 B; 8 KB with Triton 3.6)"),
     Exclusion(("sm_90",), ("fp32",), (64, 128, 64, 4, 4), "spills in IEEE fp32 (16 B; 8 KB with Triton 3.6)"),
+    *persistent_fp32_exclusions(),
 )
 
 
-@autotune(configs=gemm_configs(), key=["M_BUCKET", "N", "K", "INPUT_PRECISION"],
-          prune=device_pruner(_SHARED, "x_ptr", _EXCLUDED))
 @triton.jit
-def _linear_act_kernel(
-    x_ptr, w_ptr, b_ptr, out_ptr,
-    M, N, K, M_BUCKET,
+def _bias_act(acc, b_ptr, stride_b, offs_n, N, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
+    """The epilogue on the fp32 accumulator: + bias, then the activation."""
+    if HAS_BIAS:
+        bias = tl.load(b_ptr + offs_n * stride_b, mask=offs_n < N, other=0.0)
+        acc += bias.to(tl.float32)[None, :]
+    return ACTIVATION(acc)
+
+
+@triton.jit
+def _tile_program(
+    x_ptr, w_ptr, b_ptr, out_ptr, M, N, K,
     stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on,
-    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
-    DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
+    """The tile variant: this program's one output tile, pointer loads (any strides)."""
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     # int64 row/column offsets: M*K and N*K can pass 2^31 elements.
     offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -54,10 +63,7 @@ def _linear_act_kernel(
         w_ptrs += BLOCK_K * stride_wk
 
     # Epilogue on the fp32 accumulator; one cast at the store.
-    if HAS_BIAS:
-        bias = tl.load(b_ptr + offs_n * stride_b, mask=offs_n < N, other=0.0)
-        acc += bias.to(tl.float32)[None, :]
-    acc = ACTIVATION(acc)
+    acc = _bias_act(acc, b_ptr, stride_b, offs_n, N, HAS_BIAS, ACTIVATION)
     out_ptrs = out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on
     tl.store(
         out_ptrs,
@@ -66,17 +72,92 @@ def _linear_act_kernel(
     )
 
 
+@triton.jit
+def _store_part(acc, out_desc, b_ptr, stride_b, off_m, off_n, N,
+                HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, WIDTH: tl.constexpr):
+    """Bias, activation and the TMA store of one epilogue subtile, WIDTH columns from off_n."""
+    acc = _bias_act(acc, b_ptr, stride_b, off_n + tl.arange(0, WIDTH), N, HAS_BIAS, ACTIVATION)
+    out_desc.store([off_m, off_n], acc.to(out_desc.dtype))
+
+
+@triton.jit
+def _persistent_program(
+    x_ptr, w_ptr, b_ptr, out_ptr, M, N, K, NUM_SMS,
+    stride_xm, stride_wn, stride_b, stride_om,
+    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+):
+    """The persistent variant (Triton tutorial 09): NUM_SMS programs walk the output tiles in
+    grouped order; TMA loads x and W tiles (zero-filled past the edges) and stores the output
+    (clipped at the edges). The launcher checked every tensor qualifies (unit inner stride,
+    16-byte aligned base and row stride)."""
+    x_desc = tl.make_tensor_descriptor(x_ptr, shape=[M, K], strides=[stride_xm, 1], block_shape=[BLOCK_M, BLOCK_K])
+    w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_wn, 1], block_shape=[BLOCK_N, BLOCK_K])
+    SUB_N: tl.constexpr = BLOCK_N // EPILOGUE_SUBTILE
+    out_desc = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[stride_om, 1], block_shape=[BLOCK_M, SUB_N])
+    num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    # flatten: the tile loop and the K loop pipeline as one, so the next tile's loads overlap
+    # this tile's epilogue.
+    for tile in tl.range(tl.program_id(0), num_tiles, NUM_SMS, flatten=True, warp_specialize=WARP_SPECIALIZE):
+        pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            x = x_desc.load([off_m, ki * BLOCK_K])
+            w = w_desc.load([off_n, ki * BLOCK_K])
+            if DOT_UPCAST:
+                x = x.to(tl.float32)
+                w = w.to(tl.float32)
+            acc = tl.dot(x, w.T, acc, input_precision=INPUT_PRECISION)
+        if EPILOGUE_SUBTILE == 2:
+            # Half the columns at a time: the epilogue's temporaries and the store buffer for
+            # half a tile only.
+            left, right = split_columns(acc, BLOCK_M, BLOCK_N)
+            _store_part(left, out_desc, b_ptr, stride_b, off_m, off_n, N, HAS_BIAS, ACTIVATION, SUB_N)
+            _store_part(right, out_desc, b_ptr, stride_b, off_m, off_n + SUB_N, N, HAS_BIAS, ACTIVATION, SUB_N)
+        else:
+            _store_part(acc, out_desc, b_ptr, stride_b, off_m, off_n, N, HAS_BIAS, ACTIVATION, BLOCK_N)
+
+
+@autotune(configs=gemm_configs(), key=["M_BUCKET", "N", "K", "INPUT_PRECISION", "TMA_OK"],
+          prune=device_pruner(_SHARED, "x_ptr", _EXCLUDED))
+@triton.jit
+def _linear_act_kernel(
+    x_ptr, w_ptr, b_ptr, out_ptr,
+    M, N, K, M_BUCKET, NUM_SMS,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on,
+    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+    DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr, TMA_OK: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    PERSISTENT: tl.constexpr = False, EPILOGUE_SUBTILE: tl.constexpr = 1, WARP_SPECIALIZE: tl.constexpr = False,
+):
+    """act(x @ W^T + b); the config's PERSISTENT picks the variant (see _gemm_launch)."""
+    if PERSISTENT:
+        tl.static_assert(TMA_OK, "the persistent variant needs tensors that qualify for TMA")
+        _persistent_program(x_ptr, w_ptr, b_ptr, out_ptr, M, N, K, NUM_SMS, stride_xm, stride_wn, stride_b, stride_om,
+                            HAS_BIAS, ACTIVATION, DOT_UPCAST, INPUT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                            EPILOGUE_SUBTILE, WARP_SPECIALIZE)
+    else:
+        _tile_program(x_ptr, w_ptr, b_ptr, out_ptr, M, N, K,
+                      stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on,
+                      HAS_BIAS, ACTIVATION, DOT_UPCAST, INPUT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
+
+
 def _kernel_args(x2, weight, bias, out, activation: str) -> tuple[tuple, dict]:
     """The kernel's arguments and constexprs for a 2-D x, shared by the launcher and the compile
     check (fused_mlp.aot), so that both specialise the kernel the same way."""
     M, K = x2.shape
     N = weight.shape[0]
     args = (x2, weight, bias if bias is not None else weight, out,
-            M, N, K, m_bucket(M),
+            M, N, K, m_bucket(M), num_sms(x2.device),
             x2.stride(0), x2.stride(1), weight.stride(0), weight.stride(1),
             bias.stride(0) if bias is not None else 0, out.stride(0), out.stride(1))
     constexprs = dict(HAS_BIAS=bias is not None, ACTIVATION=get_activation(activation).triton_fn,
-                      DOT_UPCAST=dot_upcast_needed(x2.dtype), INPUT_PRECISION=v.dot_precision(x2.dtype))
+                      DOT_UPCAST=dot_upcast_needed(x2.dtype), INPUT_PRECISION=v.dot_precision(x2.dtype),
+                      TMA_OK=tma_ok(x2, weight, out))
     return args, constexprs
 
 
@@ -102,8 +183,7 @@ def linear_act(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None 
     out = torch.empty((M, N), dtype=x.dtype, device=x.device)
     if M > 0 and N > 0:
         args, constexprs = _kernel_args(x2, weight, bias, out, activation)
-        grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
-        _linear_act_kernel[grid](*args, **constexprs)
+        launch(_linear_act_kernel, args, constexprs, M, N, num_sms(x.device))
     return out.reshape(*x.shape[:-1], N)
 
 
@@ -115,5 +195,8 @@ def _compile_example(dtype, activation):
     return _kernel_args(x2, weight, bias, out, activation)
 
 
-KERNELS = (KernelSpec("linear_act", "tile", _linear_act_kernel, gemm_candidates(), _compile_example, _SHARED,
-                      _EXCLUDED),)
+KERNELS = (
+    KernelSpec("linear_act", "tile", _linear_act_kernel, gemm_candidates(), _compile_example, _SHARED, _EXCLUDED),
+    KernelSpec("linear_act", "persistent", _linear_act_kernel, persistent_candidates(), _compile_example, _SHARED,
+               _EXCLUDED, dtypes=PERSISTENT_DTYPES, archs=("sm_90",)),
+)

@@ -275,5 +275,6 @@ def _compile_example(width: int):
 
 
 KERNELS = tuple(KernelSpec("narrow_mlp", f"width={w}", _narrow_mlp_kernel, _narrow_candidates(),
-                           _compile_example(w), _shared_bytes, _EXCLUDED, dtypes=("bf16", "fp16"))
+                           _compile_example(w), _shared_bytes, _EXCLUDED, dtypes=("bf16", "fp16"),
+                           epilogue_covered_by=None if w == 64 else "width=64")
                 for w in (64, 128))
