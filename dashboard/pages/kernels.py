@@ -98,8 +98,8 @@ def summary(table: pd.DataFrame, run: Run, commit: str) -> html.P:
     if previous is None:
         return html.P(f"{len(table)} kernel configs at {commit[:8]}, the first commit of this history.",
                       id="kernels-summary")
-    worse = sum(((table[f"{m.column}_change"] > 0)).sum() for m in static_metrics.METRICS)
-    better = sum(((table[f"{m.column}_change"] < 0)).sum() for m in static_metrics.METRICS)
+    worse = sum((table[f"{m.column}_change"] > 0).sum() for m in static_metrics.METRICS)
+    better = sum((table[f"{m.column}_change"] < 0).sum() for m in static_metrics.METRICS)
     came, went = int(table["new_here"].sum()), int(table["gone_here"].sum())
     return html.P([f"{len(table)} kernel configs at {commit[:8]}; since {previous[:8]}: ",
                    html.Span(f"{worse} value(s) up", className="bad" if worse else None), ", ",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Download the wheels asv needs, for a GPU runner with no network (run this where there is one).
+# Download the wheels asv (and pytest, for the session's native kernel tests) needs, for a GPU runner with no network (run this where there is one).
 #
 #   tools/gpu_runner/fetch_wheels.sh [DIR] [PYTHON_VERSION]      # default: wheelhouse/ 3.11
 #
@@ -11,5 +11,6 @@ mkdir -p "$dir"
 # importlib_metadata < 9: 10.x needs a lazy_importer package that is not on the runner.
 python3 -m pip download --dest "$dir" --only-binary=:all: --python-version "$py" \
   asv==0.6.6 asv_runner==0.3.2 json5 Pympler tabulate virtualenv distlib platformdirs \
-  "importlib_metadata<9" build pyproject_hooks packaging setuptools wheel
+  "importlib_metadata<9" build pyproject_hooks packaging setuptools wheel \
+  pytest iniconfig pluggy  # the native kernel tests the session runs first
 ls "$dir"

@@ -18,7 +18,7 @@ mkdir -p "$(dirname "$exclude")"
 for pattern in /.whl/ /.carry/; do
   grep -qxF "$pattern" "$exclude" 2>/dev/null || echo "$pattern" >> "$exclude"
 done
-ls .whl/asv-*.whl >/dev/null 2>&1 || bash tools/gpu_runner/fetch_wheels.sh .whl 3.12 >/dev/null
+ls .whl/asv-*.whl .whl/pytest-*.whl >/dev/null 2>&1 || bash tools/gpu_runner/fetch_wheels.sh .whl 3.12 >/dev/null
 rm -rf .carry
 mkdir -p .carry
 git bundle create -q .carry/repo.bundle --all

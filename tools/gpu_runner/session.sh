@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Everything a GPU session does, in one call (device time is scarce):
 #   1. asv from carried wheels (.whl/, made here by tools/gpu_runner/prepare_carry.sh)
-#   2. correctness at real sizes for every op x dtype + first fused/peer ratios (benchmarks.gpu_check)
+#   2. the kernel tests that force each GEMM variant, natively (the first real run of the TMA
+#      path: tests/test_persistent.py), then correctness at real sizes for every op x dtype +
+#      first fused/peer ratios (benchmarks.gpu_check)
 #   3. the asv suite for each given commit (benchmarks.run: this checkout's suite, each commit's library)
 #   4. a profile pass of the quick grid (benchmarks.profile --save results/profiles)
 #   5. results/ packed into $OUT/results.tgz, logs into $OUT
@@ -31,10 +33,15 @@ source tools/gpu_runner/restore_git.sh || exit 1  # .git and git itself from .ca
 
 if [ -d .whl ]; then
   log "installing asv from .whl/"
-  python3 -m pip install -q --no-index --find-links .whl asv 2>&1 | tail -3
+  python3 -m pip install -q --no-index --find-links .whl asv pytest 2>&1 | tail -3
 fi
 python3 -c "import asv, torch, triton; print('asv', asv.__version__, 'torch', torch.__version__, 'triton', triton.__version__)" \
   | tee -a "$OUT/session.log" || exit 1
+
+log "native kernel tests (tests/test_persistent.py, at most 4 min)"
+timeout 240 python3 -m pytest -q -x -p no:cacheprovider tests/test_persistent.py >"$OUT/native_tests.log" 2>&1
+tests_rc=$?
+tail -3 "$OUT/native_tests.log" | tee -a "$OUT/session.log"
 
 log "gpu_check"
 python3 -m benchmarks.gpu_check --out "$OUT" $small 2>&1 | tee "$OUT/gpu_check.log"
@@ -49,6 +56,6 @@ python3 -m benchmarks.profile --grid "$( [ -n "$small" ] && echo tiny || echo qu
   --save results/profiles 2>&1 | tail -3 | tee -a "$OUT/session.log"
 
 tar czf "$OUT/results.tgz" results
-log "done; gpu_check exit $check_rc; results packed into $OUT/results.tgz"
+log "done; native tests exit $tests_rc; gpu_check exit $check_rc; results packed into $OUT/results.tgz"
 tail -25 "$OUT/gpu_check.log"
 exit "$check_rc"
