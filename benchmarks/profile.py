@@ -20,6 +20,7 @@ from pathlib import Path
 
 import torch
 
+from .checkout import uncommitted_code_changes
 from .harness import implementations
 from .harness.environment import machine_identity
 from .harness.grids import GRIDS, grid
@@ -99,7 +100,7 @@ def save_profile_pass(grid_name: str, machine: str, save_dir: str, device: str, 
     commit: <save_dir>/<machine>/<commit>.json (with traces: gzipped Chrome traces under
     <save_dir>/<machine>/<commit>/, each named in its summary relative to save_dir, those over
     the size cap dropped). Never overwrites an existing pass unless force."""
-    if _git("status", "--porcelain", "--untracked-files=no"):
+    if uncommitted_code_changes():
         raise SystemExit("the working tree has uncommitted changes: a profile filed under HEAD would describe other code")
     commit = _git("rev-parse", "HEAD")
     path = Path(save_dir) / machine / f"{commit}.json"

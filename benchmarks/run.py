@@ -27,6 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .checkout import uncommitted_code_changes
 from .harness.grids import GRID_ENV, GRIDS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,7 +78,7 @@ def main(argv=None) -> int:
         except ValueError as e:
             parser.error(str(e))
     else:
-        if _git("status", "--porcelain", "--untracked-files=no"):
+        if uncommitted_code_changes():
             parser.error("the working tree has uncommitted changes: results would be filed under HEAD but "
                          "measure other code; commit or stash them first (or use --commits)")
         commits = [_git("rev-parse", "HEAD")]

@@ -32,7 +32,7 @@ log() { echo "== $(date +%T) $*" | tee -a "$OUT/session.log"; }
 source tools/gpu_runner/restore_git.sh || exit 1  # .git and git itself from .carry/, where the device lacks them
 
 if [ -d .whl ]; then
-  log "installing asv from .whl/"
+  log "installing asv and pytest from .whl/"
   python3 -m pip install -q --no-index --find-links .whl asv pytest 2>&1 | tail -3
 fi
 python3 -c "import asv, torch, triton; print('asv', asv.__version__, 'torch', torch.__version__, 'triton', triton.__version__)" \
