@@ -26,12 +26,11 @@ import pandas as pd
 
 from dashboard.data import commit_order
 from dashboard.regressions.acceptance import Acceptance, find_acceptance, plausible_commits
-from dashboard.regressions.failures import StatusChange
+from dashboard.regressions.failures import SERIES, StatusChange
 from dashboard.regressions.findings import REGRESSION, Finding, find_changes
 from dashboard.regressions.statistics import DetectorSettings
 
 REGRESSION_ITEM, SUSPECTED, ACCEPTED, EARLIER = "regression", "suspected", "accepted", "earlier"
-SERIES = ["machine", "env_name", "benchmark", "params_key"]
 SAME_CHANGE = 2  # commits either side within which a finding as of the base is the same change
 
 
@@ -69,10 +68,11 @@ class GateVerdict:
         return bool(self.failing)
 
 
-def judged_runs(frame: pd.DataFrame, base_commit: str | None = None) -> list[JudgedRun]:
+def judged_runs(frame: pd.DataFrame, base_commit: str | None = None, order: pd.DataFrame | None = None
+                ) -> list[JudgedRun]:
     """Per run, the commits to judge: the newest one, or every one dated after ``base_commit``
-    (a full hash present in ``frame``)."""
-    order = commit_order(frame)
+    (a full hash present in ``frame``). ``order``: commit_order(frame), when the caller has it."""
+    order = commit_order(frame) if order is None else order
     base_date = None
     if base_commit is not None:
         base_date = frame.loc[frame["commit_hash"].astype(str) == base_commit, "date"].min()
@@ -92,36 +92,36 @@ def judge(frame: pd.DataFrame, findings: Sequence[Finding], status_changes: Sequ
           accepted: Sequence[Acceptance] = (), strict: bool = False,
           benchmarks_meta=None) -> GateVerdict:
     """The gate's verdict on the judged commits (see the module docstring)."""
-    runs = judged_runs(frame, base_commit)
+    order = commit_order(frame)
+    runs = judged_runs(frame, base_commit, order)
     verdict = GateVerdict(runs, strict=strict)
     by_run = {(r.machine, r.env_name): r for r in runs if r.commits}  # a run with nothing new is not judged
     orders = {(str(m), str(e)): c["commit_hash"].astype(str).tolist()
-              for (m, e), c in commit_order(frame).groupby(["machine", "env_name"], observed=True)}
+              for (m, e), c in order.groupby(["machine", "env_name"], observed=True)}
     older: list[Finding] = []
-    for f in findings:
-        if f.direction != REGRESSION or not f.present_at_newest:
-            continue
-        run = by_run.get((f.machine, f.env_name))
-        if run is None:
-            continue
+    for f, run in _open_in_judged_runs(findings, by_run):
         if f.commit_hash in run.commits:
             note = "at the judged commits" if f.clear else "at the judged commits, too small to tell yet"
             verdict.items.append(GateItem(REGRESSION_ITEM if f.clear else SUSPECTED, f, note))
         else:
             older.append(f)
     verdict.items += _judge_older(frame, older, by_run, orders, settings, benchmarks_meta)
-    for c in status_changes:
-        if c.direction != REGRESSION or not c.present_at_newest:
-            continue
-        run = by_run.get((c.machine, c.env_name))
-        if run is None:
-            continue
+    for c, run in _open_in_judged_runs(status_changes, by_run):
         if c.commit_hash in run.commits:
             verdict.items.append(GateItem(REGRESSION_ITEM, c, "started failing at the judged commits"))
         else:
             verdict.items.append(GateItem(EARLIER, c, "failing since before the judged commits"))
     verdict.items = [_accept(item, accepted, orders) for item in verdict.items]
     return verdict
+
+
+def _open_in_judged_runs(changes, by_run):
+    """(change, its run) for each regression still present whose run has commits to judge."""
+    for c in changes:
+        if c.direction == REGRESSION and c.present_at_newest:
+            run = by_run.get((c.machine, c.env_name))
+            if run is not None:
+                yield c, run
 
 
 def _judge_older(frame, older: list[Finding], by_run, orders, settings, benchmarks_meta) -> list[GateItem]:
@@ -137,7 +137,7 @@ def _judge_older(frame, older: list[Finding], by_run, orders, settings, benchmar
     for f in older:
         run = by_run[(f.machine, f.env_name)]
         order = orders[(f.machine, f.env_name)]
-        base_position = order.index(run.commits[0]) if run.commits else len(order)
+        base_position = len(order) - len(run.commits)  # the judged commits are the tail of the order
         rows = subset[(subset["machine"].astype(str) == f.machine) & (subset["env_name"].astype(str) == f.env_name)
                       & (subset["benchmark"].astype(str) == f.benchmark)
                       & (subset["params_key"].astype(str) == f.params)
