@@ -43,21 +43,25 @@ def symbol_of(unit: str | None) -> str:
     return SYMBOLS.get(unit, unit)
 
 
+def _scaled(symbol: str, magnitude: float) -> DisplayUnit:
+    """The prefix of ``symbol`` that shows ``magnitude`` (> 0) as 1-999; the smallest below that."""
+    prefixes = _PREFIXES[symbol]
+    for name, scale in prefixes:
+        if magnitude >= scale * 0.9995:  # 999.6 µs shows as "1 ms", not "1e+03 µs"
+            return DisplayUnit(name, scale)
+    return DisplayUnit(*prefixes[-1])
+
+
 def display_unit(unit: str | None, values=()) -> DisplayUnit:
     """The scaled unit that shows the typical (median) magnitude of ``values`` as 1-999."""
     symbol = symbol_of(unit)
-    prefixes = _PREFIXES.get(symbol)
-    if prefixes is None:
+    if symbol not in _PREFIXES:
         return DisplayUnit(symbol)
     v = np.abs(np.asarray(values, dtype=float).ravel())
     v = v[np.isfinite(v) & (v > 0)]
     if not len(v):
         return DisplayUnit(symbol)
-    typical = float(np.median(v))
-    for name, scale in prefixes:
-        if typical >= scale * 0.9995:  # 999.6 µs shows as "1 ms", not "1e+03 µs"
-            return DisplayUnit(name, scale)
-    return DisplayUnit(*prefixes[-1])
+    return _scaled(symbol, float(np.median(v)))
 
 
 def format_value(value, unit: str | None, digits: int = 3) -> str:
@@ -68,11 +72,8 @@ def format_value(value, unit: str | None, digits: int = 3) -> str:
         return "–"
     if not math.isfinite(x):
         return "–"
-    symbol = symbol_of(unit)
-    scale = 1.0
-    for name, factor in _PREFIXES.get(symbol, ()) if x else ():  # as display_unit picks it, for one value
-        if abs(x) >= factor * 0.9995 or factor == _PREFIXES[symbol][-1][1]:
-            symbol, scale = name, factor
-            break
-    number = f"{x / scale:.{digits}g}"
+    shown = DisplayUnit(symbol_of(unit))
+    if x and shown.symbol in _PREFIXES:  # as display_unit picks it, for one value
+        shown = _scaled(shown.symbol, abs(x))
+    symbol, number = shown.symbol, f"{x / shown.scale:.{digits}g}"
     return f"{number} {symbol}" if symbol else number

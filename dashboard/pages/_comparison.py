@@ -8,6 +8,7 @@ from dash import dash_table, html
 from dash.dash_table.Format import Format, Group, Scheme
 
 from dashboard import metrics
+from dashboard.components import BETTER_CELL, WORSE_CELL, styled_datatable
 from dashboard.units import DisplayUnit
 
 COMMITS = {"a": 1, "b": 0}  # URL key -> default offset from the newest commit
@@ -17,18 +18,10 @@ DEFAULT_FACTOR = "1.1"  # asv compare's default
 
 def comparison_datatable(table_id: str, columns: list[dict]) -> dash_table.DataTable:
     """The sortable, filterable A-vs-B table, worse rows red and better rows green."""
-    return dash_table.DataTable(
-        id=table_id, columns=columns, data=[], sort_action="native", filter_action="native",
-        page_action="native", page_size=25, sort_by=[], style_table={"overflowX": "auto"},
-        style_cell={"fontFamily": "inherit", "fontSize": "13px", "padding": "4px 8px", "textAlign": "left"},
-        style_data_conditional=[
-            {"if": {"filter_query": '{change} = "worse"'}, "backgroundColor": "rgba(214,39,40,0.18)"},
-            {"if": {"filter_query": '{change} = "better"'}, "backgroundColor": "rgba(44,160,44,0.18)"},
-        ],
-        css=[{"selector": ".dash-spreadsheet-container .dash-spreadsheet-inner th",
-              "rule": "background-color: var(--panel-2); color: var(--text);"},
-             {"selector": ".dash-spreadsheet-container .dash-spreadsheet-inner td",
-              "rule": "background-color: var(--panel); color: var(--text);"}])
+    return styled_datatable(table_id, columns, [
+        {"if": {"filter_query": '{change} = "worse"'}, **WORSE_CELL},
+        {"if": {"filter_query": '{change} = "better"'}, **BETTER_CELL},
+    ], sort_by=[])
 
 
 def comparison_columns(names: list[str], shown: DisplayUnit | None = DisplayUnit("")) -> list[dict]:

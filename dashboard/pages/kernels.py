@@ -15,7 +15,8 @@ from dash.dash_table.Format import Format, Sign
 
 from dashboard import static_metrics
 from dashboard.components import (
-    commit_of, commit_options, dropdown, error_figure, graph, guarded, labelled, message, resolve_commit,
+    BETTER_CELL, WORSE_CELL, commit_of, commit_options, dropdown, error_figure, graph, guarded, labelled, message,
+    resolve_commit, styled_datatable,
 )
 from dashboard.figures import build_trend_figure
 from dashboard.model import DashboardData, ResultsStore, Run
@@ -53,10 +54,8 @@ def resources_table(run: Run, commit: str, kernel=None, dtype=None, changed_only
     """The kernel configs at ``commit`` with each metric's change since the previous commit."""
     fields = run.series[["metric", *static_metrics.ROW_KEY]]
     current = static_metrics.resources_at(run.at_commit(commit, samples=False), fields)
-    previous_commit = run.previous_commit(commit)
-    previous = static_metrics.resources_at(
-        run.at_commit(previous_commit, samples=False) if previous_commit else run.at_commit(None, samples=False),
-        fields)
+    previous_commit = run.previous_commit(commit)  # None: at_commit gives no rows
+    previous = static_metrics.resources_at(run.at_commit(previous_commit, samples=False), fields)
     table = static_metrics.with_previous(current, previous)
     if previous_commit is None:  # the first commit: nothing to compare with
         table[["changed", "new_here", "gone_here"]] = False
@@ -108,23 +107,13 @@ def summary(table: pd.DataFrame, run: Run, commit: str) -> html.P:
 
 
 def datatable() -> dash_table.DataTable:
-    up = {"backgroundColor": "rgba(214,39,40,0.18)"}
-    down = {"backgroundColor": "rgba(44,160,44,0.18)"}
     styles = []
     for m in static_metrics.METRICS:
         col = f"{m.column}_change"
-        styles += [{"if": {"filter_query": f"{{{col}}} > 0", "column_id": [col, m.column]}, **up},
-                   {"if": {"filter_query": f"{{{col}}} < 0", "column_id": [col, m.column]}, **down}]
-    styles.append({"if": {"filter_query": "{spill_bytes} > 0", "column_id": "spill_bytes"}, **up})
-    return dash_table.DataTable(
-        id="kernels-table", columns=_table_columns(), data=[], merge_duplicate_headers=True,
-        sort_action="native", filter_action="native", page_action="native", page_size=30,
-        style_table={"overflowX": "auto"}, style_data_conditional=styles,
-        style_cell={"fontFamily": "inherit", "fontSize": "13px", "padding": "4px 8px", "textAlign": "left"},
-        css=[{"selector": ".dash-spreadsheet-container .dash-spreadsheet-inner th",
-              "rule": "background-color: var(--panel-2); color: var(--text);"},
-             {"selector": ".dash-spreadsheet-container .dash-spreadsheet-inner td",
-              "rule": "background-color: var(--panel); color: var(--text);"}])
+        styles += [{"if": {"filter_query": f"{{{col}}} > 0", "column_id": [col, m.column]}, **WORSE_CELL},
+                   {"if": {"filter_query": f"{{{col}}} < 0", "column_id": [col, m.column]}, **BETTER_CELL}]
+    styles.append({"if": {"filter_query": "{spill_bytes} > 0", "column_id": "spill_bytes"}, **WORSE_CELL})
+    return styled_datatable("kernels-table", _table_columns(), styles, page_size=30, merge_duplicate_headers=True)
 
 
 def intro(data: DashboardData, run: Run) -> html.P:

@@ -53,10 +53,11 @@ def acceptances(data: DashboardData, findings) -> tuple[dict[int, object], str |
         entries = load_accepted(accepted_path(data.results_dir), data.results_dir)
     except AcceptedFileError as exc:
         return {}, str(exc)
+    # the commit order of every run a finding can come from (static compile metrics' too), once
+    orders = {key: run.commits["commit_hash"].tolist() for key, run in {**data.static_runs, **data.runs}.items()}
     out = {}
     for f in findings:
-        run = data.runs.get((f.machine, f.env_name))
-        order = run.commits["commit_hash"].tolist() if run else []
+        order = orders.get((f.machine, f.env_name), [])
         entry = f.direction == "regression" and find_acceptance(entries, f.benchmark, f.params, f.machine,
                                                                 plausible_commits(f, order))
         if entry:
