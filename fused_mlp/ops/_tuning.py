@@ -114,13 +114,6 @@ def persistent_candidates(operand_tiles: int = 1) -> list[triton.Config]:
     return [_gemm_config(*t[:5], **_persistent(t[5])) for t in PERSISTENT_TILES if operand_tiles == 1 or t[1] <= 128]
 
 
-def persistent_fp32_exclusions(operand_tiles: int = 1) -> tuple[Exclusion, ...]:
-    """Every persistent config in IEEE fp32 (see PERSISTENT_DTYPES): the tile variant runs it."""
-    return tuple(Exclusion(("sm_90",), ("fp32",), config_key(c), "persistent variant in IEEE fp32: spills or "
-                           "overflows shared memory (every candidate, measured)")
-                 for c in persistent_candidates(operand_tiles))
-
-
 # Under the interpreter: one mid-size config per variant. The persistent one splits its epilogue,
 # so the tests run the subtile path too.
 INTERPRETER_CONFIGS = {
@@ -165,6 +158,8 @@ def not_offered_because(config: triton.Config, arch: Arch, dtype: str, constexpr
     if needed > arch.shared_bytes_per_block:
         return (f"needs ~{needed // 1024} KB of shared memory; {arch.name} allows "
                 f"{arch.shared_bytes_per_block // 1024} KB per block")
+    if is_persistent(config) and dtype not in PERSISTENT_DTYPES:
+        return "persistent variant in IEEE fp32: spills or overflows shared memory (every candidate, measured)"
     key, tuned_as = config_key(config), tuning_arch(arch.capability).name
     return next((rule.why for rule in excluded if rule.applies(tuned_as, dtype, key, constexprs)), None)
 

@@ -15,7 +15,7 @@ from ._kernel_spec import KernelSpec
 from ._gemm_launch import launch, num_sms, tma_ok
 from ._matmul_common import check_activation_input, grouped_tile, m_bucket, rows_view, split_columns
 from ._tuning import (PERSISTENT_DTYPES, Exclusion, device_pruner, gemm_candidates, gemm_configs,
-                      gemm_shared_bytes, persistent_candidates, persistent_fp32_exclusions)
+                      gemm_shared_bytes, persistent_candidates)
 from .linear_act import linear_act
 
 _SHARED = gemm_shared_bytes(operand_tiles=2)
@@ -33,7 +33,6 @@ _EXCLUDED = (
     # the persistent variant (Triton 3.9): two 128x128 fp32 accumulators are all of one warpgroup's registers
     Exclusion(("sm_90",), ("bf16", "fp16"), (128, 128, 64, 4, 4, "tma", "sub2"),
               "spills with every epilogue (1.2 KB at 255 registers)"),
-    *persistent_fp32_exclusions(operand_tiles=2),
 )
 
 

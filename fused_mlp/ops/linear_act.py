@@ -11,7 +11,7 @@ from ._kernel_spec import KernelSpec
 from ._gemm_launch import launch, num_sms, tma_ok
 from ._matmul_common import check_activation_input, grouped_tile, m_bucket, rows_view, split_columns
 from ._tuning import (PERSISTENT_DTYPES, Exclusion, device_pruner, gemm_candidates, gemm_configs,
-                      gemm_shared_bytes, persistent_candidates, persistent_fp32_exclusions)
+                      gemm_shared_bytes, persistent_candidates)
 
 _SHARED = gemm_shared_bytes(operand_tiles=1)
 # Measured with python -m fused_mlp.aot --candidates under Triton 3.6.0 and 3.9.0 (erf-GELU
@@ -21,7 +21,6 @@ _EXCLUDED = (
               "spills with the erf-GELU epilogue (116-192 B), on sm_80 with every epilogue"),
     Exclusion(("sm_90",), ("fp32",), (128, 128, 64, 8, 3), "spills in IEEE fp32 (156 B; 8 KB with Triton 3.6)"),
     Exclusion(("sm_90",), ("fp32",), (64, 128, 64, 4, 4), "spills in IEEE fp32 (16 B; 8 KB with Triton 3.6)"),
-    *persistent_fp32_exclusions(),
 )
 
 
