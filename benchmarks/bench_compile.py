@@ -20,13 +20,17 @@ def _scope(aot) -> dict:
     return {"kernels": None, "dtypes": aot.DTYPES}
 
 
+def _series_name(kernel: str, variant: str, config_label: str) -> str:
+    """The kernel_config parameter: 'linear_act/tile 128x128x64 w8 s3'."""
+    return f"{kernel}/{variant} {config_label}"
+
+
 def _params():
     aot, _ = compile_check()
     if aot is None:
         return [["(none)"], ["bf16"]]
     scope = _scope(aot)
-    keys = sorted({f"{kernel}/{variant} {config}"
-                   for kernel, variant, config in aot.offered_series(ARCH, scope["kernels"])})
+    keys = sorted({_series_name(*series) for series in aot.offered_series(ARCH, scope["kernels"])})
     return [keys, list(scope["dtypes"])]
 
 
@@ -43,10 +47,11 @@ class KernelResources:
         if aot.INTERPRETER:
             return {"skip": "TRITON_INTERPRET is set: the kernels are interpreted and cannot be compiled for a GPU"}
         scope = _scope(aot)
+        # offered configs only (no candidates=True), in the costliest epilogue only
         records = aot.check(archs=(ARCH,), dtypes=scope["dtypes"], kernels=scope["kernels"],
                             activations=(aot.COSTLIEST_ACTIVATION,))
-        return {"records": {(f"{r.kernel}/{r.variant} {r.config_label}", r.dtype): r.to_dict()
-                            for r in records if r.offered and r.activation == aot.COSTLIEST_ACTIVATION}}
+        return {"records": {(_series_name(r.kernel, r.variant, r.config_label), r.dtype): r.to_dict()
+                            for r in records}}
 
     def _field(self, cache, kernel_config, dtype, field):
         if "skip" in cache:

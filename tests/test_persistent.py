@@ -7,11 +7,12 @@ import torch
 
 import fused_mlp
 from benchmarks.harness.ops import OPS
-from benchmarks.harness.references import assert_close, reference
-from benchmarks.harness.tensors import make_inputs, torch_dtype
+from benchmarks.harness.references import assert_close
+from benchmarks.harness.tensors import make_inputs
 from benchmarks.harness.workloads import DTYPES, Case
 from fused_mlp.ops._gemm_launch import force_config, tma_ok
 from fused_mlp.ops._tuning import INTERPRETER_CONFIGS, _gemm_config, _persistent
+from tests.test_ops import run_case
 
 if torch.cuda.is_available() and torch.cuda.get_device_capability()[0] < 9:
     pytest.skip("the persistent variant needs TMA (sm_90 or newer)", allow_module_level=True)
@@ -26,11 +27,9 @@ GATED_SHAPES = [(1, 40, 56), (7, 24, 72), (129, 56, 40)]
 
 
 def run_forced(case: Case, device, config="persistent", expect=("persistent",), seed=0):
-    inputs = make_inputs(case, device, seed)
     with force_config(config) as ran:
-        out = getattr(fused_mlp, case.op)(**inputs)
+        out = run_case(case, device, seed)
     assert ran == list(expect)
-    assert_close(out, reference(case, inputs), torch_dtype(case), case.key)
     return out
 
 
