@@ -116,6 +116,20 @@ def marked_commit(run: Run | None, query: Query) -> str | None:
     return chosen
 
 
+def trend_view_controls(page: str, query: Query, run: Run | None) -> list:
+    """The x axis (commit order or date), a log y axis and the commit to mark, for a trend plot."""
+    return [
+        labelled("x axis", dcc.RadioItems(id=qid(page, "x"), options=[{"label": " commit order", "value": "commit"},
+                                                                       {"label": " date", "value": "date"}],
+                                          value=query.one("x", "commit", allowed=("commit", "date")), inline=True),
+                 "13rem"),
+        labelled("y axis", dcc.Checklist(id=qid(page, "logy"), options=[{"label": " log", "value": "log"}],
+                                         value=query.many("logy", allowed=("log",)), inline=True), "6rem"),
+        labelled("Mark commit", dropdown(page, "commit", commit_options(run), marked_commit(run, query),
+                                         clearable=True, placeholder="none"), "15rem"),
+    ]
+
+
 def run_controls(page: str, data: DashboardData, query: Query, commit_keys: dict[str, int] | None = None):
     """Machine, environment and commit dropdowns. ``commit_keys``: key -> default offset from the
     newest commit (Compare: {"a": 1, "b": 0})."""

@@ -4,16 +4,29 @@ factors, the table and its columns, the summary line."""
 from __future__ import annotations
 
 import pandas as pd
-from dash import dash_table, html
+from dash import dash_table, dcc, html
 from dash.dash_table.Format import Format, Group, Scheme
 
 from dashboard import metrics
-from dashboard.components import BETTER_CELL, WORSE_CELL, styled_datatable
+from dashboard.components import BETTER_CELL, WORSE_CELL, dropdown, labelled, styled_datatable
 from dashboard.units import DisplayUnit
+from dashboard.urlstate import Query, qid
 
 COMMITS = {"a": 1, "b": 0}  # URL key -> default offset from the newest commit
 FACTORS = ("1.02", "1.05", "1.1", "1.2", "1.5")
 DEFAULT_FACTOR = "1.1"  # asv compare's default
+
+
+def comparison_controls(page: str, query: Query) -> list:
+    """Factor, "significant only" and the CSV button ({page}-csv-button, {page}-download)."""
+    return [
+        labelled("Factor", dropdown(page, "factor", [{"label": f"{f}×", "value": f} for f in FACTORS],
+                                    query.one("factor", DEFAULT_FACTOR, allowed=FACTORS), clearable=False), "8rem"),
+        labelled("Show", dcc.Checklist(id=qid(page, "sig"), options=[{"label": " significant only", "value": "only"}],
+                                       value=query.many("sig", allowed=("only",)), inline=True), "12rem"),
+        html.Div([html.Button("Download CSV", id=f"{page}-csv-button", className="button"),
+                  dcc.Download(id=f"{page}-download")], className="control"),
+    ]
 
 
 def comparison_datatable(table_id: str, columns: list[dict]) -> dash_table.DataTable:

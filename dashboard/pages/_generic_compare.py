@@ -13,7 +13,7 @@ from dashboard.components import (
 )
 from dashboard.model import DashboardData, ResultsStore
 from dashboard.pages._comparison import (
-    COMMITS, DEFAULT_FACTOR, FACTORS, comparison_columns, comparison_datatable, summary_line,
+    COMMITS, DEFAULT_FACTOR, comparison_columns, comparison_controls, comparison_datatable, summary_line,
 )
 from dashboard.units import display_unit, format_value, symbol_of
 from dashboard.urlstate import Query, qid
@@ -32,14 +32,7 @@ def layout(data: DashboardData, query: Query):
         html.Div([
             labelled("Benchmark", dropdown(ID, "benchmark", names, query.many("benchmark", allowed=names), multi=True,
                                            placeholder="all"), "34rem"),
-            labelled("Factor", dropdown(ID, "factor", [{"label": f"{f}×", "value": f} for f in FACTORS],
-                                        query.one("factor", DEFAULT_FACTOR, allowed=FACTORS), clearable=False),
-                     "8rem"),
-            labelled("Show", dcc.Checklist(id=qid(ID, "sig"), options=[{"label": " significant only",
-                                                                         "value": "only"}],
-                                           value=query.many("sig", allowed=("only",)), inline=True), "12rem"),
-            html.Div([html.Button("Download CSV", id="gcompare-csv-button", className="button"),
-                      dcc.Download(id="gcompare-download")], className="control"),
+            *comparison_controls(ID, query),
         ], className="controls"),
         html.P("Significant = differs by more than the factor AND asv's test agrees (Mann-Whitney U on the "
                "samples, p < 0.002; non-overlapping 99 % CIs where no samples). Ratio = new / old; worse and "

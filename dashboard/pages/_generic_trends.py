@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import pandas as pd
-from dash import ALL, Input, Output, State, dcc, html
+from dash import ALL, Input, Output, State, html
 
 from dashboard.components import (
-    commit_options, dropdown, error_figure, graph, guarded, labelled, marked_commit, message,
-    register_run_controls, resolve_commit, run_controls, run_of,
+    commit_options, dropdown, error_figure, graph, guarded, labelled, message, register_run_controls,
+    resolve_commit, run_controls, run_of, trend_view_controls,
 )
 from dashboard.figures import build_trend_figure
 from dashboard.metrics import better_of
@@ -85,7 +85,6 @@ def layout(data: DashboardData, query: Query):
     grid = param_grid(run, benchmark)
     chosen = default_choice(grid) if not any(PARAM_PREFIX + n in query.raw for n, _ in grid) else {
         n: query.many(PARAM_PREFIX + n, allowed=values) for n, values in grid}
-    marked_hash = marked_commit(run, query)
     return html.Div([
         html.H1("Trends"),
         html.P(["Generic asv results: ", data.what_was_loaded(), "; ", data.project.order_note(), ". Pick a "
@@ -95,14 +94,7 @@ def layout(data: DashboardData, query: Query):
                                                  clearable=False), "40rem")], className="controls"),
         html.Div(param_controls(grid, chosen), className="controls", id="series-params"),
         html.Div([
-            labelled("x axis", dcc.RadioItems(id=qid(ID, "x"), options=[{"label": " commit order", "value": "commit"},
-                                                                         {"label": " date", "value": "date"}],
-                                              value=query.one("x", "commit", allowed=("commit", "date")),
-                                              inline=True), "13rem"),
-            labelled("y axis", dcc.Checklist(id=qid(ID, "logy"), options=[{"label": " log", "value": "log"}],
-                                             value=query.many("logy", allowed=("log",)), inline=True), "6rem"),
-            labelled("Mark commit", dropdown(ID, "commit", commit_options(run), marked_hash, clearable=True,
-                                             placeholder="none"), "15rem"),
+            *trend_view_controls(ID, query, run),
         ], className="controls"),
         html.Div(id="series-lines-note", className="hint"),
         graph(ID, "figure"),

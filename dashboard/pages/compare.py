@@ -15,7 +15,7 @@ from dashboard.components import (
 from dashboard.model import DashboardData, ResultsStore
 from dashboard.pages import Page, _generic_compare
 from dashboard.pages._comparison import (
-    COMMITS, DEFAULT_FACTOR, FACTORS, comparison_columns, comparison_datatable, summary_line,
+    COMMITS, DEFAULT_FACTOR, comparison_columns, comparison_controls, comparison_datatable, summary_line,
 )
 from dashboard.units import DisplayUnit, display_unit
 from dashboard.urlstate import Query, qid
@@ -39,14 +39,7 @@ def layout(data: DashboardData, query: Query):
                                                         for m in metrics.STORED_METRICS],
                                         query.one("metric", "latency", allowed=metrics.STORED_METRICS),
                                         clearable=False)),
-            labelled("Factor", dropdown(ID, "factor", [{"label": f"{f}×", "value": f} for f in FACTORS],
-                                        query.one("factor", DEFAULT_FACTOR, allowed=FACTORS), clearable=False),
-                     "8rem"),
-            labelled("Show", dcc.Checklist(id=qid(ID, "sig"), options=[{"label": " significant only",
-                                                                         "value": "only"}],
-                                           value=query.many("sig", allowed=("only",)), inline=True), "12rem"),
-            html.Div([html.Button("Download CSV", id="compare-csv-button", className="button"),
-                      dcc.Download(id="compare-download")], className="control"),
+            *comparison_controls(ID, query),
         ], className="controls"),
         html.P("Significant = differs by more than the factor AND asv's test agrees (Mann-Whitney U on the "
                "samples, p < 0.002; non-overlapping 99 % CIs where no samples). Ratio = new / old.",

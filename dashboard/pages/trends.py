@@ -12,8 +12,9 @@ from dash import Input, Output, State, dcc, html
 
 from dashboard import metrics
 from dashboard.components import (
-    commit_options, dropdown, error_figure, facet_controls, graph, guarded, labelled, marked_commit, message,
+    commit_options, dropdown, error_figure, facet_controls, graph, guarded, labelled, message,
     register_facet_counts, register_run_controls, resolve_commit, run_controls, run_of, static_only_notice,
+    trend_view_controls,
 )
 from dashboard.figures import build_trend_figure
 from dashboard.model import DashboardData, ResultsStore, Run
@@ -50,14 +51,7 @@ def layout(data: DashboardData, query: Query):
             labelled("Metric", dropdown(ID, "metric", [{"label": m.label + (f" ({m.unit})" if m.unit else ""),
                                                          "value": m.name} for m in metrics.METRICS.values()],
                                         metric, clearable=False), "15rem"),
-            labelled("x axis", dcc.RadioItems(id=qid(ID, "x"), options=[{"label": " commit order", "value": "commit"},
-                                                                         {"label": " date", "value": "date"}],
-                                              value=query.one("x", "commit", allowed=("commit", "date")),
-                                              inline=True), "13rem"),
-            labelled("y axis", dcc.Checklist(id=qid(ID, "logy"), options=[{"label": " log", "value": "log"}],
-                                             value=query.many("logy", allowed=("log",)), inline=True), "6rem"),
-            labelled("Mark commit", dropdown(ID, "commit", commit_options(run), marked_commit(run, query),
-                                             clearable=True, placeholder="none"), "15rem"),
+            *trend_view_controls(ID, query, run),
         ], className="controls"),
         graph(ID, "figure"),
         html.Div(id="trends-commit-info", className="card"),
