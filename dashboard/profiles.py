@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dashboard.safe_read import date_problem, read_json
+from dashboard.safe_read import date_problem, inside, read_json
 
 PROFILES_DIRNAME = "profiles"
 COLUMNS = ["machine", "commit_hash", "date", "case", "impl", "device", "kernel", "launches_per_call",
@@ -132,9 +132,15 @@ def load_profiles(results_dir: str | Path) -> LoadedProfiles:
 
 
 def trace_file(results_dir: str | Path, relative: str) -> Path | None:
-    """The trace file a summary names, if it is a real file inside the profiles folder."""
-    root = profiles_dir(results_dir).resolve()
-    candidate = (root / relative).resolve()
-    if root not in candidate.parents or not candidate.is_file() or not os.access(candidate, os.R_OK):
+    """The trace file a summary names, if it is a readable regular file inside the profiles
+    folder and, once every symlink is resolved, inside the results folder too: a profiles folder
+    that is itself a symlink (git can commit one) must not lead anywhere else."""
+    folder = profiles_dir(results_dir)
+    candidate = folder / relative
+    if not (inside(candidate, results_dir) and inside(candidate, folder)) or os.path.realpath(candidate) == \
+            os.path.realpath(folder):
         return None
-    return candidate
+    real = Path(os.path.realpath(candidate))
+    if not real.is_file() or not os.access(real, os.R_OK):
+        return None
+    return real
