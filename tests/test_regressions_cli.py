@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -210,7 +211,8 @@ def test_a_crash_inside_the_gate_exits_2_never_1(tmp_path, capsys, monkeypatch):
 def test_bad_and_partial_results_are_reported_not_crashed(tmp_path, capsys):
     history = make(tmp_path, steps=())
     machine_dir = history.results_dir / history.machine
-    (machine_dir / "deadbeef-broken.json").write_text('{"commit_hash": "dead", "results": {')
+    early = history.dates_ms[0] - 1000  # dated before the judged commit: a warning, not a reason to stop
+    (machine_dir / "deadbeef-broken.json").write_text('{"commit_hash": "dead", "date": %d, "results": {' % early)
     (machine_dir / "notes.json").write_text("[1, 2, 3]")
     code, out, err = run(capsys, "--results", str(history.results_dir), "--format", "markdown")
     assert code == 0
@@ -329,3 +331,80 @@ def test_oracle_counts_steps_the_best_split_places_off():
     jobs = [(level, None, None, None, "lower", planted),
             (level, None, None, None, "lower", [{**planted[0], "index": 40, "end": 40}])]
     assert tool.oracle_misplaced(jobs) == {0.2: (1, 2)}
+
+
+# --------------------------------------------------------------------------- results the gate could not read
+
+
+def two_shards(tmp_path, regressed_step=0.4, n_commits=20):
+    """Two machines (shards) over the same commits; shard-a regresses at the newest commit."""
+    results = tmp_path / "results"
+    spec = SeriesSpec("bench.Mlp.track_latency", (16, "fused"), ("m", "impl"), run_noise=0.01,
+                      steps=((n_commits - 1, regressed_step),))
+    quiet = SeriesSpec("bench.Mlp.track_latency", (16, "fused"), ("m", "impl"), run_noise=0.01)
+    a = write_history(results, [spec], n_commits, seed=5, n_samples=15, machine="shard-a")
+    write_history(results, [quiet], n_commits, seed=5, n_samples=15, machine="shard-b", merge_benchmarks=True)
+    return a
+
+
+def newest_file(history):
+    return history.results_dir / history.machine / f"{history.commits[-1][:8]}-{history.env_name}.json"
+
+
+def base_range(history):
+    return f"{history.commits[-2][:10]}..{history.commits[-1][:10]}"
+
+
+def test_a_truncated_result_of_a_judged_commit_cannot_be_judged(tmp_path, capsys):
+    history = two_shards(tmp_path)
+    assert run(capsys, "--results", str(history.results_dir), "--base", base_range(history))[0] == 1
+    path = newest_file(history)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    code, out, err = run(capsys, "--results", str(history.results_dir), "--base", base_range(history))
+    assert code == 2, out
+    assert path.name in err and "could not be read" in err and "Gate: pass" not in out
+
+
+def test_a_machine_missing_the_head_commit_cannot_be_judged(tmp_path, capsys):
+    history = two_shards(tmp_path)
+    newest_file(history).unlink()  # the shard has not landed yet
+    code, out, err = run(capsys, "--results", str(history.results_dir), "--base", base_range(history))
+    assert code == 2 and "shard-a" in err and "no results for" in err and history.commits[-1][:12] in err
+
+
+def test_a_truncated_newest_file_without_base_cannot_be_judged(tmp_path, capsys):
+    history = make(tmp_path, steps=((39, 0.4),))
+    path = newest_file(history)
+    path.write_bytes(path.read_bytes()[:300])
+    code, out, err = run(capsys, "--results", str(history.results_dir))
+    assert code == 2 and path.name in err
+    path.write_text('{"commit_hash": "')  # nothing left that says when: it cannot be placed either
+    code, out, err = run(capsys, "--results", str(history.results_dir))
+    assert code == 2 and "cannot be placed before the judged commits" in err
+
+
+def test_an_unreadable_file_of_an_older_commit_is_only_a_warning(tmp_path, capsys):
+    history = make(tmp_path, steps=())
+    old = history.results_dir / history.machine / f"{history.commits[3][:8]}-{history.env_name}.json"
+    old.write_bytes(old.read_bytes()[:old.stat().st_size // 2])  # cut, but its stored date still says when
+    (history.results_dir / history.machine).joinpath("notes.json").write_text("[1, 2, 3]")  # not named as asv does
+    code, out, err = run(capsys, "--results", str(history.results_dir))
+    assert code == 0 and old.name in err and "notes.json" in err
+
+
+def test_results_that_change_while_the_gate_reads_them_cannot_be_judged(tmp_path, capsys, monkeypatch):
+    history = make(tmp_path, steps=((39, 0.4),))
+    from dashboard.regressions import cli
+
+    real = cli.load_results
+
+    def load_then_rewrite(*args, **kwargs):
+        loaded = real(*args, **kwargs)
+        path = newest_file(history)  # a shard lands while the gate reads
+        path.write_bytes(path.read_bytes())
+        os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+        return loaded
+
+    monkeypatch.setattr(cli, "load_results", load_then_rewrite)
+    code, out, err = run(capsys, "--results", str(history.results_dir))
+    assert code == 2 and "changed while the gate read them" in err

@@ -2,7 +2,9 @@
 history's level changes and failures by commit.
 
 Exit status: 0 pass, 1 a regression at the judged commits (see gate.py), 2 the gate could not
-judge (bad arguments, an unreadable results folder or accepted.json, an internal error).
+judge (bad arguments, an unreadable results folder or accepted.json, a result file of a judged
+commit it could not read, a run without results at the head, results that changed while read,
+an internal error).
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from typing import Sequence
 
 from dashboard.data import ResultsDirError, load_results
 from dashboard.regressions.acceptance import AcceptedFileError, accepted_path, load_accepted, unknown_commits
+from dashboard.regressions.completeness import (changed_files, folder_state, git_is_ancestor, missing_at_head,
+                                                unread_results)
 from dashboard.regressions.failures import find_status_changes
 from dashboard.regressions.findings import find_changes, resolve_commit
-from dashboard.regressions.gate import judge
+from dashboard.regressions.gate import judge, judged_runs
 from dashboard.regressions.report import render_json, render_markdown, render_text
 from dashboard.regressions.statistics import DetectorSettings
 
@@ -79,6 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    state = folder_state(args.results)
     try:
         loaded = load_results(args.results, machine=args.machine)
     except ResultsDirError as exc:
@@ -98,9 +103,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: accepted.json: no results for commit {entry.commit} ({entry.benchmark})", file=sys.stderr)
 
     base, head = _parse_base(args.base, frame)
+    whole = frame
     if head is not None:  # judge the history as it stood at head
         head_date = frame.loc[frame["commit_hash"].astype(str) == head, "date"].min()
         frame = frame[frame["date"] <= head_date]
+    _check_complete(args.results, report, whole, frame, base, head, state)
 
     settings = DetectorSettings(threshold=args.threshold)
     findings = find_changes(frame, settings, benchmarks_meta=loaded.benchmarks)
@@ -124,6 +131,29 @@ def run(args: argparse.Namespace) -> int:
         text = render_text(listed, listed_status, verdict, report, header)
     _print_report(text)
     return FAIL if verdict.failed else PASS
+
+
+def _check_complete(results, report, whole, frame, base, head, state) -> None:
+    """CannotJudge unless the gate read every result it judges (see completeness.py)."""
+    judged: dict[str, list[str]] = {}
+    base_of: dict[str, str] = {}
+    dates = frame.groupby("commit_hash", observed=True)["date"].min()
+    judged_from: dict[str, int] = {}
+    for r in judged_runs(frame, base):
+        judged.setdefault(r.machine, []).extend(r.commits)
+        base_of[r.machine] = base_of.get(r.machine) or r.base_commit
+        if r.commits:
+            first = int(dates[r.commits[0]].value // 1_000_000)  # ms, as asv stores dates
+            judged_from[r.machine] = min(judged_from.get(r.machine, first), first)
+    problems = unread_results(report.skipped, results, whole, judged, base_of, git_is_ancestor, judged_from)
+    if head is not None:
+        problems += missing_at_head(frame, base, head)
+    changed = changed_files(state, folder_state(results))
+    if changed:
+        problems.append(f"the results changed while the gate read them ({', '.join(changed[:5])}"
+                        + (", ..." if len(changed) > 5 else "") + "); run it again once they are complete")
+    if problems:
+        raise CannotJudge("the gate could not read everything it judges:\n  " + "\n  ".join(problems))
 
 
 def _print_report(text: str) -> None:
