@@ -9,35 +9,57 @@ memory-maps the segments and parses only the files whose name, size or mtime cha
     <cache_dir>/<results-key>/manifest.json     files -> (segment, first row), reasons, layouts
     <cache_dir>/<results-key>/seg-<id>/<column>.npy
 
-Nothing here writes into the results folder (unless the user puts the cache there), every write
-is a new file moved into place (a reader never sees half a manifest), and any trouble with the
-cache (unwritable, corrupt, written by another version) falls back to parsing: the cache can
+Nothing here writes into the results folder (a cache dir inside it is refused), every write is
+a new file moved into place (a reader never sees half a manifest), and any trouble with the cache
+(unwritable, corrupt, edited, written by another version) falls back to parsing: the cache can
 only make loading faster, never change what is loaded.
+
+The cache distrusts itself as the loader distrusts results: the manifest is read with the
+loader's limits (dashboard.safe_read: a regular file inside the cache folder, size and nesting
+capped), must have exactly the expected shape and carry a checksum of its own content; segment
+folders and their ``.npy`` files must be regular, inside the cache folder, of the expected dtype
+and length, and match the SHA-256 the manifest gives for each. Anything off and the whole cache
+is parsed again and rewritten, with a log line and a note saying why. A result file is known by
+its name, size, mtime, ctime and inode: rewriting it in place with the same size and mtime still
+changes its ctime.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
+import stat
 import tempfile
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 
+from dashboard import cache_manifest, safe_read
 from dashboard import data as loader
-from dashboard import safe_read
+from dashboard.cache_manifest import SEGMENT_NAME, CacheDamaged
 from dashboard.safe_read import inside
 
-FORMAT = 1
+log = logging.getLogger(__name__)
+FORMAT = 2
 # Per-row columns of a segment, as the parser produces them (stats rows become their own files).
 ROW_COLUMNS = ("value", "failed", *loader.STATS_KEYS, "sample_start", "sample_length")
 MAX_SEGMENTS = 24  # beyond this many, the small segments are merged into one
 BATCH_BYTES = 192 << 20  # JSON parsed per segment: the parser's arrays for it are what memory holds
 SKIP_DIRS = ("profiles",)  # results/profiles holds profile passes (dashboard.profiles), not asv results
+# The dtype each column is written with; a column read back in another is not this cache's.
+COLUMN_DTYPES = {"value": np.float64, "failed": np.bool_, **{k: np.float64 for k in loader.STATS_KEYS},
+                 "sample_start": np.int64, "sample_length": np.int64, "samples": np.float64}
+
+
+def cache_inside_results(results_dir: str | Path, cache_dir: str | Path) -> bool:
+    """Whether a cache dir lies inside the results folder (or is it): its files would then be
+    read as results, and every write would look like a change of the results."""
+    return inside(Path(cache_dir), Path(results_dir))
 
 
 def default_cache_dir() -> Path:
@@ -50,7 +72,7 @@ def parser_fingerprint() -> str:
     """Changes when the parser's code does (data.py, safe_read.py, this module): a cache written
     by another version is not trusted."""
     digest = hashlib.sha256(f"format {FORMAT}".encode())
-    for path in (Path(loader.__file__), Path(safe_read.__file__), Path(__file__)):
+    for path in (Path(loader.__file__), Path(safe_read.__file__), Path(cache_manifest.__file__), Path(__file__)):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -66,6 +88,7 @@ class Segment:
 
     name: str
     arrays: dict[str, np.ndarray]
+    digests: dict[str, str] = field(default_factory=dict)  # column -> SHA-256 of its .npy file, once written
 
     @property
     def rows(self) -> int:
@@ -81,6 +104,8 @@ class FileEntry:
     machine: str
     size: int
     mtime_ns: int
+    ctime_ns: int = 0
+    inode: int = 0
     reason: str | None = None  # why the file cannot be used (then nothing else is set)
     env_name: str = ""
     commit_hash: str = ""
@@ -93,7 +118,7 @@ class FileEntry:
 
     @property
     def key(self) -> tuple:
-        return (self.path, self.size, self.mtime_ns)
+        return (self.path, self.size, self.mtime_ns, self.ctime_ns, self.inode)
 
 
 @dataclass
@@ -114,8 +139,8 @@ class ParsedResults:
 # --------------------------------------------------------------------------- the results folder
 
 
-def list_result_files(root: Path) -> tuple[list[tuple[str, str, int, int]], dict, list[loader.SkippedFile]]:
-    """(relative path, machine, size, mtime_ns) of every result file, machine.json contents, and
+def list_result_files(root: Path) -> tuple[list[tuple[str, str, int, int, int, int]], dict, list[loader.SkippedFile]]:
+    """(relative path, machine, size, mtime_ns, ctime_ns, inode) of every result file, machine.json contents, and
     what cannot be read at all. Layout and limits as load_results reads them: a machine folder
     that leads out of the results folder is skipped here, and every file is read by the loader's
     safe reader (dashboard.safe_read), which refuses FIFOs, devices and symlinks out of it."""
@@ -145,7 +170,7 @@ def list_result_files(root: Path) -> tuple[list[tuple[str, str, int, int]], dict
             except OSError as exc:
                 skipped.append(loader.SkippedFile(str(path), f"cannot stat ({exc.strerror or exc})"))
                 continue
-            files.append((f"{machine}/{name}", machine, st.st_size, st.st_mtime_ns))
+            files.append((f"{machine}/{name}", machine, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
     return files, machines, skipped
 
 
@@ -231,11 +256,55 @@ def _batches(entries: list[FileEntry]):
         yield batch
 
 
-def _open_segment(folder: Path, name: str) -> Segment:
-    arrays = {c: np.load(folder / f"{c}.npy", mmap_mode="r") for c in (*ROW_COLUMNS, "samples")}
+def _open_segment(folder: Path, name: str, digests: dict[str, str], root: Path) -> Segment:
+    """Memory-map a segment's columns, after checking that each is a regular file inside
+    ``root`` (the cache folder) whose SHA-256 is ``digests[column]`` and whose dtype and shape
+    are the ones written; CacheDamaged otherwise."""
+    if not SEGMENT_NAME.match(name) or os.path.islink(folder) or not inside(folder, root) or not folder.is_dir():
+        raise CacheDamaged(f"segment {name!r} is not a folder of this cache")
+    arrays = {}
+    for column, dtype in COLUMN_DTYPES.items():
+        path = folder / f"{column}.npy"
+        try:
+            info = os.lstat(path)
+        except OSError as exc:
+            raise CacheDamaged(f"segment {name}: {column}.npy cannot be read ({exc.strerror or exc})") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise CacheDamaged(f"segment {name}: {column}.npy is not a regular file")
+        if _file_digest(path) != digests.get(column):
+            raise CacheDamaged(f"segment {name}: {column}.npy does not match its checksum")
+        try:
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise CacheDamaged(f"segment {name}: {column}.npy is not a readable array ({exc})") from None
+        if array.dtype != dtype or array.ndim != 1:
+            raise CacheDamaged(f"segment {name}: {column}.npy holds {array.dtype} x {array.ndim}-D, expected "
+                               f"{np.dtype(dtype)} x 1-D")
+        arrays[column] = array
     if len({len(arrays[c]) for c in ROW_COLUMNS}) != 1:
-        raise ValueError(f"segment {name}: its columns have different lengths")
-    return Segment(name, arrays)
+        raise CacheDamaged(f"segment {name}: its columns have different lengths")
+    return Segment(name, arrays, dict(digests))
+
+
+def _check_rows(entry: FileEntry, segment: Segment) -> None:
+    """A file's samples must lie inside its segment's samples (the rows were checked against the
+    segment's length by the manifest's checks)."""
+    rows = slice(entry.row_start, entry.row_start + entry.n_rows)
+    lengths = np.asarray(segment.arrays["sample_length"][rows])
+    starts = np.asarray(segment.arrays["sample_start"][rows])
+    present = lengths > 0
+    if np.any(lengths < -1) or np.any(starts[present] < 0) or np.any(
+            starts[present] + lengths[present] > len(segment.arrays["samples"])):
+        raise CacheDamaged(f"file entry {entry.path!r}: its samples lie outside its segment")
+
+
+_FILE_FIELDS = {f.name: {"str": str, "int": int, "str | None": (str, type(None)),
+                         "list[int]": list, "list[list[str]]": list}[f.type] for f in fields(FileEntry)}
+
+
+def _file_digest(path: Path) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _merge(result: ParsedResults, merge: set[int]) -> None:
@@ -271,15 +340,20 @@ def _layout_key(name: str, params) -> str:
 
 class ResultsCache:
     """Load a results folder through the cache at ``cache_dir`` (None: parse everything, keep
-    nothing on disk)."""
+    nothing on disk). A cache dir inside the results folder is not used (see load)."""
 
     def __init__(self, results_dir: str | Path, cache_dir: str | Path | None = None, jobs: int | None = None):
         self.root = Path(results_dir)
         self.jobs = jobs
         self.dir = None
+        self.refused = ""
         if cache_dir is not None:
-            key = hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()[:16]
-            self.dir = Path(cache_dir) / f"results-{key}"
+            if cache_inside_results(self.root, cache_dir):
+                self.refused = (f"cache dir {str(cache_dir)!r} is inside the results folder, where its files would "
+                                f"be read as results; not used")
+            else:
+                key = hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()[:16]
+                self.dir = Path(cache_dir) / f"results-{key}"
 
     def load(self) -> ParsedResults:
         """Every result file, parsed now or read from the cache. Raises loader.ResultsDirError
@@ -290,13 +364,14 @@ class ResultsCache:
             raise loader.ResultsDirError(f"results path {str(self.root)!r} is not a directory")
         listed, machines, skipped = list_result_files(self.root)
         benchmarks, bench_skipped = read_benchmarks(self.root)
-        note = ""
+        note = self.refused
         cached = None
         if self.dir is not None:
             try:
                 cached = self._read_manifest()
-            except (OSError, ValueError, KeyError, TypeError) as exc:
-                note = f"cache unreadable ({type(exc).__name__}: {exc}); parsed again"
+            except CacheDamaged as exc:
+                note = f"cache not used ({exc}); rebuilt"
+                log.warning("the cache in %s is not used (%s); parsing every result file again", self.dir, exc)
         result = self._load(listed, cached)
         result.benchmarks, result.machines = benchmarks, machines
         result.skipped = bench_skipped + skipped
@@ -311,19 +386,29 @@ class ResultsCache:
     # -- reading
 
     def _read_manifest(self) -> dict | None:
+        """The cache's content (None: there is none, or another version's); CacheDamaged when
+        anything in it is not what this module wrote."""
         path = self.dir / "manifest.json"
-        if not path.exists():
+        if not (path.exists() or path.is_symlink()):
             return None
-        doc = json.loads(path.read_text(encoding="utf-8"))
-        if doc.get("format") != FORMAT or doc.get("parser") != parser_fingerprint():
-            return None  # another version's cache: parse again (and replace it)
+        doc, reason = safe_read.read_json(path, self.dir)  # regular, inside, capped: never blocks or exhausts
+        if reason is not None:
+            raise CacheDamaged(f"manifest: {reason}")
+        if isinstance(doc, dict) and (doc.get("format") != FORMAT or doc.get("parser") != parser_fingerprint()):
+            raise CacheDamaged("written by another version of the dashboard")  # parsed again and replaced
+        cache_manifest.check_manifest(doc, _FILE_FIELDS, tuple(COLUMN_DTYPES))
         segments = []
         for seg in doc["segments"]:
-            segment = _open_segment(self.dir / seg["name"], seg["name"])
+            segment = _open_segment(self.dir / seg["name"], seg["name"], seg["sha256"], self.dir)
             if segment.rows != seg["rows"] or len(segment.arrays["samples"]) != seg["samples"]:
-                raise ValueError(f"segment {seg['name']} does not match the manifest")
+                raise CacheDamaged(f"segment {seg['name']} does not match the manifest")
             segments.append(segment)
-        files = {(f["path"], f["size"], f["mtime_ns"]): FileEntry(**f) for f in doc["files"]}
+        files = {}
+        for f in doc["files"]:
+            entry = FileEntry(**f)
+            if entry.reason is None:
+                _check_rows(entry, segments[entry.segment])
+            files[entry.key] = entry
         return {"segments": segments, "files": files, "layouts": [tuple(x) for x in doc["layouts"]]}
 
     def _load(self, listed, cached: dict | None) -> ParsedResults:
@@ -331,10 +416,10 @@ class ResultsCache:
         known = cached["files"] if cached else {}
         layouts: dict[str, int] = {_layout_key(n, p): i for i, (n, p) in enumerate(cached["layouts"])} if cached else {}
         entries, todo = [], []
-        for path, machine, size, mtime_ns in listed:
-            entry = known.get((path, size, mtime_ns))
+        for path, machine, size, mtime_ns, ctime_ns, inode in listed:
+            entry = known.get((path, size, mtime_ns, ctime_ns, inode))
             if entry is None or entry.machine != machine:
-                entry = FileEntry(path, machine, size, mtime_ns)
+                entry = FileEntry(path, machine, size, mtime_ns, ctime_ns, inode)
                 todo.append(entry)
             entries.append(entry)
         note = ""
@@ -346,8 +431,8 @@ class ResultsCache:
             if self.dir is not None and not note:
                 try:  # on disk now and mapped back: memory stays at one batch, not the whole history
                     self.dir.mkdir(parents=True, exist_ok=True)
-                    self._write_segment(segment)
-                    segment = _open_segment(self.dir / segment.name, segment.name)
+                    digests = self._write_segment(segment)
+                    segment = _open_segment(self.dir / segment.name, segment.name, digests, self.dir)
                 except OSError as exc:
                     note = f"could not write the cache in {self.dir} ({exc.strerror or exc})"
             segments.append(segment)
@@ -367,8 +452,8 @@ class ResultsCache:
         self._compact(result)
         used = {e.segment for e in result.files if e.reason is None}
         for i, seg in enumerate(result.segments):
-            if i in used and not (self.dir / seg.name).exists():
-                self._write_segment(seg)
+            if i in used and not seg.digests:
+                seg.digests = self._write_segment(seg)
         live = [i for i in range(len(result.segments)) if i in used]
         renumber = {old: new for new, old in enumerate(live)}
         result.segments = [result.segments[i] for i in live]
@@ -378,24 +463,37 @@ class ResultsCache:
         manifest = {
             "format": FORMAT, "parser": parser_fingerprint(), "results_dir": str(self.root.resolve()),
             "layouts": [list(x) for x in result.layouts],
-            "segments": [{"name": s.name, "rows": s.rows, "samples": len(s.arrays["samples"])}
+            "segments": [{"name": s.name, "rows": s.rows, "samples": len(s.arrays["samples"]), "sha256": s.digests}
                          for s in result.segments],
             "files": [e.__dict__ for e in result.files],
         }
+        manifest[cache_manifest.CHECKSUM_KEY] = cache_manifest.checksum(manifest)
         self._replace(self.dir / "manifest.json", json.dumps(manifest).encode())
         keep = {s.name for s in result.segments}
         for old in self.dir.glob("seg-*"):  # a reader that has one mapped keeps it until it lets go
             if old.name not in keep:
-                shutil.rmtree(old, ignore_errors=True)
+                if old.is_dir() and not old.is_symlink():
+                    shutil.rmtree(old, ignore_errors=True)
+                else:  # a link or file where a segment was: not ours to follow
+                    old.unlink(missing_ok=True)
 
-    def _write_segment(self, seg: Segment) -> None:
+    def _write_segment(self, seg: Segment) -> dict[str, str]:
+        """Write a segment's columns; their SHA-256 digests, for the manifest."""
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.dir))
+        digests = {}
         try:
-            for column in (*ROW_COLUMNS, "samples"):
-                np.save(tmp / f"{column}.npy", np.ascontiguousarray(seg.arrays[column]), allow_pickle=False)
-            os.replace(tmp, self.dir / seg.name)
+            for column, dtype in COLUMN_DTYPES.items():
+                np.save(tmp / f"{column}.npy", np.ascontiguousarray(seg.arrays[column], dtype=dtype),
+                        allow_pickle=False)
+                digests[column] = _file_digest(tmp / f"{column}.npy")
+            target = self.dir / seg.name
+            if target.is_symlink() or (target.exists() and not target.is_dir()):
+                target.unlink()
+            os.replace(tmp, target)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+        seg.digests = digests
+        return digests
 
     @staticmethod
     def _compact(result: ParsedResults) -> None:

@@ -246,20 +246,22 @@ class DashboardData:
 
 
 def results_signature(results_dir: Path) -> tuple:
-    """Names, sizes and mtimes of the files asv writes: changes when results change."""
+    """Names, sizes, mtimes and ctimes of the files asv writes: changes when results change (the
+    ctime too when a file is rewritten with its old size and mtime)."""
     entries = []
     try:
         with os.scandir(results_dir) as top:
             for entry in top:
                 if entry.is_file() and entry.name.endswith(".json"):
                     st = entry.stat()
-                    entries.append((entry.name, st.st_size, st.st_mtime_ns))
+                    entries.append((entry.name, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
                 elif entry.is_dir() and not entry.name.startswith("."):
                     with os.scandir(entry.path) as sub:
                         for f in sub:
                             if f.name.endswith(".json"):
                                 st = f.stat()
-                                entries.append((f"{entry.name}/{f.name}", st.st_size, st.st_mtime_ns))
+                                entries.append((f"{entry.name}/{f.name}", st.st_size, st.st_mtime_ns,
+                                                st.st_ctime_ns))
     except OSError:
         return ("missing",)
     return tuple(sorted(entries))

@@ -101,7 +101,7 @@ def test_a_damaged_or_foreign_cache_is_parsed_again(results, tmp_path, monkeypat
     segment = next(folder.glob("seg-*"))
     (segment / "value.npy").write_bytes(b"\x93NUMPY garbage")
     data = build_data(results, cache_dir=cache)
-    assert data.files_parsed > 0 and "cache unreadable" in data.cache_note
+    assert data.files_parsed > 0 and "cache not used" in data.cache_note and "rebuilt" in data.cache_note
     same(rows(data), rows(build_data(results)))
     assert build_data(results, cache_dir=cache).files_parsed == 0  # rewritten and good again
     (folder / "manifest.json").write_text("{not json")
@@ -134,3 +134,136 @@ def test_fifos_and_symlinks_out_of_the_results_are_skipped_not_read(results, tmp
         assert "alias-other.json" not in reasons  # a link inside the results folder is read
     loader = {os.path.basename(s.path): s.reason for s in load_results(results).load_report.skipped}
     assert {k: reasons[k] for k in loader} == loader  # the gate's loader says the same
+
+
+# --------------------------------------------------------------------------- a cache that distrusts itself
+
+
+def _folder(cache):
+    return cache / next(os.scandir(cache)).name
+
+
+def _load_within(seconds, *args, **kwargs):
+    """build_data in a thread: a cache file that blocks the reader must fail the test, not hang it."""
+    import threading
+
+    out = {}
+    thread = threading.Thread(target=lambda: out.setdefault("data", build_data(*args, **kwargs)), daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"loading took more than {seconds} s"
+    return out["data"]
+
+
+def _rebuilt(results, cache, plain):
+    """The damaged cache is noticed (a note), everything parsed again, and the next start is clean."""
+    data = _load_within(60, results, cache_dir=cache)
+    assert data.files_parsed > 0 and "cache" in data.cache_note and "rebuilt" in data.cache_note, data.cache_note
+    same(rows(data), plain)
+    again = build_data(results, cache_dir=cache)
+    assert again.files_parsed == 0 and not again.cache_note
+    same(rows(again), plain)
+
+
+@pytest.fixture
+def cached(results, tmp_path):
+    cache = tmp_path / "cache"
+    build_data(results, cache_dir=cache)
+    return results, cache, rows(build_data(results))
+
+
+@pytest.mark.parametrize("content", ["[]", "null", "[" * 100_000 + "]" * 100_000, '{"format": 1}', "\xff\xfe",
+                                     '{"format": 1, "parser": 3, "segments": "x"}'])
+def test_a_manifest_of_any_shape_is_rebuilt(cached, content):
+    results, cache, plain = cached
+    (_folder(cache) / "manifest.json").write_bytes(content.encode("utf-8", "surrogateescape")
+                                                   if content != "\xff\xfe" else b"\xff\xfe")
+    _rebuilt(results, cache, plain)
+
+
+def _edit_manifest(cache, edit):
+    path = _folder(cache) / "manifest.json"
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: d["files"][0].update(segment=99),
+    lambda d: d["files"][0].update(row_start=10**9),
+    lambda d: d["files"][0].update(n_rows=-5),
+    lambda d: d["files"][1].update(row_start=d["files"][1]["row_start"] + 1),  # plausible, and wrong
+    lambda d: d["files"][0].update(layouts=[10**6]),
+    lambda d: d["files"][0].update(commit_hash=["not", "a", "hash"]),
+    lambda d: d["segments"][0].update(name="../../outside"),
+    lambda d: d["segments"][0].update(name="/etc"),
+    lambda d: d.update(files=[{**d["files"][0], "unexpected": 1}]),
+], ids=["segment", "row-start", "negative-rows", "shifted-rows", "layout", "hash-type", "dotdot", "absolute",
+        "extra-key"])
+def test_edited_manifest_entries_are_noticed_and_rebuilt(cached, edit):
+    results, cache, plain = cached
+    _edit_manifest(cache, edit)
+    _rebuilt(results, cache, plain)
+
+
+def test_damaged_segments_are_noticed_and_rebuilt(cached):
+    results, cache, plain = cached
+    segment = next(_folder(cache).glob("seg-*"))
+    value, ci = segment / "value.npy", segment / "ci_99_a.npy"
+    tmp = segment / "tmp"
+    value.rename(tmp), ci.rename(value), tmp.rename(ci)  # swapped columns: same dtype and length
+    _rebuilt(results, cache, plain)
+    segment = next(_folder(cache).glob("seg-*"))
+    np.save(segment / "value.npy", np.load(segment / "value.npy").astype(np.float32))  # retyped
+    _rebuilt(results, cache, plain)
+    segment = next(_folder(cache).glob("seg-*"))
+    data = bytearray((segment / "samples.npy").read_bytes())
+    data[-8:] = np.float64(1e9).tobytes()  # one value edited in place
+    (segment / "samples.npy").write_bytes(bytes(data))
+    _rebuilt(results, cache, plain)
+    segment = next(_folder(cache).glob("seg-*"))
+    (segment / "repeat.npy").write_bytes(b"\x93NUMPY\x01\x00\xff\xff{'descr': '<f8', 'fortran_order'")  # header
+    _rebuilt(results, cache, plain)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_cache_files_that_would_block_exhaust_or_lead_out_are_not_read(cached, tmp_path):
+    results, cache, plain = cached
+    manifest = _folder(cache) / "manifest.json"
+    manifest.unlink()
+    os.mkfifo(manifest)  # opening it for reading would wait for a writer forever
+    _rebuilt(results, cache, plain)
+    manifest.unlink()
+    os.symlink("/dev/zero", manifest)  # reading it never ends
+    _rebuilt(results, cache, plain)
+    segment = next(_folder(cache).glob("seg-*"))
+    moved = tmp_path / "moved-segment"
+    shutil.move(str(segment), moved)
+    os.symlink(moved, segment)  # a segment folder that leads out of the cache
+    _rebuilt(results, cache, plain)
+    segment = next(_folder(cache).glob("seg-*"))
+    (segment / "value.npy").unlink()
+    os.mkfifo(segment / "value.npy")
+    _rebuilt(results, cache, plain)
+
+
+def test_a_result_file_rewritten_with_the_same_size_and_mtime_is_parsed_again(results, tmp_path):
+    cache = tmp_path / "cache"
+    signature = build_data(results, cache_dir=cache).signature
+    path = sorted((results / MAIN_MACHINE).glob(f"*-{MAIN_ENV}.json"))[-1]
+    st = path.stat()
+    text = path.read_text()
+    doc = json.loads(text)
+    name = next(n for n in doc["results"] if n.endswith("track_latency"))
+    column = doc["result_columns"].index("result")
+    old = json.dumps(doc["results"][name][column][0])
+    assert isinstance(doc["results"][name][column][0], float)
+    new = json.dumps(float(old) * 3)[:len(old)].ljust(len(old), "0")  # same length: same file size
+    assert len(new) == len(old) and new != old
+    path.write_text(text.replace(old, new, 1))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    assert results_signature(results) != signature  # a running dashboard reloads
+    data = build_data(results, cache_dir=cache)
+    assert data.files_parsed == 1
+    same(rows(data), rows(build_data(results)))
