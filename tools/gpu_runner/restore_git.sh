@@ -21,5 +21,7 @@ if [ ! -e .git ] && [ -f .carry/repo.bundle ]; then
     _say "could not restore .git from .carry/repo.bundle"
   fi
 fi
+# The copy may have lost executable bits: a mode change is not a code change.
+[ -e .git ] && git config core.fileMode false
 git rev-parse --verify -q HEAD >/dev/null \
   || { _say "no git history here: run tools/gpu_runner/prepare_carry.sh and carry .carry"; false; }
