@@ -18,6 +18,8 @@ its GPU, driver, CUDA, torch and triton first. Results: results/<machine>/<commi
 after A, not every commit merged in along the way. The machine name is a folder under results/:
 letters, digits, '.', '_' and '-' only. results/benchmarks.json keeps the benchmarks this run did
 not list (another grid's, older ones'), so `asv publish` still shows the committed history.
+Without -b it runs every timing but not bench_compile's static metrics, which need no GPU and are
+recorded on a machine of their own (README, "The compile check").
 
 Exit status: 0 when asv ran for every commit (a benchmark that failed is recorded as a failure,
 and said here), 1 when asv itself failed for some commit, 2 for bad arguments (a bad machine
@@ -39,6 +41,8 @@ from .checkout import uncommitted_code_changes
 from .harness.grids import GRID_ENV, GRIDS
 
 REPO = Path(__file__).resolve().parents[1]
+# Static compile metrics (bench_compile) need no GPU: a runner's time goes to the timings only.
+TIMINGS_ONLY = r"^(?!bench_compile\.)"
 ASV_SOME_BENCHMARKS_FAILED = 2  # asv run's exit status when it ran and some benchmark failed
 # A machine name becomes results/<machine>/: one plain path component, nothing that climbs out.
 MACHINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -140,7 +144,9 @@ def main(argv=None) -> int:
     parser.add_argument("--commits", help="'A..B' (a range) or 'A B C' (commits); default: HEAD, which must be clean")
     parser.add_argument("--python", default=sys.executable, help="the Python with torch, triton and asv")
     parser.add_argument("--config", type=Path, default=REPO / "asv.conf.json")
-    parser.add_argument("--bench", "-b", help="only benchmarks matching this regex (asv run -b)")
+    parser.add_argument("--bench", "-b", default=TIMINGS_ONLY,
+                        help="only benchmarks matching this regex (asv run -b); default: every timing, "
+                             "not the static compile metrics (-b KernelResources records those)")
     args = parser.parse_args(argv)
 
     problem = check_machine_name(args.machine) or check_python(args.python)
@@ -162,7 +168,7 @@ def main(argv=None) -> int:
         print(f"could not register machine {args.machine!r} with asv (is asv installed for {args.python}?)",
               file=sys.stderr)
         return 1
-    extra = ["-b", args.bench] if args.bench else []
+    extra = ["-b", args.bench]
     benchmarks_json = results_dir(args.config) / "benchmarks.json"
     listed_before = read_benchmarks_json(benchmarks_json)
 

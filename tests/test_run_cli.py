@@ -80,7 +80,10 @@ def test_benchmarks_json_keeps_what_the_run_did_not_list(tmp_path, monkeypatch):
               "version": 2}
     (results / "benchmarks.json").write_text(json.dumps(before))
 
+    asked = []
+
     def fake_asv(python, conf, machine, commit, library_path, extra):  # asv rewrites it with its own grid
+        asked.append(extra)
         (results / "benchmarks.json").write_text(json.dumps(
             {"bench_ops.LinearAct.track_latency": {"params": [["tiny case"], ["fused"]], "version": "1"},
              "bench_ops.NarrowMLP.track_latency": {"params": [["n"], ["fused"]], "version": "1"}, "version": 2}))
@@ -95,3 +98,13 @@ def test_benchmarks_json_keeps_what_the_run_did_not_list(tmp_path, monkeypatch):
     assert after["bench_compile.KernelResources.track_registers"] == before["bench_compile.KernelResources.track_registers"]
     assert after["bench_ops.LinearAct.track_latency"]["params"] == [["tiny case"], ["fused"]]  # this run's entry
     assert "bench_ops.NarrowMLP.track_latency" in after and after["version"] == 2
+    assert asked == [["-b", run.TIMINGS_ONLY]]  # no static compile metrics on a runner's time by default
+
+
+def test_the_default_selection_is_every_timing_but_not_compile_metrics():
+    import re
+
+    pick = re.compile(run.TIMINGS_ONLY)
+    assert pick.search("bench_ops.LinearAct.track_latency") and pick.search("bench_device.CopyCeiling.track_copy_seconds")
+    assert pick.search("bench_training.Training.track_latency")
+    assert not pick.search("bench_compile.KernelResources.track_registers")
