@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by tools/gpu_runner/session.sh. The device gets this working tree without .git, and perhaps
 # has no git: restore both from .carry/ (made here by tools/gpu_runner/prepare_carry.sh), as asv
 # (--set-commit-hash) and benchmarks.run (worktrees) name and check out commits.

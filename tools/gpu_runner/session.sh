@@ -18,8 +18,9 @@
 #
 # Exit status: gpu_check's (0 correct, 1 a wrong fused result), 3 when it did not finish, 2 for
 # bad arguments. $OUT/stages.tsv: stage, status, seconds, limit.
+# shellcheck disable=SC2317  # the stage functions run through `stage`, as commands of their own
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-/tmp/gpu_session_out}
 machine="" grid="default" commits="" small="" budget=540 stages="quick,check,native,rest,profile"
 while [ $# -gt 0 ]; do
@@ -34,14 +35,16 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$machine" ] || { echo "--machine NAME is required" >&2; exit 2; }
-[[ "$budget" =~ ^[0-9]+$ ]] && [ "$budget" -ge 60 ] || { echo "--budget: whole seconds, at least 60" >&2; exit 2; }
+if ! [[ "$budget" =~ ^[0-9]+$ ]] || [ "$budget" -lt 30 ]; then
+  echo "--budget: whole seconds, at least 30" >&2; exit 2
+fi
 for s in ${stages//,/ }; do
   case "$s" in quick|check|native|rest|profile) ;; *) echo "--stages: unknown stage $s" >&2; exit 2 ;; esac
 done
 mkdir -p "$OUT" || { echo "cannot make OUT=$OUT" >&2; exit 2; }
 export PYTHONUNBUFFERED=1
 start=$SECONDS
-RESERVE=15  # seconds kept for packing
+RESERVE=${SESSION_RESERVE_S:-15}  # seconds kept for packing
 log() { echo "== $(date +%T) +$((SECONDS - start))s $*" | tee -a "$OUT/session.log"; }
 printf 'stage\tstatus\tseconds\tlimit_s\n' > "$OUT/stages.tsv"
 check_rc=3
@@ -54,9 +57,12 @@ pack() {
 trap pack EXIT
 
 left() { echo $((budget - (SECONDS - start) - RESERVE)); }
-# stage NAME CAP_SECONDS MIN_SECONDS COMMAND...: runs COMMAND under min(CAP, time left), or skips it
+# stage NAME CAP_SECONDS MIN_SECONDS COMMAND...: runs COMMAND under min(CAP, time left), or skips
+# it when less than MIN is left (STAGE_CAP_<name> / STAGE_MIN_<name> override, for the tests)
 stage() {
   local name=$1 cap=$2 min=$3; shift 3
+  local cap_var="STAGE_CAP_$name" min_var="STAGE_MIN_$name"
+  cap=${!cap_var:-$cap} min=${!min_var:-$min}
   case ",$stages," in *",$name,"*) ;; *) return 0 ;; esac
   local limit; limit=$(left)
   [ "$limit" -gt "$cap" ] && limit=$cap
@@ -96,7 +102,7 @@ asv_by_class() {  # GRID [--commits C]
   return "$rc"
 }
 
-gpu_check() { python3 -m benchmarks.gpu_check --out "$OUT" $small > "$OUT/gpu_check.log" 2>&1; }
+gpu_check() { python3 -m benchmarks.gpu_check --out "$OUT" ${small:+"$small"} > "$OUT/gpu_check.log" 2>&1; }
 native() { python3 -m pytest -q -x -p no:cacheprovider tests/test_persistent.py > "$OUT/native_tests.log" 2>&1; }
 quick_grid=$([ -n "$small" ] && echo tiny || echo quick)
 profile() {
