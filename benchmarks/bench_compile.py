@@ -2,55 +2,45 @@
 spill bytes, shared memory and SASS instructions — from the library's compile check
 (`python -m fused_mlp.aot`). No GPU is needed and nothing is timed: the values change only when
 a kernel or its configs do, so the history shows such a change at the commit that made it.
-Lower is better for each, as for every metric asv stores.
+Lower is better for each, as for every metric asv stores. They are recorded on a machine of
+their own (compile-sm_90-triton-<version>), never on a GPU runner's time (benchmarks.run leaves
+this module out unless asked with -b).
 
-Commits whose library has no compile check (no fused_mlp.aot) are skipped with that reason.
+The params are the suite's fixed list (harness.kernel_configs), not the library's: a config a
+commit does not offer is skipped with that reason, a commit without a compile check
+(no fused_mlp.aot) skips everything, and a commit whose library does not import records every
+value as a failure (setup_cache raises). Nothing here imports fused_mlp at import time.
+
+    python -m benchmarks.bench_compile --missing    # configs HEAD's library offers that the list lacks
 """
 
+import sys
+
 from .common import grid_name, skip
+from .harness.kernel_configs import ARCH, KERNEL_CONFIGS, params, series_name
 from .harness.library import compile_check
-
-ARCH = "sm_90"
-
-
-def _scope(aot) -> dict:
-    """What to compile: everything; the CPU pipeline check (tiny grid) one kernel in bf16."""
-    if grid_name() == "tiny":
-        return {"kernels": ("linear_act",), "dtypes": ("bf16",)}
-    return {"kernels": None, "dtypes": aot.DTYPES}
-
-
-def _series_name(kernel: str, variant: str, config_label: str) -> str:
-    """The kernel_config parameter: 'linear_act/tile 128x128x64 w8 s3'."""
-    return f"{kernel}/{variant} {config_label}"
-
-
-def _params():
-    aot, _ = compile_check()
-    if aot is None:
-        return [["(none)"], ["bf16"]]
-    scope = _scope(aot)
-    keys = sorted({_series_name(*series) for series in aot.offered_series(ARCH, scope["kernels"])})
-    return [keys, list(scope["dtypes"])]
 
 
 class KernelResources:
-    params = _params()
+    params = params(grid_name())
     param_names = ["kernel_config", "dtype"]
     timeout = 1800  # setup_cache compiles every config once (minutes on 2 cores, cached on disk after)
     version = "1"
 
     def setup_cache(self):
-        aot, reason = compile_check()
+        aot, reason = compile_check()  # a library that does not import raises: every value a failure
         if aot is None:
             return {"skip": reason}
         if aot.INTERPRETER:
             return {"skip": "TRITON_INTERPRET is set: the kernels are interpreted and cannot be compiled for a GPU"}
-        scope = _scope(aot)
+        configs, dtypes = self.params
+        kernels = tuple(sorted({name.split("/", 1)[0] for name in configs}))
+        known = {spec_name for spec_name, _, _ in aot.offered_series(ARCH)}
         # offered configs only (no candidates=True), in the costliest epilogue only
-        records = aot.check(archs=(ARCH,), dtypes=scope["dtypes"], kernels=scope["kernels"],
+        records = aot.check(archs=(ARCH,), dtypes=tuple(d for d in dtypes if d in aot.DTYPES),
+                            kernels=tuple(k for k in kernels if k in known),
                             activations=(aot.COSTLIEST_ACTIVATION,))
-        return {"records": {(_series_name(r.kernel, r.variant, r.config_label), r.dtype): r.to_dict()
+        return {"records": {(series_name(r.kernel, r.variant, r.config_label), r.dtype): r.to_dict()
                             for r in records}}
 
     def _field(self, cache, kernel_config, dtype, field):
@@ -58,7 +48,7 @@ class KernelResources:
             skip(cache["skip"])
         record = cache["records"].get((kernel_config, dtype))
         if record is None:
-            skip(f"{kernel_config} is not offered for {dtype} on {ARCH}")
+            skip(f"{kernel_config} is not offered for {dtype} on {ARCH} by the library at this commit")
         if record[field] is None:
             raise RuntimeError(f"{kernel_config} {dtype} did not compile for {ARCH}: {record['problem']}")
         return record[field]
@@ -82,3 +72,20 @@ class KernelResources:
         return self._field(cache, kernel_config, dtype, "sass_instructions")
 
     track_sass_instructions.unit = "instructions"
+
+
+def missing_configs() -> list[str]:
+    """Configs HEAD's library offers on ARCH that harness.kernel_configs does not list."""
+    aot, reason = compile_check()
+    if aot is None:
+        raise RuntimeError(reason)
+    return sorted({series_name(*s) for s in aot.offered_series(ARCH)} - set(KERNEL_CONFIGS))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--missing"]:
+        print("usage: python -m benchmarks.bench_compile --missing", file=sys.stderr)
+        sys.exit(2)
+    missing = missing_configs()
+    print("\n".join(f'    "{name}",' for name in missing) if missing else "every offered config is listed")
+    sys.exit(1 if missing else 0)

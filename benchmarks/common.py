@@ -1,12 +1,26 @@
-"""The machinery every op's benchmark class shares: which grid runs, the per-case setup (inputs,
-correctness gate, warm-up) and the metrics.
+"""The machinery every Case benchmark class shares: which grid runs, and one measuring pass per
+case x implementation whose results every metric reads.
+
+asv runs each metric x parameter combination in its own process. Measuring there would repeat
+the inputs, the first call (torch.compile, autotuning), the reference check and the warm-up once
+per metric. Instead the first metric of a combination to run measures all of them (latency
+samples, peak memory, kernels per call) and files them in asv's setup_cache folder (one per asv
+run, removed by asv when the run ends); the other metrics' processes read that file. A skip or
+a failure is filed too, so every metric of the combination reports it without measuring again.
 
 Import stays cheap: no CUDA initialisation and no tensors at module level (asv imports the suite
 for discovery on machines without a GPU, and forkserver forks after import). fused_mlp itself is
-imported only when a fused case is set up (`harness.implementations.library`).
+imported only when a fused case is measured (`harness.implementations.library`).
+
+A new Case benchmark class (bench_ops.py's, or a training-mode one) subclasses _CaseBenchmark,
+sets `op`, `params` (and `param_names` beyond case and impl) and, where its call is not the
+forward one, overrides the hooks `prepared_call` and `result_problem`.
 """
 
+import hashlib
+import json
 import os
+import traceback
 
 import torch
 
@@ -14,10 +28,12 @@ from .harness import cost, implementations, timing  # modules, not names: asv ta
 from .harness.grids import GRID_ENV, GRIDS, grid
 from .harness.references import mismatch, reference
 from .harness.tensors import make_inputs, torch_dtype
+from .harness.tolerances import tolerance
 from .harness.workloads import Case
 
 # Largest case the CPU smoke run attempts; the default grid's big shapes skip on a CPU.
 CPU_MAX_FLOPS = 2e9
+METRICS = ("latency", "peak_memory", "kernels_per_call")
 
 
 def grid_name() -> str:
@@ -36,17 +52,33 @@ def skip(reason: str):
     raise SkipNotImplemented(reason)
 
 
-class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (bench_ops.py)
-    """One op's Cases: params = (case key, implementation); subclasses set `op` and `params`.
+class Skipped(Exception):
+    """A metric that cannot be measured here, with the reason (asv records NaN)."""
 
-    setup() refuses what cannot run here (skip = NaN) and checks the implementation's output
-    against the float64 reference before anything is timed: a wrong result raises, so asv
-    records a failure (null), never a time.
+
+def _filed_name(cls_name: str, params: tuple) -> str:
+    digest = hashlib.sha256(json.dumps([cls_name, *map(str, params)]).encode()).hexdigest()[:32]
+    return f"{digest}.json"
+
+
+def _file(folder: str, name: str, content: dict) -> None:
+    tmp = os.path.join(folder, name + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(content, f)
+    os.replace(tmp, os.path.join(folder, name))  # whole or absent: a killed process leaves no half file
+
+
+class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (bench_ops.py)
+    """One op's Cases: params = (case key, implementation, ...); subclasses set `op` and `params`.
+
+    The measuring pass refuses what cannot run here (skip = NaN) and checks the implementation's
+    output against the float64 reference before anything is timed: a wrong result raises, so asv
+    records a failure (null) for every metric, never a time.
     """
 
     op = ""
     param_names = ["case", "impl"]
-    timeout = 900  # one process per combination: import, CUDA init, Triton/Inductor compile, samples
+    timeout = 900  # the first metric's process: CUDA init, Triton/Inductor compile, every metric
     version = "1"  # bump when what a metric means changes; old results are then set apart
     samples = 100
     warmup = 25  # the first samples after a short warm-up were outliers on the H200
@@ -58,61 +90,110 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
     def grid_params(cls, op: str):
         return [case.key for case in grid(grid_name())[op]], implementations.names(op)
 
-    def setup(self, case_key: str, impl: str):
-        case = Case.from_key(case_key)
-        self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        reason = implementations.unavailable_reason(case, impl, self.device)
-        if reason:
-            raise NotImplementedError(reason)
-        if self.device == "cpu" and cost.flops(case) > CPU_MAX_FLOPS:
-            raise NotImplementedError(f"{cost.flops(case):.2g} flops is too large for a CPU run")
-        try:
-            self.inputs = make_inputs(case, self.device)
-            with torch.inference_mode():
-                self.call = self.prepared_call(case, impl, self.inputs)
-                out = self.call()  # first call: compiles and autotunes
-                problem = mismatch(out, reference(case, self.inputs), torch_dtype(case))
-        except torch.cuda.OutOfMemoryError as e:
-            raise NotImplementedError(f"does not fit in device memory: {e}") from None
-        if problem:
-            raise AssertionError(f"{impl} computes a wrong result for {case_key}: {problem}")
-        del out
+    # --- asv's hooks ------------------------------------------------------------------------
+    def setup_cache(self):
+        """The folder this run's measurements are filed in: asv's own per-run cache folder (the
+        working directory it gives setup_cache and every benchmark process of the run)."""
+        folder = os.path.join(os.getcwd(), "measurements")
+        os.makedirs(folder, exist_ok=True)
+        return folder
 
-    def prepared_call(self, case: Case, impl: str, inputs: dict):
-        """The zero-argument call to measure (a hook: the suite's own tests plant a wrong one)."""
-        return implementations.prepare(case, impl, inputs)
+    def setup(self, folder, *params):
+        """This combination's measurements: filed by an earlier metric of this run, or measured now."""
+        name = _filed_name(type(self).__name__, params)
+        path = os.path.join(folder, name)
+        if os.path.exists(path):
+            with open(path) as f:
+                filed = json.load(f)
+        else:
+            filed = self.measure_all(*params)
+            _file(folder, name, filed)
+        if "skip" in filed:
+            raise NotImplementedError(filed["skip"])
+        if "failed" in filed:
+            raise AssertionError(filed["failed"])
+        self.measured = filed["metrics"]
 
-    def track_latency(self, case_key, impl):
-        interpreted = impl == implementations.FUSED and self.device == "cpu"
-        samples, warmup = (self.interpreter_samples, 1) if interpreted else (self.samples, self.warmup)
-        with torch.inference_mode():
-            times = timing.latency_samples(self.call, self.device, samples=samples, warmup=warmup)
-        return {"samples": times, "number": 1}
+    def _metric(self, name):
+        value = self.measured[name]
+        if isinstance(value, dict) and "skip" in value:
+            skip(value["skip"])
+        return value
+
+    def track_latency(self, folder, *params):
+        return self._metric("latency")
 
     track_latency.unit = "seconds"
 
-    def track_peak_memory(self, case_key, impl):
+    def track_peak_memory(self, folder, *params):
         """Device memory one call needs beyond its inputs: output plus intermediates."""
-        if self.device != "cuda":
-            skip("peak memory is read from the CUDA allocator")
-        with torch.inference_mode():
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-            before = torch.cuda.memory_allocated()
-            out = self.call()
-            torch.cuda.synchronize()
-            peak = torch.cuda.max_memory_allocated() - before
-        del out
-        return peak
+        return self._metric("peak_memory")
 
     track_peak_memory.unit = "bytes"
 
-    def track_kernels_per_call(self, case_key, impl):
-        if self.device != "cuda":
-            skip("device kernels are counted on CUDA")
-        from .harness.profiling import kernels_per_call
-
-        with torch.inference_mode():
-            return kernels_per_call(self.call)
+    def track_kernels_per_call(self, folder, *params):
+        return self._metric("kernels_per_call")
 
     track_kernels_per_call.unit = "kernels"
+
+    # --- the measuring pass -----------------------------------------------------------------
+    def prepared_call(self, case: Case, impl: str, inputs: dict, **options):
+        """The zero-argument call to measure (a hook: the suite's own tests plant a wrong one;
+        `options`: the parameters after case and impl, e.g. a training mode)."""
+        return implementations.prepare(case, impl, inputs)
+
+    def result_problem(self, case: Case, inputs: dict, out, **options) -> str | None:
+        """Why `out` is not a correct result of `case`, or None (a hook, as prepared_call)."""
+        return mismatch(out, reference(case, inputs), torch_dtype(case), tolerance=tolerance(case))
+
+    def measure_all(self, case_key: str, impl: str, *rest) -> dict:
+        """{"metrics": {metric: value or {"skip": why}}}, {"skip": why} or {"failed": why}."""
+        options = dict(zip(self.param_names[2:], rest))
+        try:
+            return {"metrics": self._measure(Case.from_key(case_key), impl, options)}
+        except Skipped as e:
+            return {"skip": str(e)}
+        except torch.cuda.OutOfMemoryError as e:
+            return {"skip": f"does not fit in device memory: {e}"}
+        except Exception as e:  # recorded for every metric of the combination: asv stores null
+            return {"failed": f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"}
+
+    def _measure(self, case: Case, impl: str, options: dict) -> dict:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+        reason = implementations.unavailable_reason(case, impl, device)
+        if reason:
+            raise Skipped(reason)
+        if device == "cpu" and cost.flops(case) > CPU_MAX_FLOPS:
+            raise Skipped(f"{cost.flops(case):.2g} flops is too large for a CPU run")
+        inputs = make_inputs(case, device)
+        with torch.inference_mode():
+            call = self.prepared_call(case, impl, inputs, **options)
+            out = call()  # first call: compiles and autotunes
+            problem = self.result_problem(case, inputs, out, **options)
+            del out
+            if problem:
+                raise AssertionError(f"{impl} computes a wrong result for {case.key}: {problem}")
+            interpreted = impl == implementations.FUSED and device == "cpu"
+            samples, warmup = (self.interpreter_samples, 1) if interpreted else (self.samples, self.warmup)
+            metrics = {"latency": {"samples": timing.latency_samples(call, device, samples=samples, warmup=warmup),
+                                   "number": 1}}
+            if device != "cuda":
+                metrics["peak_memory"] = {"skip": "peak memory is read from the CUDA allocator"}
+                metrics["kernels_per_call"] = {"skip": "device kernels are counted on CUDA"}
+                return metrics
+            metrics["peak_memory"] = _peak_memory(call)
+            from .harness.profiling import kernels_per_call  # torch.profiler: last, after the timings
+
+            metrics["kernels_per_call"] = kernels_per_call(call)
+        return metrics
+
+
+def _peak_memory(call) -> int:
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    before = torch.cuda.memory_allocated()
+    out = call()
+    torch.cuda.synchronize()
+    peak = torch.cuda.max_memory_allocated() - before
+    del out
+    return peak

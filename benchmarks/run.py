@@ -14,14 +14,24 @@ does, so the grids and the eager/torch.compile baselines stay fixed while the li
 What an older commit's library lacks is skipped with the reason. The machine is registered with
 its GPU, driver, CUDA, torch and triton first. Results: results/<machine>/<commit>-existing-*.json.
 
+`A..B` means what it means to asv (`git rev-list --first-parent`): the commits of B's own line
+after A, not every commit merged in along the way. The machine name is a folder under results/:
+letters, digits, '.', '_' and '-' only. results/benchmarks.json keeps the benchmarks this run did
+not list (another grid's, older ones'), so `asv publish` still shows the committed history.
+Without -b it runs every timing but not bench_compile's static metrics, which need no GPU and are
+recorded on a machine of their own (README, "The compile check").
+
 Exit status: 0 when asv ran for every commit (a benchmark that failed is recorded as a failure,
-and said here), 1 when asv itself failed for some commit, 2 for bad arguments.
+and said here), 1 when asv itself failed for some commit, 2 for bad arguments (a bad machine
+name, a --python without torch, triton or asv, commits that do not exist).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -31,25 +41,90 @@ from .checkout import uncommitted_code_changes
 from .harness.grids import GRID_ENV, GRIDS
 
 REPO = Path(__file__).resolve().parents[1]
+# Static compile metrics (bench_compile) need no GPU: a runner's time goes to the timings only.
+TIMINGS_ONLY = r"^(?!bench_compile\.)"
 ASV_SOME_BENCHMARKS_FAILED = 2  # asv run's exit status when it ran and some benchmark failed
+# A machine name becomes results/<machine>/: one plain path component, nothing that climbs out.
+MACHINE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
-def _git(*args: str) -> str:
-    return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True, check=True).stdout.strip()
+def _git(*args: str, repo: Path = REPO) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
 
 
-def resolve_commits(spec: str) -> list[str]:
+def resolve_commits(spec: str, repo: Path = REPO) -> list[str]:
     """Full hashes, oldest first: 'A..B' is a range, anything else a list of commits."""
     try:
         if ".." in spec:
-            commits = _git("rev-list", "--reverse", spec).split()
+            commits = _git("rev-list", "--reverse", "--first-parent", spec, repo=repo).split()  # as asv reads A..B
         else:
-            commits = [_git("rev-parse", "--verify", "-q", f"{c}^{{commit}}") for c in spec.split()]
+            commits = [_git("rev-parse", "--verify", "-q", f"{c}^{{commit}}", repo=repo) for c in spec.split()]
     except subprocess.CalledProcessError as e:
         raise ValueError(f"--commits {spec!r}: not commits of this repository ({e.stderr.strip() or e})") from None
     if not commits:
         raise ValueError(f"--commits {spec!r} names no commits")
     return commits
+
+
+def check_machine_name(name: str) -> str | None:
+    """Why `name` cannot be a machine (a folder under results/), or None when it can."""
+    if not MACHINE_NAME.fullmatch(name) or ".." in name:
+        return (f"--machine {name!r}: a machine name is a folder under results/; use letters, digits, "
+                "'.', '_' and '-' (at most 100, starting with a letter or digit, no '..')")
+    return None
+
+
+def check_python(python: str) -> str | None:
+    """Why `python` cannot run the suite (missing, or without torch, triton or asv), or None."""
+    try:
+        done = subprocess.run([python, "-c", "import asv, torch, triton"], capture_output=True, text=True,
+                              timeout=300)
+    except OSError as e:
+        return f"--python {python!r} cannot be run ({e.strerror or e})"
+    except subprocess.TimeoutExpired:
+        return f"--python {python!r} did not import torch, triton and asv within 300 s"
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        return (f"--python {python!r} cannot run the suite: {lines[-1] if lines else 'exit ' + str(done.returncode)}"
+                " (it needs torch, triton and asv; pass --python with the one that has them)")
+    return None
+
+
+def results_dir(config: Path) -> Path:
+    """The results folder asv.conf.json names (its // comments allowed), relative to the config."""
+    try:
+        text = "\n".join(line for line in config.read_text().splitlines() if not line.strip().startswith("//"))
+        name = json.loads(text).get("results_dir", "results")
+    except (OSError, ValueError):
+        name = "results"
+    return (config.parent / name).resolve()
+
+
+def read_benchmarks_json(path: Path) -> dict:
+    """asv's benchmark list (results/benchmarks.json) as a dict; {} when missing or unreadable."""
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def merge_benchmarks_json(before: dict, after: dict) -> dict:
+    """What this run listed, plus every benchmark listed before that it did not list.
+
+    asv rewrites benchmarks.json with the suite and grid of the run that just ended, and `asv
+    publish` shows only the benchmarks listed there: a tiny-grid run would hide the committed
+    history of every other series. A benchmark this run listed takes this run's entry."""
+    merged = {name: entry for name, entry in before.items() if name != "version"}
+    merged.update(after)
+    if "version" in after or "version" in before:
+        merged["version"] = after.get("version", before.get("version"))
+    return dict(sorted(merged.items()))
+
+
+def register_machine(python: str, machine: str) -> int:
+    """asv's machine entry with the GPU, driver, CUDA, torch and triton (harness.environment)."""
+    return subprocess.run([python, "-m", "benchmarks.harness.environment", "--machine", machine], cwd=REPO).returncode
 
 
 def run_asv(python: str, config: Path, machine: str, commit: str, library_path: Path, extra: list[str]) -> int:
@@ -69,9 +144,14 @@ def main(argv=None) -> int:
     parser.add_argument("--commits", help="'A..B' (a range) or 'A B C' (commits); default: HEAD, which must be clean")
     parser.add_argument("--python", default=sys.executable, help="the Python with torch, triton and asv")
     parser.add_argument("--config", type=Path, default=REPO / "asv.conf.json")
-    parser.add_argument("--bench", "-b", help="only benchmarks matching this regex (asv run -b)")
+    parser.add_argument("--bench", "-b", default=TIMINGS_ONLY,
+                        help="only benchmarks matching this regex (asv run -b); default: every timing, "
+                             "not the static compile metrics (-b KernelResources records those)")
     args = parser.parse_args(argv)
 
+    problem = check_machine_name(args.machine) or check_python(args.python)
+    if problem:
+        parser.error(problem)
     if args.commits:
         try:
             commits = resolve_commits(args.commits)
@@ -84,13 +164,13 @@ def main(argv=None) -> int:
         commits = [_git("rev-parse", "HEAD")]
 
     os.environ[GRID_ENV] = args.grid
-    register = subprocess.run([args.python, "-m", "benchmarks.harness.environment", "--machine", args.machine],
-                              cwd=REPO)
-    if register.returncode != 0:
+    if register_machine(args.python, args.machine) != 0:
         print(f"could not register machine {args.machine!r} with asv (is asv installed for {args.python}?)",
               file=sys.stderr)
         return 1
-    extra = ["-b", args.bench] if args.bench else []
+    extra = ["-b", args.bench]
+    benchmarks_json = results_dir(args.config) / "benchmarks.json"
+    listed_before = read_benchmarks_json(benchmarks_json)
 
     failed, partial = [], []
     if not args.commits:
@@ -106,6 +186,9 @@ def main(argv=None) -> int:
                     _git("worktree", "remove", "--force", str(worktree))
             finally:
                 subprocess.run(["git", "-C", str(REPO), "worktree", "prune"], capture_output=True)
+    listed_now = read_benchmarks_json(benchmarks_json)
+    if listed_before and listed_now:
+        benchmarks_json.write_text(json.dumps(merge_benchmarks_json(listed_before, listed_now), indent=4) + "\n")
     for sha, status in statuses.items():
         if status == ASV_SOME_BENCHMARKS_FAILED:
             partial.append(sha)

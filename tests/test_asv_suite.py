@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from benchmarks import common
+from benchmarks import bench_ops, common
 from benchmarks.harness.grids import GRIDS, benchmarked_ops, grid
 from benchmarks.harness.ops import OPS
 from benchmarks.harness.workloads import Case
@@ -136,40 +136,75 @@ def test_default_grid_covers_what_the_issue_asks():
     assert all(2**18 <= c.M <= 2**21 and c.dtype in ("fp16", "bf16") for c in narrow)
 
 
-class TestSetup:
-    """The per-case setup, called directly (no asv)."""
+class TestMeasuringPass:
+    """The per-case measuring pass, called directly (no asv)."""
 
     def test_skips_with_reasons_on_cpu(self, monkeypatch):
         bench = common._CaseBenchmark()
         small = grid("tiny")["linear_act"][0].key
         monkeypatch.setenv("TRITON_INTERPRET", "0")
-        with pytest.raises(NotImplementedError, match="need CUDA .or TRITON_INTERPRET=1"):
-            bench.setup(small, "fused")
-        with pytest.raises(NotImplementedError, match="cublaslt needs a CUDA device"):
-            bench.setup(small, "cublaslt")
-        with pytest.raises(NotImplementedError, match="too large for a CPU run"):
-            bench.setup(grid("default")["linear_act"][-1].key, "eager")
+        assert "need CUDA (or TRITON_INTERPRET=1" in bench.measure_all(small, "fused")["skip"]
+        assert "cublaslt needs a CUDA device" in bench.measure_all(small, "cublaslt")["skip"]
+        assert "too large for a CPU run" in bench.measure_all(grid("default")["linear_act"][-1].key, "eager")["skip"]
 
-    def test_fused_is_gated_under_the_interpreter(self):
-        """TRITON_INTERPRET=1 (conftest) runs the real kernels on the CPU: setup checks them."""
-        bench = common._CaseBenchmark()
+    def test_fused_is_gated_under_the_interpreter(self, tmp_path):
+        """TRITON_INTERPRET=1 (conftest) runs the real kernels on the CPU: the pass checks them."""
+        bench = bench_ops.GatedMLP()
         key = grid("tiny")["gated_mlp"][0].key
-        bench.setup(key, "fused")
-        assert bench.call().shape == (64, 128)
+        bench.setup(str(tmp_path), key, "fused")
+        assert len(bench.track_latency(str(tmp_path), key, "fused")["samples"]) == bench.interpreter_samples
 
-    def test_wrong_result_fails_before_timing(self):
+    def test_wrong_result_fails_every_metric_before_timing(self, tmp_path):
         class Wrong(common._CaseBenchmark):
             def prepared_call(self, case, impl, inputs):
                 real = super().prepared_call(case, impl, inputs)
                 return lambda: real() + 1e-3
 
-        with pytest.raises(AssertionError, match="computes a wrong result"):
-            Wrong().setup(grid("tiny")["gated_mlp"][0].key, "eager")
+        key = grid("tiny")["gated_mlp"][0].key
+        filed = Wrong().measure_all(key, "eager")
+        assert "computes a wrong result" in filed["failed"] and "metrics" not in filed
+        for _ in common.METRICS:  # each metric's process finds the failure filed and fails too
+            with pytest.raises(AssertionError, match="computes a wrong result"):
+                Wrong().setup(str(tmp_path), key, "eager")
 
-    def test_latency_returns_samples_in_seconds(self):
-        bench = common._CaseBenchmark()
+    def test_one_pass_serves_every_metric(self, tmp_path, monkeypatch):
+        """The first metric's process measures; the others read what it filed (no second setup)."""
         key = grid("tiny")["narrow_mlp"][0].key
-        bench.setup(key, "eager")
-        out = bench.track_latency(key, "eager")
-        assert out["number"] == 1 and len(out["samples"]) == bench.samples
+        calls = []
+        real = common._CaseBenchmark._measure
+        monkeypatch.setattr(common._CaseBenchmark, "_measure",
+                            lambda self, *a: calls.append(a) or real(self, *a))
+        monkeypatch.chdir(tmp_path)  # asv runs setup_cache in its per-run cache folder
+        folder = common._CaseBenchmark().setup_cache()
+        assert folder == str(tmp_path / "measurements")
+        results = {}
+        for metric in ("track_kernels_per_call", "track_latency", "track_peak_memory"):  # asv's order
+            bench = bench_ops.NarrowMLP()  # a fresh process each
+            bench.setup(folder, key, "eager")
+            try:
+                results[metric] = getattr(bench, metric)(folder, key, "eager")
+            except NotImplementedError as e:
+                results[metric] = str(e)
+        assert len(calls) == 1
+        out = results["track_latency"]
+        assert out["number"] == 1 and len(out["samples"]) == common._CaseBenchmark.samples
         assert all(0 < s < 1 for s in out["samples"])
+        assert results["track_peak_memory"] == "peak memory is read from the CUDA allocator"
+        other = bench_ops.NarrowMLP()
+        other.setup(folder, key, "compile")  # another combination is measured on its own
+        assert len(calls) == 2
+
+    def test_a_skip_is_filed_for_every_metric(self, tmp_path, monkeypatch):
+        monkeypatch.setenv("TRITON_INTERPRET", "0")
+        key = grid("tiny")["linear_act"][0].key
+        for _ in range(2):
+            with pytest.raises(NotImplementedError, match="cublaslt needs a CUDA device"):
+                bench_ops.LinearAct().setup(str(tmp_path), key, "cublaslt")
+        assert len(list(tmp_path.iterdir())) == 1
+
+
+def test_every_timed_op_has_its_class_written_out_in_bench_ops():
+    for op in benchmarked_ops():
+        cls = getattr(bench_ops, OPS[op].benchmark_class)
+        assert cls.op == op and cls.params == common._CaseBenchmark.grid_params(op)
+        assert cls.__doc__.startswith(op)

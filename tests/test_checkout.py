@@ -22,3 +22,15 @@ def test_changed_results_are_not_code_changes_but_code_is(tmp_path):
     assert uncommitted_code_changes(tmp_path) == ""
     (tmp_path / "kernel.py").write_text("x = 2\n")
     assert "kernel.py" in uncommitted_code_changes(tmp_path)
+
+
+def test_lost_executable_bits_are_not_code_changes(tmp_path):
+    """The device's copy of the tree may drop executable bits; the code is still HEAD's."""
+    script = tmp_path / "tool.sh"
+    script.write_text("echo hi\n")
+    script.chmod(0o755)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "add", ".")
+    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "start")
+    script.chmod(0o644)
+    assert uncommitted_code_changes(tmp_path) == ""

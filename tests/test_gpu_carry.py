@@ -49,6 +49,7 @@ def test_history_comes_back_from_the_bundle_at_the_bundled_commit(tmp_path, bran
     assert proc.stdout.strip().endswith(head) and "restored .git" in proc.stdout
     assert git(copy, "status", "--porcelain", "--untracked-files=no") == ""  # files match the commit
     assert len(git(copy, "rev-list", branch).split()) == 2  # the whole history, for worktrees of older commits
+    assert git(copy, "config", "core.fileMode") == "false"  # a copy that lost its executable bits is not dirty
 
 
 def test_a_broken_bundle_leaves_no_half_made_git_behind(tmp_path):

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by tools/gpu_runner/session.sh. The device gets this working tree without .git, and perhaps
 # has no git: restore both from .carry/ (made here by tools/gpu_runner/prepare_carry.sh), as asv
 # (--set-commit-hash) and benchmarks.run (worktrees) name and check out commits.
@@ -21,5 +22,7 @@ if [ ! -e .git ] && [ -f .carry/repo.bundle ]; then
     _say "could not restore .git from .carry/repo.bundle"
   fi
 fi
+# The copy may have lost executable bits: a mode change is not a code change.
+[ -e .git ] && git config core.fileMode false
 git rev-parse --verify -q HEAD >/dev/null \
   || { _say "no git history here: run tools/gpu_runner/prepare_carry.sh and carry .carry"; false; }

@@ -1,36 +1,89 @@
 #!/usr/bin/env bash
-# Everything a GPU session does, in one call (device time is scarce):
-#   1. asv from carried wheels (.whl/, made here by tools/gpu_runner/prepare_carry.sh)
-#   2. the kernel tests that force each GEMM variant, natively (the first real run of the TMA
-#      path: tests/test_persistent.py), then correctness at real sizes for every op x dtype +
-#      first fused/peer ratios (benchmarks.gpu_check)
-#   3. the asv suite for each given commit (benchmarks.run: this checkout's suite, each commit's library)
-#   4. a profile pass of the quick grid (benchmarks.profile --save results/profiles)
-#   5. results/ packed into $OUT/results.tgz, logs into $OUT
+# One call on a GPU machine without network, sized for a time limit (default 540 s, under a
+# 600 s call): what matters most runs first, every stage has its own timeout, and an exit trap
+# packs whatever exists (results/, logs, gpu_check.json, the stage table) into $OUT whatever
+# happens (a stage cut short, a crash, the call's own limit).
 #
-#   tools/gpu_runner/session.sh --machine h200 --grid default --commits "SHA1 SHA2 SHA3"
+#   1. quick  asv quick grid at HEAD, bench_ops and bench_device, one asv run per class (asv
+#             writes a result file only when a run ends: a cut-short stage keeps the classes done)
+#   2. check  benchmarks.gpu_check, bf16 first, gpu_check.json rewritten after every case
+#   3. native the kernel tests that force each GEMM variant natively (tests/test_persistent.py)
+#   4. rest   the asv --grid (default: default) at HEAD or --commits, class by class, as time allows
+#   5. profile a profile pass of the quick grid, if time is left
+#
+#   tools/gpu_runner/session.sh --machine h200 [--grid default] [--commits "A B"] [--budget 540]
+#   tools/gpu_runner/session.sh --machine h200 --stages rest          # a second call: warm caches
+#   TRITON_INTERPRET=1 tools/gpu_runner/session.sh --machine cpu-test --grid tiny --small   # rehearsal
 #   (first, here: tools/gpu_runner/prepare_carry.sh; then carry .whl and .carry in the device call)
-#   tools/gpu_runner/session.sh --machine cpu-test --grid tiny --small      # rehearsal on a CPU
+#
+# Exit status: gpu_check's (0 correct, 1 a wrong fused result), 3 when it did not finish, 2 for
+# bad arguments. $OUT/stages.tsv: stage, status, seconds, limit.
+# shellcheck disable=SC2317  # the stage functions run through `stage`, as commands of their own
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-/tmp/gpu_session_out}
-mkdir -p "$OUT"
-machine="" grid="default" commits="" small=""
+machine="" grid="default" commits="" small="" budget=540 stages="quick,check,native,rest,profile"
 while [ $# -gt 0 ]; do
   case "$1" in
-    --machine) machine="$2"; shift 2 ;;
-    --grid) grid="$2"; shift 2 ;;
-    --commits) commits="$2"; shift 2 ;;
+    --machine) machine="${2:-}"; shift 2 || { echo "--machine needs a value" >&2; exit 2; } ;;
+    --grid) grid="${2:-}"; shift 2 || { echo "--grid needs a value" >&2; exit 2; } ;;
+    --commits) commits="${2:-}"; shift 2 || { echo "--commits needs a value" >&2; exit 2; } ;;
+    --budget) budget="${2:-}"; shift 2 || { echo "--budget needs a value" >&2; exit 2; } ;;
+    --stages) stages="${2:-}"; shift 2 || { echo "--stages needs a value" >&2; exit 2; } ;;
     --small) small="--small"; shift ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
 done
 [ -n "$machine" ] || { echo "--machine NAME is required" >&2; exit 2; }
+if ! [[ "$budget" =~ ^[0-9]+$ ]] || [ "$budget" -lt 30 ]; then
+  echo "--budget: whole seconds, at least 30" >&2; exit 2
+fi
+for s in ${stages//,/ }; do
+  case "$s" in quick|check|native|rest|profile) ;; *) echo "--stages: unknown stage $s" >&2; exit 2 ;; esac
+done
+mkdir -p "$OUT" || { echo "cannot make OUT=$OUT" >&2; exit 2; }
 export PYTHONUNBUFFERED=1
-log() { echo "== $(date +%T) $*" | tee -a "$OUT/session.log"; }
+start=$SECONDS
+RESERVE=${SESSION_RESERVE_S:-15}  # seconds kept for packing
+log() { echo "== $(date +%T) +$((SECONDS - start))s $*" | tee -a "$OUT/session.log"; }
+printf 'stage\tstatus\tseconds\tlimit_s\n' > "$OUT/stages.tsv"
+check_rc=3
+
+pack() {
+  tar czf "$OUT/results.tgz" results 2>/dev/null
+  log "packed results/ into $OUT/results.tgz; stages:"
+  column -t -s $'\t' "$OUT/stages.tsv" 2>/dev/null | tee -a "$OUT/session.log" || cat "$OUT/stages.tsv"
+}
+trap pack EXIT
+
+left() { echo $((budget - (SECONDS - start) - RESERVE)); }
+# stage NAME CAP_SECONDS MIN_SECONDS COMMAND...: runs COMMAND under min(CAP, time left), or skips
+# it when less than MIN is left (STAGE_CAP_<name> / STAGE_MIN_<name> override, for the tests)
+stage() {
+  local name=$1 cap=$2 min=$3; shift 3
+  local cap_var="STAGE_CAP_$name" min_var="STAGE_MIN_$name"
+  cap=${!cap_var:-$cap} min=${!min_var:-$min}
+  case ",$stages," in *",$name,"*) ;; *) return 0 ;; esac
+  local limit; limit=$(left)
+  [ "$limit" -gt "$cap" ] && limit=$cap
+  if [ "$limit" -lt "$min" ]; then
+    log "$name: skipped, ${limit}s left of the budget (needs $min)"
+    printf '%s\tskipped (no time)\t0\t%s\n' "$name" "$limit" >> "$OUT/stages.tsv"
+    return 0
+  fi
+  log "$name (at most ${limit}s): $*"
+  local t0=$SECONDS rc=0
+  # a command of its own (functions exported below); timeout signals its whole process group
+  timeout --kill-after=5 "$limit" bash -c '"$@"' "$name" "$@" || rc=$?
+  local status="ok"
+  [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && status="cut at ${limit}s"
+  [ "$rc" -ne 0 ] && [ "$status" = ok ] && status="exit $rc"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$status" "$((SECONDS - t0))" "$limit" >> "$OUT/stages.tsv"
+  log "$name: $status after $((SECONDS - t0))s"
+  return "$rc"
+}
 
 source tools/gpu_runner/restore_git.sh || exit 1  # .git and git itself from .carry/, where the device lacks them
-
 if [ -d .whl ]; then
   log "installing asv and pytest from .whl/"
   python3 -m pip install -q --no-index --find-links .whl asv pytest 2>&1 | tail -3
@@ -38,24 +91,43 @@ fi
 python3 -c "import asv, torch, triton; print('asv', asv.__version__, 'torch', torch.__version__, 'triton', triton.__version__)" \
   | tee -a "$OUT/session.log" || exit 1
 
-log "native kernel tests (tests/test_persistent.py, at most 4 min)"
-timeout 240 python3 -m pytest -q -x -p no:cacheprovider tests/test_persistent.py >"$OUT/native_tests.log" 2>&1
-tests_rc=$?
-tail -3 "$OUT/native_tests.log" | tee -a "$OUT/session.log"
+# The asv grid, one class per asv run: each run writes its result file when it ends, and asv
+# merges runs of one commit into one file.
+asv_by_class() {  # GRID [--commits C]
+  local g=$1 rc=0 b; shift
+  for b in 'bench_device\.' 'bench_ops\.GatedMLP\.' 'bench_ops\.NarrowMLP\.' 'bench_ops\.LinearAct\.'; do
+    python3 -m benchmarks.run --machine "$machine" --grid "$g" --bench "$b" "$@" >>"$OUT/asv.log" 2>&1 || rc=$?
+    log "  $g $b: exit $rc"
+  done
+  return "$rc"
+}
 
-log "gpu_check"
-python3 -m benchmarks.gpu_check --out "$OUT" $small 2>&1 | tee "$OUT/gpu_check.log"
-check_rc=${PIPESTATUS[0]}
+gpu_check() { python3 -m benchmarks.gpu_check --out "$OUT" ${small:+"$small"} > "$OUT/gpu_check.log" 2>&1; }
+native() { python3 -m pytest -q -x -p no:cacheprovider tests/test_persistent.py > "$OUT/native_tests.log" 2>&1; }
+quick_grid=$([ -n "$small" ] && echo tiny || echo quick)
+profile() {
+  python3 -m benchmarks.profile --grid "$quick_grid" --machine "$machine" --save results/profiles > "$OUT/profile.log" 2>&1
+}
+export -f log asv_by_class gpu_check native profile
+export OUT machine small start quick_grid
 
-log "asv run ${commits:-HEAD} ($grid)"
-python3 -m benchmarks.run --machine "$machine" --grid "$grid" ${commits:+--commits "$commits"} >>"$OUT/asv.log" 2>&1 \
-  || log "benchmarks.run exited $?"
+stage quick 240 60 asv_by_class "$quick_grid"
 
-log "profile pass (quick grid)"
-python3 -m benchmarks.profile --grid "$( [ -n "$small" ] && echo tiny || echo quick )" --machine "$machine" \
-  --save results/profiles 2>&1 | tail -3 | tee -a "$OUT/session.log"
+stage check 200 45 gpu_check
+check_rc=$?
+case ",$stages," in
+  *",check,"*) grep -q '"complete": true' "$OUT/gpu_check.json" 2>/dev/null || check_rc=3 ;;  # cut short or skipped
+  *) check_rc=0 ;;
+esac
 
-tar czf "$OUT/results.tgz" results
-log "done; native tests exit $tests_rc; gpu_check exit $check_rc; results packed into $OUT/results.tgz"
-tail -25 "$OUT/gpu_check.log"
+stage native 120 30 native
+
+if [ "$grid" != "$quick_grid" ] || [ -n "$commits" ]; then
+  stage rest 1200 60 asv_by_class "$grid" ${commits:+--commits "$commits"}
+fi
+
+stage profile 120 45 profile
+
+tail -25 "$OUT/gpu_check.log" 2>/dev/null
+log "done; gpu_check exit $check_rc"
 exit "$check_rc"

@@ -1,0 +1,77 @@
+"""The kernel configs whose static compile metrics the suite records (bench_compile.KernelResources),
+fixed here in the suite (torch-free), never read from the library under test.
+
+asv runs HEAD's suite against older commits, and asv stores a benchmark's values by parameter
+position: params computed from each commit's library would file one config's registers under
+another config's name whenever two commits offer different configs. So the params are this list;
+a config a commit does not offer (or no longer offers) is skipped with that reason there.
+
+One entry per kernel config, named as `python -m fused_mlp.aot` labels it: "<kernel>/<variant>
+<config label>". To record a new kernel or config (a backward kernel, an FP8 variant), add its
+entries here (`python -m benchmarks.bench_compile --missing` prints the ones HEAD's library
+offers on sm_90 that are not listed yet; tests/test_bench_compile.py fails until they are).
+Removing an entry hides its history from `asv publish`: leave old configs in.
+"""
+
+ARCH = "sm_90"
+DTYPES = ("bf16", "fp16", "fp32", "tf32")
+
+KERNEL_CONFIGS = (
+    # gated_up: x @ Wg.T and x @ Wu.T with act(gate) * up in the epilogue
+    "gated_up/persistent 128x128x32 w8 s3 tma sub2",
+    "gated_up/persistent 128x128x64 w8 s4 tma",
+    "gated_up/persistent 16x64x128 w4 s6 tma",
+    "gated_up/persistent 16x64x64 w4 s4 tma",
+    "gated_up/persistent 64x128x64 w4 s4 tma",
+    "gated_up/persistent 64x64x32 w4 s4 tma",
+    "gated_up/tile 128x128x32 w8 s3",
+    "gated_up/tile 128x128x64 w8 s3",
+    "gated_up/tile 16x64x64 w4 s3",
+    "gated_up/tile 32x64x32 w4 s3",
+    "gated_up/tile 64x128x64 w4 s4",
+    "gated_up/tile 64x64x32 w4 s3",
+    # linear_act: act(x @ W.T + b)
+    "linear_act/persistent 128x128x32 w8 s3 tma sub2",
+    "linear_act/persistent 128x128x64 w4 s4 tma sub2",
+    "linear_act/persistent 128x128x64 w8 s4 tma",
+    "linear_act/persistent 128x256x64 w8 s3 tma sub2",
+    "linear_act/persistent 16x32x256 w4 s6 tma",
+    "linear_act/persistent 16x64x128 w4 s6 tma",
+    "linear_act/persistent 16x64x64 w4 s4 tma",
+    "linear_act/persistent 64x128x64 w4 s4 tma",
+    "linear_act/persistent 64x64x32 w4 s4 tma",
+    "linear_act/tile 128x128x32 w8 s3",
+    "linear_act/tile 128x128x64 w8 s3",
+    "linear_act/tile 16x64x256 w4 s3",
+    "linear_act/tile 16x64x64 w4 s3",
+    "linear_act/tile 32x64x32 w4 s3",
+    "linear_act/tile 64x128x64 w4 s4",
+    "linear_act/tile 64x64x32 w4 s3",
+    # narrow_mlp: the whole MLP in one kernel, per padded width
+    "narrow_mlp/width=128 128 w8 s2",
+    "narrow_mlp/width=128 32 w4 s2",
+    "narrow_mlp/width=128 64 w4 s2",
+    "narrow_mlp/width=64 128 w8 s2",
+    "narrow_mlp/width=64 256 w8 s1",
+    "narrow_mlp/width=64 32 w4 s2",
+    "narrow_mlp/width=64 64 w4 s2",
+)
+
+# The CPU pipeline check (tiny grid) compiles one kernel in one dtype.
+TINY_KERNELS, TINY_DTYPES = ("linear_act",), ("bf16",)
+
+
+def series_name(kernel: str, variant: str, config_label: str) -> str:
+    """The kernel_config parameter: 'linear_act/tile 128x128x64 w8 s3'."""
+    return f"{kernel}/{variant} {config_label}"
+
+
+def kernel_of(name: str) -> str:
+    return name.split("/", 1)[0]
+
+
+def params(grid: str) -> list[list[str]]:
+    """[kernel configs, dtypes] of grid `grid`: every listed config, or the tiny grid's few."""
+    if grid == "tiny":
+        return [[n for n in KERNEL_CONFIGS if kernel_of(n) in TINY_KERNELS], list(TINY_DTYPES)]
+    return [list(KERNEL_CONFIGS), list(DTYPES)]

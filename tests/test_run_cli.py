@@ -1,0 +1,110 @@
+"""benchmarks.run's command line: bad input is exit 2 with a message (never a traceback, never a
+folder outside results/), A..B is asv's first-parent range, and results/benchmarks.json keeps the
+benchmarks a run did not list."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args, **kwargs):
+    return subprocess.run([sys.executable, "-m", "benchmarks.run", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, **kwargs)
+
+
+@pytest.mark.parametrize("machine", ["../evil", "/tmp/evil", "a/b", "..", ".hidden", "x" * 101, "name with space"])
+def test_a_machine_name_that_is_not_one_folder_is_refused(machine):
+    done = cli("--machine", machine, "--grid", "tiny")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "a machine name is a folder under results/" in done.stderr and "Traceback" not in done.stderr
+    assert not (ROOT / "evil").exists() and not Path("/tmp/evil").exists()
+
+
+def test_plain_machine_names_pass():
+    for name in ("h200-runner", "compile-sm_90-triton-3.6.0", "ci.cpu_1"):
+        assert run.check_machine_name(name) is None
+
+
+def test_a_python_without_the_suite_s_packages_is_exit_2_with_what_is_missing(tmp_path):
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho \"ModuleNotFoundError: No module named 'torch'\" >&2\nexit 1\n")
+    fake.chmod(0o755)
+    done = cli("--machine", "m", "--grid", "tiny", "--python", str(fake))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "No module named 'torch'" in done.stderr and "needs torch, triton and asv" in done.stderr
+    assert "Traceback" not in done.stderr
+    missing = cli("--machine", "m", "--python", str(tmp_path / "nosuch"))
+    assert missing.returncode == 2 and "cannot be run" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def _git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def test_a_range_is_first_parent_as_asv_reads_it(tmp_path):
+    """main: A - M (merge of a side branch with 3 commits) - C. asv's A..C is M and C, not the side commits."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "A")
+    start = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "checkout", "-q", "-b", "side")
+    for i in range(3):
+        _git(repo, "commit", "-q", "--allow-empty", "-m", f"side {i}")
+    _git(repo, "checkout", "-q", "main")
+    _git(repo, "merge", "-q", "--no-ff", "-m", "M", "side")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "C")
+    assert len(_git(repo, "rev-list", f"{start}..main").split()) == 5  # what plain rev-list gives
+    commits = run.resolve_commits(f"{start}..main", repo=repo)
+    subjects = [_git(repo, "log", "-1", "--format=%s", c) for c in commits]
+    assert subjects == ["M", "C"]
+
+
+def test_benchmarks_json_keeps_what_the_run_did_not_list(tmp_path, monkeypatch):
+    """A run of another grid must not hide committed series from `asv publish`."""
+    results = tmp_path / "results"
+    results.mkdir()
+    config = tmp_path / "asv.conf.json"
+    config.write_text('{\n  // a comment, as asv allows\n  "version": 1, "results_dir": "results"\n}\n')
+    before = {"bench_compile.KernelResources.track_registers": {"params": [["a", "b"]], "version": "1"},
+              "bench_ops.LinearAct.track_latency": {"params": [["default case"], ["fused"]], "version": "1"},
+              "version": 2}
+    (results / "benchmarks.json").write_text(json.dumps(before))
+
+    asked = []
+
+    def fake_asv(python, conf, machine, commit, library_path, extra):  # asv rewrites it with its own grid
+        asked.append(extra)
+        (results / "benchmarks.json").write_text(json.dumps(
+            {"bench_ops.LinearAct.track_latency": {"params": [["tiny case"], ["fused"]], "version": "1"},
+             "bench_ops.NarrowMLP.track_latency": {"params": [["n"], ["fused"]], "version": "1"}, "version": 2}))
+        return 0
+
+    monkeypatch.setattr(run, "check_python", lambda python: None)
+    monkeypatch.setattr(run, "register_machine", lambda python, machine: 0)
+    monkeypatch.setattr(run, "run_asv", fake_asv)
+    monkeypatch.setattr(run, "uncommitted_code_changes", lambda: "")
+    assert run.main(["--machine", "m", "--grid", "tiny", "--config", str(config)]) == 0
+    after = json.loads((results / "benchmarks.json").read_text())
+    assert after["bench_compile.KernelResources.track_registers"] == before["bench_compile.KernelResources.track_registers"]
+    assert after["bench_ops.LinearAct.track_latency"]["params"] == [["tiny case"], ["fused"]]  # this run's entry
+    assert "bench_ops.NarrowMLP.track_latency" in after and after["version"] == 2
+    assert asked == [["-b", run.TIMINGS_ONLY]]  # no static compile metrics on a runner's time by default
+
+
+def test_the_default_selection_is_every_timing_but_not_compile_metrics():
+    import re
+
+    pick = re.compile(run.TIMINGS_ONLY)
+    assert pick.search("bench_ops.LinearAct.track_latency") and pick.search("bench_device.CopyCeiling.track_copy_seconds")
+    assert pick.search("bench_training.Training.track_latency")
+    assert not pick.search("bench_compile.KernelResources.track_registers")
