@@ -1,7 +1,7 @@
 """The activation table: one row per activation, with its torch reference and its Triton helper.
 
-Adding an activation means adding one `@triton.jit` helper and one row in `ACTIVATIONS`; the ops
-and modules read this table. The benchmark harness keeps its own torch versions for its baselines
+Adding an activation means adding two `@triton.jit` helpers (the function, and its gradient for
+the backward kernels) and one row in `ACTIVATIONS`; the ops and modules read this table. The benchmark harness keeps its own torch versions for its baselines
 and references (benchmarks/harness/tensors.py), so that its control never moves with the library.
 """
 
@@ -44,11 +44,56 @@ def _silu(x):
     return x / (1.0 + tl.exp(-x))
 
 
+# Gradients: (z, dy) -> dy * act'(z) on fp32 tiles, z being the pre-activation. They take dy
+# rather than returning act'(z) so that each can follow torch's own backward where it matters
+# (relu passes dy through at a NaN input, as torch's threshold_backward does).
+_SQRT_HALF = tl.constexpr(0.7071067811865476)  # 1 / sqrt(2)
+_INV_SQRT_2PI = tl.constexpr(0.3989422804014327)  # 1 / sqrt(2 pi)
+_GELU_TANH_K = tl.constexpr(0.7978845608028654)  # sqrt(2 / pi)
+_GELU_TANH_A = tl.constexpr(0.044715)
+
+
+@triton.jit
+def _identity_grad(z, dy):
+    return dy
+
+
+@triton.jit
+def _relu_grad(z, dy):
+    # torch: 0 where the output is <= 0 (so 0 at z = 0), dy elsewhere, NaN inputs included
+    return tl.where(z <= 0.0, 0.0, dy)
+
+
+@triton.jit
+def _gelu_erf_grad(z, dy):
+    # d/dz z * Phi(z) = Phi(z) + z * phi(z)
+    cdf = 0.5 * (1.0 + tl.erf(z * _SQRT_HALF))
+    pdf = _INV_SQRT_2PI * tl.exp(-0.5 * z * z)
+    return dy * (cdf + z * pdf)
+
+
+@triton.jit
+def _gelu_tanh_grad(z, dy):
+    # 0.5 z (1 + tanh u), u = k (z + a z^3): 0.5 (1 + tanh u) + 0.5 z (1 - tanh^2 u) k (1 + 3 a z^2)
+    u = _GELU_TANH_K * (z + _GELU_TANH_A * z * z * z)
+    tanh_u = 2.0 / (1.0 + tl.exp(-2.0 * u)) - 1.0
+    du = _GELU_TANH_K * (1.0 + 3.0 * _GELU_TANH_A * z * z)
+    return dy * (0.5 * (1.0 + tanh_u) + 0.5 * z * (1.0 - tanh_u * tanh_u) * du)
+
+
+@triton.jit
+def _silu_grad(z, dy):
+    # d/dz z * s(z) = s (1 + z (1 - s))
+    s = 1.0 / (1.0 + tl.exp(-z))
+    return dy * (s * (1.0 + z * (1.0 - s)))
+
+
 @dataclass(frozen=True)
 class Activation:
     name: str
     torch_fn: Callable[[torch.Tensor], torch.Tensor]  # reference, any dtype
     triton_fn: object  # @triton.jit helper, applied to the fp32 accumulator
+    triton_grad: object  # @triton.jit helper (z, dy) -> dy * act'(z), for the backward kernels
     module_types: tuple  # nn.Module forms that from_module recognises, as (type, check) pairs
 
 
@@ -59,16 +104,17 @@ def _is_gelu(approximate: str):
 ACTIVATIONS: dict[str, Activation] = {
     a.name: a
     for a in (
-        Activation("none", lambda x: x, _identity, ((torch.nn.Identity, None),)),
-        Activation("relu", F.relu, _relu, ((torch.nn.ReLU, None),)),
-        Activation("gelu", F.gelu, _gelu_erf, ((torch.nn.GELU, _is_gelu("none")),)),
+        Activation("none", lambda x: x, _identity, _identity_grad, ((torch.nn.Identity, None),)),
+        Activation("relu", F.relu, _relu, _relu_grad, ((torch.nn.ReLU, None),)),
+        Activation("gelu", F.gelu, _gelu_erf, _gelu_erf_grad, ((torch.nn.GELU, _is_gelu("none")),)),
         Activation(
             "gelu_tanh",
             lambda x: F.gelu(x, approximate="tanh"),
             _gelu_tanh,
+            _gelu_tanh_grad,
             ((torch.nn.GELU, _is_gelu("tanh")),),
         ),
-        Activation("silu", F.silu, _silu, ((torch.nn.SiLU, None),)),
+        Activation("silu", F.silu, _silu, _silu_grad, ((torch.nn.SiLU, None),)),
     )
 }
 

@@ -35,6 +35,16 @@ def _split_sequential(seq, what: str) -> list[tuple[nn.Linear, str | None]]:
     return layers
 
 
+def _recognised_activation(module: nn.Module | None) -> str | None:
+    """The table name of an activation module, or None when there is none or it is not one we know."""
+    if module is None:
+        return None
+    try:
+        return activation_of_module(module)
+    except ValueError:
+        return None
+
+
 class FusedLinear(nn.Linear):
     """nn.Linear followed by an activation, in one kernel: act(x @ weight.T + bias)."""
 
@@ -137,11 +147,15 @@ class FusedGatedMLP(nn.Module):
                     "found; pass activation='gelu_tanh' or 'silu'"
                 )
             activation = activation_of_module(found)
-        elif found is not None and activation_of_module(found) != activation:
-            raise ValueError(
-                f"activation={activation!r} disagrees with the module's own {type(found).__name__} "
-                f"({activation_of_module(found)!r})"
-            )
+        else:
+            get_activation(activation)
+            # An act_fn fused_mlp does not recognise is what activation= is for; a recognised
+            # one must agree with it.
+            own = _recognised_activation(found)
+            if own is not None and own != activation:
+                raise ValueError(
+                    f"activation={activation!r} disagrees with the module's own {type(found).__name__} ({own!r})"
+                )
         gate = projections["gate_proj"]
         fused = cls(gate.in_features, gate.out_features, activation=activation,
                     device=gate.weight.device, dtype=gate.weight.dtype)

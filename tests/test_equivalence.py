@@ -103,6 +103,24 @@ def test_fused_gated_mlp_from_module(device):
     fused.load_state_dict(llama.state_dict())
 
 
+class _HFGeluTanh(nn.Module):
+    """An activation module fused_mlp does not know (as transformers' PytorchGELUTanh)."""
+
+    def forward(self, x):
+        return nn.functional.gelu(x, approximate="tanh")
+
+
+def test_fused_gated_mlp_from_module_with_an_unknown_act_fn(device):
+    """activation= names what an unrecognised act_fn computes, as from_module's docstring says."""
+    custom = LlamaStyleMLP(48, 80).to(device)
+    custom.act_fn = _HFGeluTanh()
+    with pytest.raises(ValueError, match="_HFGeluTanh is not one fused_mlp can fuse"):
+        FusedGatedMLP.from_module(custom)
+    fused = FusedGatedMLP.from_module(custom, activation="gelu_tanh")
+    assert fused.activation == "gelu_tanh"
+    _same_output(custom, fused, torch.randn(11, 48, device=device), torch.float32)
+
+
 def test_fused_narrow_mlp_from_module(device):
     unfused = nn.Sequential(nn.Linear(3, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
                             nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 4), nn.Identity())

@@ -205,3 +205,34 @@ def test_zero_input_features_give_what_torch_gives(op, device, poisoned_empty):
     inputs = make_inputs(Case(op, 5, 0, 7, "fp32", "gelu_tanh", bias=op == "linear_act"), device)
     out = getattr(fused_mlp, op)(**inputs)
     assert_close(out, OPS[op].reference(**inputs), torch.float32)
+
+
+def _far_apart_columns(storage, offset, rows, cols, column_stride):
+    """A (rows, cols) column-major view whose column stride is `column_stride` elements: the view
+    trick for offsets past 2^31 without allocating them (only the touched pages become resident)."""
+    view = storage.as_strided((rows, cols), (1, column_stride), offset)
+    view.copy_(torch.randn(rows, cols, dtype=torch.float32) / cols**0.5)
+    return view
+
+
+def test_k_direction_offsets_past_int32(device):
+    """Column-major x and weights whose K stride times k passes 2^31 elements: every offset a
+    stride multiplies is int64, so no wrapped (wrong or out-of-bounds) address is read."""
+    if device != "cpu":
+        pytest.skip("the view trick relies on lazily committed CPU memory")
+    stride = 2**30  # k = 2 is element 2^31: past int32
+    M, K, N, width = 4, 3, 5, 16
+    storage = torch.empty(2 * stride + 64, dtype=torch.float16)  # 4 GiB virtual, a few pages touched
+    x = _far_apart_columns(storage, 0, M, K, stride)
+    weight = _far_apart_columns(storage, 8, N, K, stride)  # (N, K) with strides (1, 2^30)
+    w_up = _far_apart_columns(storage, 16, N, K, stride)
+    bias = torch.randn(N, dtype=torch.float16)
+    x_c, w_c, u_c = x.contiguous(), weight.contiguous(), w_up.contiguous()
+    for name, out, ref in [
+        ("linear_act", fused_mlp.linear_act(x, weight, bias, "relu"), OPS["linear_act"].reference(x_c, w_c, bias, "relu")),
+        ("gated_up", fused_mlp.gated_up(x, weight, w_up, "silu"), OPS["gated_up"].reference(x_c, w_c, u_c, "silu")),
+    ]:
+        assert_close(out, ref, torch.float16, name)
+    layers = [torch.randn(width, K, dtype=torch.float16) / K**0.5, torch.randn(2, width, dtype=torch.float16) / 4]
+    assert_close(fused_mlp.narrow_mlp(x, layers, None, "relu"), OPS["narrow_mlp"].reference(x_c, layers, None, "relu"),
+                 torch.float16, "narrow_mlp")

@@ -29,6 +29,19 @@ def split_columns(acc, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     return tl.split(halves)
 
 
+@triton.jit
+def k_offsets(BLOCK_K: tl.constexpr):
+    """0..BLOCK_K-1 in int64: a K stride times k passes 2^31 elements for a column-major operand
+    (stride 2^30, k = 2), so every offset a stride multiplies is computed in int64."""
+    return tl.arange(0, BLOCK_K).to(tl.int64)
+
+
+@triton.jit
+def k_step(stride, BLOCK_K: tl.constexpr):
+    """The K loop's pointer step, BLOCK_K * stride, in int64 (see k_offsets)."""
+    return tl.full((), BLOCK_K, tl.int64) * stride
+
+
 def m_bucket(M: int) -> int:
     """Autotune key for M: the next power of two (capped), so decode, prefill and training sizes
     tune separately without re-tuning for every token count."""

@@ -13,7 +13,8 @@ from .._triton_compat import autotune, dot_upcast_needed
 from ..activations import get_activation
 from ._kernel_spec import KernelSpec
 from ._gemm_launch import launch, num_sms, tma_ok
-from ._matmul_common import check_activation_input, grouped_tile, m_bucket, rows_view, split_columns
+from ._matmul_common import (check_activation_input, grouped_tile, k_offsets, k_step, m_bucket, rows_view,
+                             split_columns)
 from ._tuning import (PERSISTENT_DTYPES, Exclusion, device_pruner, gemm_candidates, gemm_configs,
                       gemm_shared_bytes, persistent_candidates)
 from .linear_act import linear_act
@@ -47,7 +48,7 @@ def _tile_program(
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
+    offs_k = k_offsets(BLOCK_K)
     x_ptrs = x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk
     wg_ptrs = wg_ptr + offs_n[None, :] * stride_wgn + offs_k[:, None] * stride_wgk
     wu_ptrs = wu_ptr + offs_n[None, :] * stride_wun + offs_k[:, None] * stride_wuk
@@ -66,9 +67,9 @@ def _tile_program(
             wu = wu.to(tl.float32)
         acc_gate = tl.dot(x, wg, acc_gate, input_precision=INPUT_PRECISION)
         acc_up = tl.dot(x, wu, acc_up, input_precision=INPUT_PRECISION)
-        x_ptrs += BLOCK_K * stride_xk
-        wg_ptrs += BLOCK_K * stride_wgk
-        wu_ptrs += BLOCK_K * stride_wuk
+        x_ptrs += k_step(stride_xk, BLOCK_K)
+        wg_ptrs += k_step(stride_wgk, BLOCK_K)
+        wu_ptrs += k_step(stride_wuk, BLOCK_K)
 
     out = ACTIVATION(acc_gate) * acc_up
     out_ptrs = out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on

@@ -9,7 +9,8 @@ from .._triton_compat import autotune, dot_upcast_needed
 from ..activations import get_activation
 from ._kernel_spec import KernelSpec
 from ._gemm_launch import launch, num_sms, tma_ok
-from ._matmul_common import check_activation_input, grouped_tile, m_bucket, rows_view, split_columns
+from ._matmul_common import (check_activation_input, grouped_tile, k_offsets, k_step, m_bucket, rows_view,
+                             split_columns)
 from ._tuning import (PERSISTENT_DTYPES, Exclusion, device_pruner, gemm_candidates, gemm_configs,
                       gemm_shared_bytes, persistent_candidates)
 
@@ -45,7 +46,7 @@ def _tile_program(
     # int64 row/column offsets: M*K and N*K can pass 2^31 elements.
     offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
+    offs_k = k_offsets(BLOCK_K)
     x_ptrs = x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk
     w_ptrs = w_ptr + offs_n[None, :] * stride_wn + offs_k[:, None] * stride_wk  # W^T tile (K, N)
 
@@ -58,8 +59,8 @@ def _tile_program(
             x = x.to(tl.float32)
             w = w.to(tl.float32)
         acc = tl.dot(x, w, acc, input_precision=INPUT_PRECISION)
-        x_ptrs += BLOCK_K * stride_xk
-        w_ptrs += BLOCK_K * stride_wk
+        x_ptrs += k_step(stride_xk, BLOCK_K)
+        w_ptrs += k_step(stride_wk, BLOCK_K)
 
     # Epilogue on the fp32 accumulator; one cast at the store.
     acc = _bias_act(acc, b_ptr, stride_b, offs_n, N, HAS_BIAS, ACTIVATION)

@@ -70,8 +70,9 @@ def _narrow_mlp_kernel(
     offs_m = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_w = tl.arange(0, WIDTH)
     row_mask = offs_m[:, None] < M
+    # int64: a column-major x's stride times a feature index can pass 2^31 elements
     h = tl.load(
-        x_ptr + offs_m[:, None] * stride_xm + offs_w[None, :] * stride_xk,
+        x_ptr + offs_m[:, None] * stride_xm + offs_w.to(tl.int64)[None, :] * stride_xk,
         mask=row_mask & (offs_w[None, :] < IN_FEATURES),
         other=0.0,
     )
