@@ -8,6 +8,11 @@ Public API:
     pack_layers(weights, biases), narrow_mlp_packed(x, packed)    narrow_mlp with the layers packed once
     FusedLinear, FusedMLP, FusedGatedMLP, FusedNarrowMLP         nn.Modules with from_module()
     ACTIVATIONS, GATED_ACTIVATIONS                               the activation table
+  FP8 (e4m3 weights; W8A8 with e4m3 x, or W8A16 with bf16/fp16 x):
+    quantize_fp8(t, granularity="tensor"|"row"), dequantize_fp8(q, scale)
+    linear_act_fp8(x, weight, weight_scale, bias=None, activation, x_scale=None, out_dtype=None)
+    gated_up_fp8(x, w_gate, w_up, gate_scale, up_scale, activation, x_scale=None, out_dtype=None)
+    gated_mlp_fp8(x, w_gate, w_up, w_down, gate_scale, up_scale, down_scale, activation, ...)
 
 The kernels run on CUDA, or on the CPU under TRITON_INTERPRET=1 (set before import). The
 benchmark harness that measures them (workloads, baselines, references, timing) lives with the
@@ -19,8 +24,12 @@ from .modules import FusedGatedMLP, FusedLinear, FusedMLP, FusedNarrowMLP
 from .ops.gated_up import gated_mlp, gated_up
 from .ops.linear_act import linear_act
 from .ops.narrow_mlp import PackedMLP, narrow_mlp, narrow_mlp_packed, pack_layers
+from .ops.fp8_gated import gated_mlp_fp8, gated_up_fp8
+from .ops.fp8_linear import linear_act_fp8
+from .quantize import dequantize_fp8, quantize_fp8
 
 __all__ = [
     "ACTIVATIONS", "GATED_ACTIVATIONS", "FusedGatedMLP", "FusedLinear", "FusedMLP", "FusedNarrowMLP", "PackedMLP",
     "gated_mlp", "gated_up", "linear_act", "narrow_mlp", "narrow_mlp_packed", "pack_layers",
+    "dequantize_fp8", "gated_mlp_fp8", "gated_up_fp8", "linear_act_fp8", "quantize_fp8",
 ]

@@ -25,7 +25,7 @@ from ..activations import ACTIVATIONS as LIBRARY_ACTIVATIONS
 from .._triton_compat import INTERPRETER
 from .build import Record, Task, compile_task, config_dict, config_label, worker_init
 
-DTYPES = ("bf16", "fp16", "fp32", "tf32")
+DTYPES = ("bf16", "fp16", "fp32", "tf32", "fp8")  # fp8: e4m3 x and W (the W8A8 kernels)
 ACTIVATIONS = tuple(LIBRARY_ACTIVATIONS)  # every epilogue the library offers
 # The epilogue that costs the most registers (measured: erf-GELU over tanh-GELU and SiLU).
 COSTLIEST_ACTIVATION = "gelu"

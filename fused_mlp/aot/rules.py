@@ -5,7 +5,7 @@ from __future__ import annotations
 from .._arch import Arch
 
 # dtypes whose dot runs on tensor cores (fp32 does only as tf32, when torch allows it)
-TENSOR_CORE_DTYPES = ("bf16", "fp16", "tf32")
+TENSOR_CORE_DTYPES = ("bf16", "fp16", "tf32", "fp8")
 # wgmma works on 64-row warpgroup tiles: smaller BLOCK_M falls back to mma.sync, by design.
 WGMMA_MIN_BLOCK_M = 64
 

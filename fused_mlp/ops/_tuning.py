@@ -145,7 +145,7 @@ def gemm_shared_bytes(operand_tiles: int) -> SharedEstimate:
     return estimate
 
 
-DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "tf32": 4}
+DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "tf32": 4, "fp8": 1}  # fp8: e4m3 (the FP8 kernels)
 TMA_MIN_CAPABILITY = 90  # tensor descriptors (TMA) arrived with Hopper
 
 
@@ -168,7 +168,8 @@ def dtype_label(tensor, constexprs: dict) -> str:
     """The dtype a launch computes in: fp32 with a TF32 dot is "tf32"."""
     import torch
 
-    name = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32"}[tensor.dtype]
+    name = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32",
+            torch.float8_e4m3fn: "fp8"}[tensor.dtype]
     return "tf32" if name == "fp32" and constexprs.get("INPUT_PRECISION") == "tf32" else name
 
 

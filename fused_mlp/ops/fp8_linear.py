@@ -1,0 +1,168 @@
+"""linear_act_fp8: act((x @ W.T) * scales + bias) with e4m3 weights, in one kernel.
+
+Two forms (see _fp8_common): W8A8 (e4m3 x with per-tensor or per-token scales) and W8A16
+(bf16/fp16 x, weight-only). Scales, bias and activation are applied to the fp32 accumulator in
+the epilogue; one cast at the store.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from .._triton_compat import autotune, dot_upcast_needed
+from ..activations import get_activation
+from ..quantize import FP8_DTYPE
+from . import _fp8_common as fp8
+from ._gemm_launch import launch, num_sms
+from ._kernel_spec import KernelSpec
+from ._matmul_common import grouped_tile, m_bucket
+from ._tuning import Exclusion, device_pruner
+
+_SHARED = fp8.shared_bytes(operand_tiles=1)
+# Measured with python -m fused_mlp.aot --candidates (see the README's FP8 section).
+_EXCLUDED: tuple[Exclusion, ...] = ()
+
+
+@triton.jit
+def _fp8_linear_kernel(
+    x_ptr, w_ptr, xs_ptr, ws_ptr, b_ptr, out_ptr,
+    M, N, K, M_BUCKET,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on,
+    X_FP8: tl.constexpr, X_ROW_SCALES: tl.constexpr, W_ROW_SCALES: tl.constexpr,
+    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, DOT_UPCAST: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    TMA_OK: tl.constexpr = False,
+):
+    """One output tile per program (pointer loads, any strides). X_FP8: W8A8 (e4m3 x e4m3 dot);
+    otherwise W8A16 (W's bytes up-cast to x's dtype in registers). TMA_OK: the shared launcher's
+    flag; this kernel has no TMA variant, so it is always False."""
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    # int64 row/column offsets: M*K and N*K can pass 2^31 elements.
+    offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    x_ptrs = x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk
+    w_ptrs = w_ptr + offs_n[None, :] * stride_wn + offs_k[:, None] * stride_wk  # W^T tile (K, N)
+
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k_mask = offs_k < K - k0
+        x = tl.load(x_ptrs, mask=(offs_m[:, None] < M) & k_mask[None, :], other=0.0)
+        w = tl.load(w_ptrs, mask=k_mask[:, None] & (offs_n[None, :] < N), other=0.0)
+        if X_FP8:
+            # Hopper's e4m3 wgmma accumulates with fewer than fp32's bits: promote into the fp32
+            # accumulator after every BLOCK_K products (torch._scaled_mm's use_fast_accum=False).
+            acc = tl.dot(x, w, acc, max_num_imprecise_acc=BLOCK_K)
+        else:
+            w = fp8.e4m3_bits_to(w, x.dtype)
+            if DOT_UPCAST:
+                x = x.to(tl.float32)
+                w = w.to(tl.float32)
+            acc = tl.dot(x, w, acc)
+        x_ptrs += BLOCK_K * stride_xk
+        w_ptrs += BLOCK_K * stride_wk
+
+    # Epilogue on the fp32 accumulator: scales, bias, activation; one cast at the store.
+    if X_FP8:
+        acc = fp8.scale_rows(acc, xs_ptr, offs_m, M, X_ROW_SCALES)
+    acc = fp8.scale_columns(acc, ws_ptr, offs_n, N, W_ROW_SCALES)
+    if HAS_BIAS:
+        bias = tl.load(b_ptr + offs_n * stride_b, mask=offs_n < N, other=0.0)
+        acc += bias.to(tl.float32)[None, :]
+    acc = ACTIVATION(acc)
+    out_ptrs = out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on
+    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def _tuned(form: str):
+    return autotune(configs=fp8.configs(form), key=["M_BUCKET", "N", "K"],
+                    prune=device_pruner(_SHARED, "x_ptr", _EXCLUDED))(_fp8_linear_kernel)
+
+
+# One autotuner per form: each tunes (and caches) its own choices.
+_KERNELS = {form: _tuned(form) for form in fp8.FORMS}
+
+
+def _kernel_args(form, x2, weight, x_scales, w_scales, bias, out, activation: str) -> tuple[tuple, dict]:
+    """The kernel's arguments and constexprs for a 2-D x, shared by the launcher and the compile
+    check (fused_mlp.aot), so that both specialise the kernel the same way."""
+    M, K = x2.shape
+    N = weight.shape[0]
+    w = fp8.weight_operand(form, weight)
+    args = (x2, w, x_scales if x_scales is not None else w_scales, w_scales, bias if bias is not None else w_scales,
+            out, M, N, K, m_bucket(M),
+            x2.stride(0), x2.stride(1), w.stride(0), w.stride(1),
+            bias.stride(0) if bias is not None else 0, out.stride(0), out.stride(1))
+    constexprs = dict(X_FP8=form == "w8a8", X_ROW_SCALES=x_scales is not None and x_scales.numel() > 1,
+                      W_ROW_SCALES=w_scales.numel() > 1, HAS_BIAS=bias is not None,
+                      ACTIVATION=get_activation(activation).triton_fn, DOT_UPCAST=dot_upcast_needed(x2.dtype),
+                      TMA_OK=False)
+    return args, constexprs
+
+
+def check_bias(bias, x: torch.Tensor, N: int) -> None:
+    from .. import _validate as v
+
+    if bias is None:
+        return
+    v.check_tensor("bias", bias, ndim=1)
+    if bias.device != x.device:
+        raise ValueError(f"bias is on {bias.device} but x is on {x.device}; all operands must be on one device")
+    v.check_shape("bias", bias.shape, (N,), "one value per output feature, weight.shape[0]")
+
+
+def linear_act_fp8(x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Tensor,
+                   bias: torch.Tensor | None = None, activation: str = "gelu_tanh", *,
+                   x_scale: torch.Tensor | None = None, out_dtype: torch.dtype | None = None,
+                   check_scales: bool = True) -> torch.Tensor:
+    """act((x @ weight.T) * x_scale * weight_scale + bias) in one Triton kernel, with e4m3 weights.
+
+    weight: (N, K) float8_e4m3fn; weight_scale: float32, one per output channel ((N,) or (N, 1))
+    or one for the tensor ((), (1,)) — what quantize_fp8(w, "row" | "tensor") returns.
+    x (..., K) either float8_e4m3fn (W8A8; x_scale float32 per token ((M,) / (M, 1), M the
+    leading dims flattened) or per tensor) or bfloat16/float16 (W8A16, weight-only; no x_scale).
+    bias: (N,) in any float dtype, added in fp32 after the scales. Output: out_dtype (bf16, fp16
+    or fp32), by default bf16 for W8A8 and x.dtype for W8A16. fp32 accumulation.
+    check_scales: refuse NaN, Inf, zero, negative and subnormal scales (reads them back: one
+    device synchronisation per call; turn it off where the scales are known good).
+    """
+    from .. import _validate as v
+
+    get_activation(activation)
+    v.check_forward_only(x, bias)
+    form, x2, x_scales = fp8.check_x(x, x_scale, check_scales)
+    N = fp8.check_fp8_weight("weight", weight, x, x.shape[-1])
+    w_scales = fp8.check_weight_scale("weight_scale", weight_scale, weight, check_scales)
+    check_bias(bias, x, N)
+    dtype = fp8.out_dtype_for(form, x, out_dtype)
+
+    M = x2.shape[0]
+    out = torch.empty((M, N), dtype=dtype, device=x.device)
+    if M > 0 and N > 0:
+        args, constexprs = _kernel_args(form, x2, weight, x_scales, w_scales, bias, out, activation)
+        launch(_KERNELS[form], args, constexprs, M, N, num_sms(x.device))
+    return out.reshape(*x.shape[:-1], N)
+
+
+def _compile_example(form: str):
+    """A Llama-3-8B up projection (4096 -> 14336) on meta tensors: prefill (8192 tokens) for
+    W8A8, decode (16 tokens) for W8A16; per-token and per-channel scales, bf16 out."""
+    def example(dtype, activation):
+        M, K, N = (8192 if form == "w8a8" else 16), 4096, 14336
+        x_dtype = FP8_DTYPE if form == "w8a8" else dtype
+        x2 = torch.empty(M, K, dtype=x_dtype, device="meta")
+        weight = torch.empty(N, K, dtype=FP8_DTYPE, device="meta")
+        x_scales = torch.empty(M, dtype=torch.float32, device="meta") if form == "w8a8" else None
+        w_scales, bias = torch.empty(N, dtype=torch.float32, device="meta"), torch.empty(N, dtype=torch.bfloat16,
+                                                                                          device="meta")
+        out = torch.empty(M, N, dtype=torch.bfloat16 if form == "w8a8" else dtype, device="meta")
+        return _kernel_args(form, x2, weight, x_scales, w_scales, bias, out, activation)
+    return example
+
+
+KERNELS = (
+    KernelSpec("linear_act_fp8", "w8a8", _KERNELS["w8a8"], fp8.candidates("w8a8"), _compile_example("w8a8"),
+               _SHARED, _EXCLUDED, dtypes=("fp8",), archs=("sm_90",)),
+    KernelSpec("linear_act_fp8", "w8a16", _KERNELS["w8a16"], fp8.candidates("w8a16"), _compile_example("w8a16"),
+               _SHARED, _EXCLUDED, dtypes=("bf16", "fp16")),
+)
