@@ -156,12 +156,18 @@ def check_x(x: torch.Tensor, x_scale, check_scales: bool):
     if isinstance(x_scale, torch.Tensor) and x_scale.device != x.device:
         raise ValueError(f"x_scale is on {x_scale.device} but x is on {x.device}")
     scales = check_scale("x_scale", x_scale, x2.shape[0], "x (tokens)", check_values=check_scales)
-    if x.device.type == "cuda":
-        major, minor = torch.cuda.get_device_capability(x.device)
-        if 10 * major + minor < W8A8_MIN_CAPABILITY:
-            raise ValueError(f"W8A8 needs FP8 tensor cores (sm_89 or newer); this GPU is sm_{major}{minor}. "
-                             "Use W8A16 (bf16/fp16 x with the e4m3 weights) instead")
+    check_fp8_tensor_cores(x.device)
     return form, x2, scales
+
+
+def check_fp8_tensor_cores(device: torch.device) -> None:
+    """W8A8 runs on FP8 tensor cores: refuse a GPU without them (the interpreter computes e4m3)."""
+    if device.type != "cuda":
+        return
+    major, minor = torch.cuda.get_device_capability(device)
+    if 10 * major + minor < W8A8_MIN_CAPABILITY:
+        raise ValueError(f"W8A8 needs FP8 tensor cores (sm_89 or newer); this GPU is sm_{major}{minor}. "
+                         "Use W8A16 (bf16/fp16 x with the e4m3 weights) instead")
 
 
 def check_weight_scale(name: str, scale, w: torch.Tensor, check_scales: bool) -> torch.Tensor:
