@@ -8,7 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
-from dashboard.cache import default_cache_dir
+from dashboard.cache import cache_inside_results, default_cache_dir
 from dashboard.model import DEFAULT_RESULTS_DIR
 
 
@@ -31,7 +31,7 @@ def main(argv=None) -> int:
                              "never inside the results directory unless you put it there")
     parser.add_argument("--no-cache", action="store_true", help="parse every result file at every start")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8050, help="port (default: 8050)")
+    parser.add_argument("--port", type=int, default=8050, help="port, 1 to 65535 (default: 8050)")
     parser.add_argument("--debug", action="store_true", help="Dash debug mode (reloader, dev tools)")
     args = parser.parse_args(argv)
     if args.results.exists() and not args.results.is_dir():
@@ -40,31 +40,42 @@ def main(argv=None) -> int:
         parser.error(f"--asv-conf {args.asv_conf} is not a file")
     if args.no_cache and args.cache_dir is not None:
         parser.error("--cache-dir and --no-cache contradict each other")
+    if not 1 <= args.port <= 65535:
+        parser.error(f"--port {args.port} is not a TCP port (1 to 65535)")
+    if args.cache_dir is not None and cache_inside_results(args.results, args.cache_dir):
+        parser.error(f"--cache-dir {args.cache_dir} is inside the results directory {args.results}: the cache's "
+                     "files would be read as results; put it elsewhere")
+    # Before anything starts a process: a SIGTERM during the first load (its parse workers
+    # running) must end it the way Ctrl-C does, through the clean-up below.
+    signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     from dashboard.app import create_app
 
     cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
     app = create_app(args.results, asv_conf=args.asv_conf, cache_dir=cache_dir)
     store = app.server.config["FUSED_MLP_STORE"]
-    if not args.results.exists():
-        print(f"note: {args.results} does not exist yet; the dashboard shows how to produce results", file=sys.stderr)
-    else:  # load before serving, so the first page does not wait for it
-        data = store.get()
-        if data.problem:
-            print(f"note: {data.problem}; the dashboard says how to produce results", file=sys.stderr)
-        else:
-            print(f"loaded {args.results}: {data.what_was_loaded()} in {data.load_seconds:.1f} s "
-                  f"({data.files_parsed} result file(s) parsed now"
-                  + (", the rest from the cache)" if cache_dir else ")")
-                  + (f"; {data.cache_note}" if data.cache_note else ""), file=sys.stderr)
-    print(f"serving {args.results.resolve()} at http://{args.host}:{args.port}/", file=sys.stderr)
-    signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
     try:
+        if not args.results.exists():
+            print(f"note: {args.results} does not exist yet; the dashboard shows how to produce results",
+                  file=sys.stderr)
+        else:  # load before serving, so the first page does not wait for it
+            _report_load(store.get(), args.results, cache_dir)
+        print(f"serving {args.results.resolve()} at http://{args.host}:{args.port}/", file=sys.stderr)
         app.run(host=args.host, port=args.port, debug=args.debug)
-    except KeyboardInterrupt:  # a signal that arrived outside the server loop
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM outside the server loop (during the load, say)
         pass
     finally:
         store.close()
     return 0
+
+
+def _report_load(data, results: Path, cache_dir) -> None:
+    if data.problem:
+        print(f"note: {data.problem}; the dashboard says how to produce results", file=sys.stderr)
+    else:
+        print(f"loaded {results}: {data.what_was_loaded()} in {data.load_seconds:.1f} s "
+              f"({data.files_parsed} result file(s) parsed now"
+              + (", the rest from the cache)" if cache_dir else ")")
+              + (f"; {data.cache_note}" if data.cache_note else ""), file=sys.stderr)
 
 
 if __name__ == "__main__":

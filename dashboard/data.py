@@ -306,6 +306,41 @@ def _parse_chunk(tasks: list[tuple[str, str, str]]) -> list[dict]:
             gc.enable()
 
 
+PARENT_CHECK_SECONDS = 0.5
+
+
+def exit_with_parent(parent_pid: int) -> None:
+    """Initializer of a worker process (parse pool, detector): exit once the process that started
+    it is gone, however it ended (even by SIGKILL, which runs no clean-up, or before the worker
+    finished starting); otherwise an idle worker waits on its queue forever, holding its memory.
+    (Not PR_SET_PDEATHSIG: that fires when the thread that happened to spawn the worker ends.)"""
+    import threading
+    import time
+
+    def watch():
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_CHECK_SECONDS)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def parse_pool(jobs: int) -> concurrent.futures.ProcessPoolExecutor:
+    """The spawned pool that parses result files (forking a threaded web server is unsafe);
+    its workers end with this process, however it ends."""
+    return concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                                                  initializer=exit_with_parent, initargs=(os.getpid(),))
+
+
+def _stop_workers(pool: concurrent.futures.ProcessPoolExecutor) -> None:
+    """Terminate the pool's workers now (an interrupted load: their chunks are not wanted)."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        try:
+            process.terminate()
+        except (OSError, AttributeError):
+            pass
+
+
 def _available_cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -336,7 +371,7 @@ def _parse_files(tasks: list[tuple[str, str, str]], jobs: int | None) -> list[di
         return _parse_chunk(tasks)
     chunks = [tasks[i:i + FILES_PER_TASK] for i in range(0, len(tasks), FILES_PER_TASK)]
     try:
-        pool = concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"))
+        pool = parse_pool(jobs)
         futures = [pool.submit(_parse_chunk, chunk) for chunk in chunks]
     except Exception:  # no processes here (sandbox, daemonic parent): one core it is
         return _parse_chunk(tasks)
@@ -347,6 +382,9 @@ def _parse_files(tasks: list[tuple[str, str, str]], jobs: int | None) -> list[di
                 parsed.extend(future.result())
             except Exception:  # a worker died or could not start (BrokenProcessPool)
                 parsed.extend(_parse_chunk(chunk))
+    except BaseException:  # SIGTERM or Ctrl-C during the load: the workers stop with it
+        _stop_workers(pool)
+        raise
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     return parsed

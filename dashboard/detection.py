@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dashboard.data import exit_with_parent
+
 SERIES_PER_CHUNK = 250
 
 
@@ -43,20 +45,6 @@ def detect_in_worker(results_dir: str, cache_dir: str | None) -> list:
 
     table = load_table(Path(results_dir), Path(cache_dir) if cache_dir else None)
     return detect(table, shown_series(table), table.parsed.benchmarks)
-
-
-def _exit_with_parent(parent: int) -> None:
-    """In the worker: exit once the server process ``parent`` is gone, however it ended (even by
-    SIGKILL, which runs no clean-up, or before this worker finished starting); otherwise the idle
-    worker would wait on its queue forever. (Not PR_SET_PDEATHSIG: that fires when the request
-    thread that happened to spawn the worker ends.)"""
-
-    def watch():
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(0)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 @dataclass
@@ -99,7 +87,7 @@ class Detector:
         if self._executor is None:
             # spawn: forking a threaded web server is unsafe
             self._executor = concurrent.futures.ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=_exit_with_parent,
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=exit_with_parent,
                 initargs=(os.getpid(),))
         return self._executor
 

@@ -54,3 +54,108 @@ def test_a_trace_inside_a_real_profiles_folder_is_still_served(tmp_path):
     os.symlink(tmp_path, results / "profiles" / "box" / "out")  # a symlink inside, leading out
     (tmp_path / "secret.gz").write_bytes(b"x")
     assert profiles.trace_file(results, "box/out/secret.gz") is None
+
+
+# --------------------------------------------------------------------------- item 6: stopped during the first load
+
+
+def test_sigterm_during_the_first_load_stops_like_ctrl_c(monkeypatch, tmp_path, capsys):
+    """The handler is in place before the load starts, and the store is closed however the load ends."""
+    import signal
+
+    import dashboard.__main__ as cli
+
+    seen = {}
+
+    class Store:
+        def get(self):
+            seen["handler"] = signal.getsignal(signal.SIGTERM)
+            raise KeyboardInterrupt  # what the handler turns SIGTERM into
+
+        def close(self):
+            seen["closed"] = True
+
+    class App:
+        server = type("S", (), {"config": {"FUSED_MLP_STORE": Store()}})()
+
+        def run(self, **kw):
+            raise AssertionError("must not serve after an interrupted load")
+
+    previous = signal.getsignal(signal.SIGTERM)
+    monkeypatch.setattr("dashboard.app.create_app", lambda *a, **k: App())
+    results = tmp_path / "results"
+    results.mkdir()
+    try:
+        assert cli.main(["--results", str(results), "--no-cache"]) == 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert seen["handler"] is cli._stop_like_ctrl_c and seen["closed"]
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/stat"), reason="reads process state from /proc")
+def test_parse_workers_end_when_their_parent_is_killed(tmp_path):
+    """SIGKILL runs no clean-up in the parent: the workers must notice it is gone themselves."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = ("import os, sys, time\n"
+              "from dashboard.data import parse_pool\n"
+              "pool = parse_pool(1)\n"
+              "print(pool.submit(os.getpid).result(), flush=True)\n"
+              "pool.submit(time.sleep, 120)\n"
+              "time.sleep(120)\n")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                              cwd=os.path.dirname(os.path.dirname(__file__)))
+    try:
+        worker = int(parent.stdout.readline())
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and _alive(worker):
+            time.sleep(0.2)
+        assert not _alive(worker), "the parse worker outlived its parent"
+    finally:
+        parent.kill()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+# --------------------------------------------------------------------------- items 7 and 11: python -m dashboard
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--port", "99999"], "--port 99999"),
+    (["--port", "-1"], "--port -1"),
+    (["--cache-dir", "{results}"], "inside the results"),
+    (["--cache-dir", "{results}/machine/cache"], "inside the results"),
+])
+def test_dashboard_cli_refuses_bad_arguments_with_exit_2(tmp_path, capsys, args, message):
+    import dashboard.__main__ as cli
+
+    results = tmp_path / "results"
+    (results / "machine").mkdir(parents=True)
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["--results", str(results), *[a.format(results=results) for a in args]])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and message in err and "Traceback" not in err
+
+
+def test_a_cache_dir_inside_the_results_is_not_used(fixture_results, tmp_path):
+    import shutil
+
+    from dashboard.model import build_data, results_signature
+
+    results = shutil.copytree(fixture_results, tmp_path / "results")
+    signature = results_signature(results)
+    data = build_data(results, cache_dir=results)
+    assert "inside the results folder" in data.cache_note and not data.empty
+    assert results_signature(results) == signature  # nothing written there, so nothing to reload
+    assert not any(p.name.startswith("results-") for p in results.iterdir())
