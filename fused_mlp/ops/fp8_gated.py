@@ -15,7 +15,7 @@ from ..quantize import FP8_DTYPE, check_scale
 from . import _fp8_common as fp8
 from ._gemm_launch import launch, num_sms
 from ._kernel_spec import KernelSpec
-from ._matmul_common import grouped_tile, m_bucket
+from ._matmul_common import grouped_tile, k_offsets, k_step, m_bucket
 from ._tuning import Exclusion, device_pruner
 from .fp8_linear import linear_act_fp8
 
@@ -48,7 +48,7 @@ def _fp8_gated_kernel(
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
+    offs_k = k_offsets(BLOCK_K)  # int64: a K stride times k can pass 2^31
     x_ptrs = x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk
     wg_ptrs = wg_ptr + offs_n[None, :] * stride_wgn + offs_k[:, None] * stride_wgk
     wu_ptrs = wu_ptr + offs_n[None, :] * stride_wun + offs_k[:, None] * stride_wuk
@@ -74,9 +74,9 @@ def _fp8_gated_kernel(
                 wu = wu.to(tl.float32)
             acc_gate = tl.dot(x, wg, acc_gate)
             acc_up = tl.dot(x, wu, acc_up)
-        x_ptrs += BLOCK_K * stride_xk
-        wg_ptrs += BLOCK_K * stride_wgk
-        wu_ptrs += BLOCK_K * stride_wuk
+        x_ptrs += k_step(stride_xk, BLOCK_K)
+        wg_ptrs += k_step(stride_wgk, BLOCK_K)
+        wu_ptrs += k_step(stride_wuk, BLOCK_K)
 
     if X_FP8:
         acc_gate = fp8.scale_rows(acc_gate, xs_ptr, offs_m, M, X_ROW_SCALES)

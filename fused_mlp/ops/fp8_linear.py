@@ -15,7 +15,7 @@ from ..quantize import FP8_DTYPE
 from . import _fp8_common as fp8
 from ._gemm_launch import launch, num_sms
 from ._kernel_spec import KernelSpec
-from ._matmul_common import grouped_tile, m_bucket
+from ._matmul_common import grouped_tile, k_offsets, k_step, m_bucket
 from ._tuning import Exclusion, device_pruner
 
 _SHARED = fp8.shared_bytes(operand_tiles=1)
@@ -40,7 +40,7 @@ def _fp8_linear_kernel(
     # int64 row/column offsets: M*K and N*K can pass 2^31 elements.
     offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = tl.arange(0, BLOCK_K)
+    offs_k = k_offsets(BLOCK_K)  # int64: a K stride times k can pass 2^31
     x_ptrs = x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk
     w_ptrs = w_ptr + offs_n[None, :] * stride_wn + offs_k[:, None] * stride_wk  # W^T tile (K, N)
 
@@ -59,8 +59,8 @@ def _fp8_linear_kernel(
                 x = x.to(tl.float32)
                 w = w.to(tl.float32)
             acc = tl.dot(x, w, acc)
-        x_ptrs += BLOCK_K * stride_xk
-        w_ptrs += BLOCK_K * stride_wk
+        x_ptrs += k_step(stride_xk, BLOCK_K)
+        w_ptrs += k_step(stride_wk, BLOCK_K)
 
     # Epilogue on the fp32 accumulator: scales, bias, activation; one cast at the store.
     if X_FP8:
