@@ -1,0 +1,58 @@
+"""tools/gpu_runner/session.sh under a time limit: every stage has its own timeout, the quick asv
+run and the bf16 check come first, and the exit trap packs whatever exists when stages are cut
+short. A fake python3 stands in for asv and the GPU check (they hang), so this runs in seconds."""
+
+import json
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FAKE_PYTHON = r'''#!/bin/bash
+echo "$*" >> "$OUT/calls.txt"
+case "$*" in
+  *"import asv, torch, triton"*) echo "asv 0.6.6 torch fake triton fake" ;;
+  *benchmarks.run*) mkdir -p results/m && echo '{}' > results/m/partial.json; sleep 60 ;;
+  *benchmarks.gpu_check*) echo '{"rows": [{"case": "gated_mlp bf16"}], "complete": false}' > "$OUT/gpu_check.json"; sleep 60 ;;
+  *) exit 0 ;;
+esac
+'''
+
+
+def test_stages_cut_short_still_bring_back_results_and_the_stage_table(tmp_path):
+    work = tmp_path / "device"
+    shutil.copytree(REPO / "tools", work / "tools")
+    for args in (["init", "-q"], ["add", "tools"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
+        subprocess.run(["git", *args], cwd=work, check=True, capture_output=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").write_text(FAKE_PYTHON)
+    (bin_dir / "python3").chmod(0o755)
+    out = tmp_path / "out"
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(out), "HOME": str(tmp_path),
+           "STAGE_CAP_quick": "3", "STAGE_MIN_quick": "1", "STAGE_CAP_check": "3", "STAGE_MIN_check": "1",
+           "STAGE_CAP_native": "2", "STAGE_MIN_native": "1", "STAGE_CAP_profile": "2", "STAGE_MIN_profile": "1",
+           "SESSION_RESERVE_S": "1"}
+    done = subprocess.run(["bash", "tools/gpu_runner/session.sh", "--machine", "m", "--grid", "quick",
+                           "--budget", "30"], cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stdout + done.stderr  # gpu_check did not finish
+    calls = (out / "calls.txt").read_text().splitlines()
+    first_run = next(i for i, c in enumerate(calls) if "benchmarks.run" in c)
+    first_check = next(i for i, c in enumerate(calls) if "benchmarks.gpu_check" in c)
+    assert first_run < first_check and "--grid quick" in calls[first_run] and "bench_device" in calls[first_run]
+    stages = [line.split("\t") for line in (out / "stages.tsv").read_text().splitlines()[1:]]
+    assert [s[0] for s in stages] == ["quick", "check", "native", "profile"]
+    assert stages[0][1] == "cut at 3s" and stages[1][1] == "cut at 3s" and stages[2][1] == "ok"
+    assert json.loads((out / "gpu_check.json").read_text())["rows"]  # what was checked came back
+    with tarfile.open(out / "results.tgz") as packed:
+        assert "results/m/partial.json" in packed.getnames()
+    assert "packed results/" in done.stdout
+
+
+def test_bad_arguments_are_exit_2(tmp_path):
+    for args in (["--machine"], ["--machine", "m", "--budget", "soon"], ["--machine", "m", "--stages", "all"],
+                 ["--grid", "quick"]):
+        done = subprocess.run(["bash", str(REPO / "tools/gpu_runner/session.sh"), *args], capture_output=True,
+                              text=True, timeout=30, env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "o")})
+        assert done.returncode == 2 and done.stderr.strip(), (args, done.stderr)
