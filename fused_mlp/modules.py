@@ -3,7 +3,10 @@
 Each keeps the parameter names of its unfused counterpart (nn.Linear's weight/bias, Llama's
 gate_proj/up_proj/down_proj, nn.Sequential's layer list), so state_dicts load across, and each has
 `from_module(m)` that takes the unfused module and returns the fused one with the same weights.
-The kernels are forward-only: use these modules under torch.no_grad() / torch.inference_mode().
+They train: each op has a backward (fused_mlp.ops), and under torch.no_grad() / inference_mode
+the inference kernels run and nothing is saved. `recompute=True` saves only each op's input for
+the backward and recomputes the forward GEMMs there (less memory, more compute); it is an
+attribute, so it can be set on a module that from_module made.
 """
 
 from torch import nn
@@ -48,16 +51,17 @@ def _recognised_activation(module: nn.Module | None) -> str | None:
 class FusedLinear(nn.Linear):
     """nn.Linear followed by an activation, in one kernel: act(x @ weight.T + bias)."""
 
-    def __init__(self, in_features, out_features, bias=True, activation="gelu_tanh", device=None, dtype=None):
+    def __init__(self, in_features, out_features, bias=True, activation="gelu_tanh", device=None, dtype=None,
+                 recompute=False):
         get_activation(activation)
         super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
-        self.activation = activation
+        self.activation, self.recompute = activation, recompute
 
     def forward(self, x):
-        return linear_act(x, self.weight, self.bias, self.activation)
+        return linear_act(x, self.weight, self.bias, self.activation, recompute=self.recompute)
 
     def extra_repr(self):
-        return f"{super().extra_repr()}, activation={self.activation!r}"
+        return f"{super().extra_repr()}, activation={self.activation!r}, recompute={self.recompute}"
 
     @classmethod
     def from_module(cls, m: nn.Module) -> "FusedLinear":
@@ -80,16 +84,16 @@ class FusedMLP(nn.Module):
     first bias live in the first GEMM's epilogue, the second bias in the second's)."""
 
     def __init__(self, in_features, hidden_features, out_features=None, bias=True,
-                 activation="gelu_tanh", device=None, dtype=None):
+                 activation="gelu_tanh", device=None, dtype=None, recompute=False):
         super().__init__()
         get_activation(activation)
-        self.activation = activation
+        self.activation, self.recompute = activation, recompute
         self.fc1 = nn.Linear(in_features, hidden_features, bias=bias, device=device, dtype=dtype)
         self.fc2 = nn.Linear(hidden_features, out_features or in_features, bias=bias, device=device, dtype=dtype)
 
     def forward(self, x):
-        h = linear_act(x, self.fc1.weight, self.fc1.bias, self.activation)
-        return linear_act(h, self.fc2.weight, self.fc2.bias, "none")
+        h = linear_act(x, self.fc1.weight, self.fc1.bias, self.activation, recompute=self.recompute)
+        return linear_act(h, self.fc2.weight, self.fc2.bias, "none", recompute=self.recompute)
 
     @classmethod
     def from_module(cls, m: nn.Module) -> "FusedMLP":

@@ -156,12 +156,6 @@ def test_from_module_rejects_what_it_cannot_fuse():
         FusedGatedMLP.from_module(nn.Linear(3, 3), activation="silu")
 
 
-def test_modules_refuse_to_run_with_grad():
-    fused = FusedLinear(8, 8)
-    with pytest.raises(RuntimeError, match="forward-only"):
-        fused(torch.randn(2, 8))
-
-
 def test_fused_narrow_mlp_refuses_to_run_with_grad():
     fused = FusedNarrowMLP((4, 16, 2))
     with pytest.raises(RuntimeError, match="forward-only"):

@@ -42,6 +42,16 @@ def k_step(stride, BLOCK_K: tl.constexpr):
     return tl.full((), BLOCK_K, tl.int64) * stride
 
 
+@triton.jit
+def dot_acc(a, b, acc, DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """acc + a @ b, with the operands upcast to fp32 where the interpreter's bf16 dot is wrong
+    (see _triton_compat.dot_upcast_needed)."""
+    if DOT_UPCAST:
+        a = a.to(tl.float32)
+        b = b.to(tl.float32)
+    return tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+
+
 def m_bucket(M: int) -> int:
     """Autotune key for M: the next power of two (capped), so decode, prefill and training sizes
     tune separately without re-tuning for every token count."""

@@ -7,6 +7,8 @@ import triton.language as tl
 from .. import _validate as v
 from .._triton_compat import autotune, dot_upcast_needed
 from ..activations import get_activation
+from . import backward_gemm
+from ._autograd import refuse_double_backward, trains
 from ._kernel_spec import KernelSpec
 from ._gemm_launch import launch, num_sms, tma_ok
 from ._matmul_common import (check_activation_input, grouped_tile, k_offsets, k_step, m_bucket, rows_view,
@@ -27,19 +29,20 @@ _EXCLUDED = (
 
 
 @triton.jit
-def _bias_act(acc, b_ptr, stride_b, offs_n, N, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
-    """The epilogue on the fp32 accumulator: + bias, then the activation."""
+def _add_bias(acc, b_ptr, stride_b, offs_n, N, HAS_BIAS: tl.constexpr):
+    """The epilogue's first step on the fp32 accumulator: + bias (the pre-activation Z)."""
     if HAS_BIAS:
         bias = tl.load(b_ptr + offs_n * stride_b, mask=offs_n < N, other=0.0)
         acc += bias.to(tl.float32)[None, :]
-    return ACTIVATION(acc)
+    return acc
 
 
 @triton.jit
 def _tile_program(
-    x_ptr, w_ptr, b_ptr, out_ptr, M, N, K,
-    stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on,
-    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    x_ptr, w_ptr, b_ptr, out_ptr, z_ptr, M, N, K,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on, stride_zm, stride_zn,
+    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, STORE_PRE: tl.constexpr,
+    DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     """The tile variant: this program's one output tile, pointer loads (any strides)."""
@@ -64,28 +67,33 @@ def _tile_program(
         w_ptrs += k_step(stride_wk, BLOCK_K)
 
     # Epilogue on the fp32 accumulator; one cast at the store.
-    acc = _bias_act(acc, b_ptr, stride_b, offs_n, N, HAS_BIAS, ACTIVATION)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    acc = _add_bias(acc, b_ptr, stride_b, offs_n, N, HAS_BIAS)
+    if STORE_PRE:  # training: the pre-activation, for the backward
+        tl.store(z_ptr + offs_m[:, None] * stride_zm + offs_n[None, :] * stride_zn, acc.to(z_ptr.dtype.element_ty),
+                 mask=mask)
+    acc = ACTIVATION(acc)
     out_ptrs = out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on
-    tl.store(
-        out_ptrs,
-        acc.to(out_ptr.dtype.element_ty),
-        mask=(offs_m[:, None] < M) & (offs_n[None, :] < N),
-    )
+    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
-def _store_part(acc, out_desc, b_ptr, stride_b, off_m, off_n, N,
-                HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, WIDTH: tl.constexpr):
-    """Bias, activation and the TMA store of one epilogue subtile, WIDTH columns from off_n."""
-    acc = _bias_act(acc, b_ptr, stride_b, off_n + tl.arange(0, WIDTH), N, HAS_BIAS, ACTIVATION)
-    out_desc.store([off_m, off_n], acc.to(out_desc.dtype))
+def _store_part(acc, out_desc, z_desc, b_ptr, stride_b, off_m, off_n, N,
+                HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, STORE_PRE: tl.constexpr, WIDTH: tl.constexpr):
+    """Bias, activation and the TMA store of one epilogue subtile, WIDTH columns from off_n
+    (and of its pre-activation, for training)."""
+    acc = _add_bias(acc, b_ptr, stride_b, off_n + tl.arange(0, WIDTH), N, HAS_BIAS)
+    if STORE_PRE:
+        z_desc.store([off_m, off_n], acc.to(z_desc.dtype))
+    out_desc.store([off_m, off_n], ACTIVATION(acc).to(out_desc.dtype))
 
 
 @triton.jit
 def _persistent_program(
-    x_ptr, w_ptr, b_ptr, out_ptr, M, N, K, NUM_SMS,
-    stride_xm, stride_wn, stride_b, stride_om,
-    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    x_ptr, w_ptr, b_ptr, out_ptr, z_ptr, M, N, K, NUM_SMS,
+    stride_xm, stride_wn, stride_b, stride_om, stride_zm,
+    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, STORE_PRE: tl.constexpr,
+    DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
 ):
@@ -97,6 +105,9 @@ def _persistent_program(
     w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_wn, 1], block_shape=[BLOCK_N, BLOCK_K])
     SUB_N: tl.constexpr = BLOCK_N // EPILOGUE_SUBTILE
     out_desc = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[stride_om, 1], block_shape=[BLOCK_M, SUB_N])
+    z_desc = out_desc
+    if STORE_PRE:
+        z_desc = tl.make_tensor_descriptor(z_ptr, shape=[M, N], strides=[stride_zm, 1], block_shape=[BLOCK_M, SUB_N])
     num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
     # flatten: the tile loop and the K loop pipeline as one, so the next tile's loads overlap
@@ -117,20 +128,22 @@ def _persistent_program(
             # Half the columns at a time: the epilogue's temporaries and the store buffer for
             # half a tile only.
             left, right = split_columns(acc, BLOCK_M, BLOCK_N)
-            _store_part(left, out_desc, b_ptr, stride_b, off_m, off_n, N, HAS_BIAS, ACTIVATION, SUB_N)
-            _store_part(right, out_desc, b_ptr, stride_b, off_m, off_n + SUB_N, N, HAS_BIAS, ACTIVATION, SUB_N)
+            _store_part(left, out_desc, z_desc, b_ptr, stride_b, off_m, off_n, N, HAS_BIAS, ACTIVATION, STORE_PRE, SUB_N)
+            _store_part(right, out_desc, z_desc, b_ptr, stride_b, off_m, off_n + SUB_N, N, HAS_BIAS, ACTIVATION,
+                        STORE_PRE, SUB_N)
         else:
-            _store_part(acc, out_desc, b_ptr, stride_b, off_m, off_n, N, HAS_BIAS, ACTIVATION, BLOCK_N)
+            _store_part(acc, out_desc, z_desc, b_ptr, stride_b, off_m, off_n, N, HAS_BIAS, ACTIVATION, STORE_PRE,
+                        BLOCK_N)
 
 
 @autotune(configs=gemm_configs(), key=["M_BUCKET", "N", "K", "INPUT_PRECISION", "TMA_OK"],
           prune=device_pruner(_SHARED, "x_ptr", _EXCLUDED))
 @triton.jit
 def _linear_act_kernel(
-    x_ptr, w_ptr, b_ptr, out_ptr,
+    x_ptr, w_ptr, b_ptr, out_ptr, z_ptr,
     M, N, K, M_BUCKET, NUM_SMS,
-    stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on,
-    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on, stride_zm, stride_zn,
+    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, STORE_PRE: tl.constexpr,
     DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr, TMA_OK: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     PERSISTENT: tl.constexpr = False, EPILOGUE_SUBTILE: tl.constexpr = 1, WARP_SPECIALIZE: tl.constexpr = False,
@@ -138,41 +151,98 @@ def _linear_act_kernel(
     """act(x @ W^T + b); the config's PERSISTENT picks the variant (see _gemm_launch)."""
     if PERSISTENT:
         tl.static_assert(TMA_OK, "the persistent variant needs tensors that qualify for TMA")
-        _persistent_program(x_ptr, w_ptr, b_ptr, out_ptr, M, N, K, NUM_SMS, stride_xm, stride_wn, stride_b, stride_om,
-                            HAS_BIAS, ACTIVATION, DOT_UPCAST, INPUT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+        _persistent_program(x_ptr, w_ptr, b_ptr, out_ptr, z_ptr, M, N, K, NUM_SMS,
+                            stride_xm, stride_wn, stride_b, stride_om, stride_zm,
+                            HAS_BIAS, ACTIVATION, STORE_PRE, DOT_UPCAST, INPUT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
                             EPILOGUE_SUBTILE, WARP_SPECIALIZE)
     else:
-        _tile_program(x_ptr, w_ptr, b_ptr, out_ptr, M, N, K,
-                      stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on,
-                      HAS_BIAS, ACTIVATION, DOT_UPCAST, INPUT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
+        _tile_program(x_ptr, w_ptr, b_ptr, out_ptr, z_ptr, M, N, K,
+                      stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on, stride_zm, stride_zn,
+                      HAS_BIAS, ACTIVATION, STORE_PRE, DOT_UPCAST, INPUT_PRECISION, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
 
 
-def _kernel_args(x2, weight, bias, out, activation: str) -> tuple[tuple, dict]:
+def _kernel_args(x2, weight, bias, out, activation: str, z=None) -> tuple[tuple, dict]:
     """The kernel's arguments and constexprs for a 2-D x, shared by the launcher and the compile
-    check (fused_mlp.aot), so that both specialise the kernel the same way."""
+    check (fused_mlp.aot), so that both specialise the kernel the same way. `z`: where a training
+    forward stores the pre-activation (None: not stored, the inference kernel)."""
     M, K = x2.shape
     N = weight.shape[0]
-    args = (x2, weight, bias if bias is not None else weight, out,
+    z_ = z if z is not None else out
+    args = (x2, weight, bias if bias is not None else weight, out, z_,
             M, N, K, m_bucket(M), num_sms(x2.device),
             x2.stride(0), x2.stride(1), weight.stride(0), weight.stride(1),
-            bias.stride(0) if bias is not None else 0, out.stride(0), out.stride(1))
+            bias.stride(0) if bias is not None else 0, out.stride(0), out.stride(1), z_.stride(0), z_.stride(1))
     constexprs = dict(HAS_BIAS=bias is not None, ACTIVATION=get_activation(activation).triton_fn,
+                      STORE_PRE=z is not None,
                       DOT_UPCAST=dot_upcast_needed(x2.dtype), INPUT_PRECISION=v.dot_precision(x2.dtype),
-                      TMA_OK=tma_ok(x2, weight, out))
+                      TMA_OK=tma_ok(x2, weight, out, z_))
     return args, constexprs
 
 
+def _forward(x2, weight, bias, activation: str, store_pre: bool = False):
+    """The fused forward on a 2-D x: (out, the pre-activation Z or None)."""
+    M, N = x2.shape[0], weight.shape[0]
+    out = torch.empty((M, N), dtype=x2.dtype, device=x2.device)
+    z = torch.empty((M, N), dtype=x2.dtype, device=x2.device) if store_pre else None
+    if M > 0 and N > 0:
+        args, constexprs = _kernel_args(x2, weight, bias, out, activation, z)
+        launch(_linear_act_kernel, args, constexprs, M, N, num_sms(x2.device))
+    return out, z
+
+
+def linear_act_backward(dy, x2, weight, bias, z, activation: str, needs: tuple[bool, bool, bool]):
+    """(dx, dweight, dbias) of act(x2 @ weight.T + bias) for the upstream gradient dy (M, N).
+
+    z is the saved pre-activation, or None to recompute it (recompute=True). dZ = dY * act'(Z)
+    comes from one pass that also sums its columns for the bias gradient (saved Z), or from the
+    epilogue of the recomputed forward GEMM; dX = dZ @ W and dW = dZ^T @ X are GEMMs on views.
+    """
+    has_bias = bias is not None and needs[2]
+    if activation == "none" or z is not None:
+        dz, db = backward_gemm.dact(dy, z, activation, has_bias)
+    else:
+        dz, db = backward_gemm.matmul_dact(x2, weight.t(), bias if has_bias else None, dy, activation)
+    dx = backward_gemm.matmul(dz, weight) if needs[0] else None
+    dw = backward_gemm.matmul(dz.t(), x2) if needs[1] else None
+    return dx, dw, (db.to(bias.dtype) if db is not None else None)
+
+
+class _LinearAct(torch.autograd.Function):
+    """linear_act for training. Saves x and the pre-activation Z in x.dtype (as torch's own
+    autograd saves its input and output), or only x with recompute; nothing extra for 'none'."""
+
+    @staticmethod
+    def forward(ctx, x2, weight, bias, activation, recompute):
+        save_z = activation != "none" and not recompute
+        out, z = _forward(x2, weight, bias, activation, store_pre=save_z)
+        ctx.activation = activation
+        ctx.save_for_backward(x2, weight, bias, z)
+        return out
+
+    @staticmethod
+    def backward(ctx, dy):
+        refuse_double_backward("linear_act")
+        x2, weight, bias, z = ctx.saved_tensors
+        dx, dw, db = linear_act_backward(dy, x2, weight, bias, z, ctx.activation, ctx.needs_input_grad[:3])
+        return dx, dw, db, None, None
+
+
 def linear_act(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
-               activation: str = "gelu_tanh") -> torch.Tensor:
-    """act(x @ weight.T + bias) in one Triton kernel.
+               activation: str = "gelu_tanh", recompute: bool = False) -> torch.Tensor:
+    """act(x @ weight.T + bias) in one Triton kernel, differentiable.
 
     x: (..., K); weight: (N, K) as in nn.Linear; bias: (N,) or None. float32, float16 or bfloat16,
     all the same dtype and device. Accumulates in fp32 and applies bias and activation to the fp32
     accumulator before one cast to x.dtype. float32 inputs use TF32 tensor cores only when
     `torch.backends.cuda.matmul.allow_tf32` is set (as torch's own matmul does), IEEE fp32 otherwise.
+
+    When an input requires grad (and grad mode is on) the forward also saves the pre-activation
+    for the backward kernels; `recompute=True` saves only x and recomputes x @ weight.T in the
+    backward instead. Otherwise the inference kernel runs and nothing is saved.
     """
     get_activation(activation)
-    v.check_forward_only(x, weight, bias)
+    if not isinstance(recompute, bool):
+        raise TypeError(f"recompute must be a bool, got {type(recompute).__name__}")
     K, N = check_activation_input(x, {"weight": weight})
     if bias is not None:
         v.check_tensor("bias", bias, ndim=1)
@@ -180,12 +250,11 @@ def linear_act(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None 
         v.check_shape("bias", bias.shape, (N,), "one value per output feature, weight.shape[0]")
 
     x2 = rows_view(x)
-    M = x2.shape[0]
-    out = torch.empty((M, N), dtype=x.dtype, device=x.device)
-    if M > 0 and N > 0:
-        args, constexprs = _kernel_args(x2, weight, bias, out, activation)
-        launch(_linear_act_kernel, args, constexprs, M, N, num_sms(x.device))
-    return out.reshape(*x.shape[:-1], N)
+    if trains(x, weight, bias):
+        out = _LinearAct.apply(x2, weight, bias, activation, recompute)
+    else:
+        out, _ = _forward(x2, weight, bias, activation)
+    return out if x.dim() == 2 else out.reshape(*x.shape[:-1], N)
 
 
 def _compile_example(dtype, activation):

@@ -1,0 +1,339 @@
+"""The backward kernels of linear_act and the gated MLP: GEMMs over any strides (so that every
+transpose a backward needs is a view), with the activation's derivative in their epilogue, and the
+elementwise passes that turn an upstream gradient into the pre-activation's.
+
+How a backward launch is chosen: the tile variant only (pointer loads, any strides: the operands
+are transposed views, which TMA descriptors do not take); the config comes from an autotuner
+keyed on the bucketed M, N and K (the token count is M in one GEMM and K in another), cached on
+disk; the epilogue is a constexpr, so each GEMM compiles only the code its caller needs.
+
+Kernels (QuACK's gemm_dact / gemm_dgated, cuBLASLt's DGELU_BGRAD):
+    _bwd_gemm_kernel    C = A @ B (+ A2 @ B2, a second K loop into the same accumulator), epilogue:
+                        "none"    store C
+                        "dact"    Z = C + bias; dZ = act'(Z) * dY stored; dZ's column sums per row block
+                        "dgated"  dH = C; dG = dH * U * act'(G), dU = dH * act(G), H = act(G) * U stored
+    _bwd_gemm_pair_kernel  C1 = A @ B1, C2 = A @ B2, one pass over A (dWg and dWu from one pass over x)
+    _dact_kernel        dZ = act'(Z) * dY and its column sums per row block (the bias gradient's first pass)
+    _dgated_kernel      dG, dU from dH and the saved G, U
+Column sums are written per row block into an fp32 split buffer and summed by a second pass:
+deterministic, no atomics.
+"""
+
+import torch
+import triton
+import triton.language as tl
+
+from .. import _validate as v
+from .._triton_compat import INTERPRETER, autotune, dot_upcast_needed
+from ..activations import get_activation
+from ._kernel_spec import KernelSpec
+from ._matmul_common import dot_acc, grouped_tile, k_offsets, k_step, m_bucket
+from ._tuning import INTERPRETER_CONFIGS, device_pruner, gemm_candidates, gemm_shared_bytes
+
+# Epilogues of _bwd_gemm_kernel (constexpr values)
+EPILOGUE_NONE: tl.constexpr = tl.constexpr(0)
+EPILOGUE_DACT: tl.constexpr = tl.constexpr(1)
+EPILOGUE_DGATED: tl.constexpr = tl.constexpr(2)
+_EPILOGUES = {"none": 0, "dact": 1, "dgated": 2}
+
+_SHARED = gemm_shared_bytes(operand_tiles=1)
+_SHARED_PAIR = gemm_shared_bytes(operand_tiles=2)
+
+
+def _bwd_configs(operand_tiles: int = 1):
+    return [INTERPRETER_CONFIGS["tile"]] if INTERPRETER else gemm_candidates(operand_tiles)
+
+
+def _elementwise_candidates():
+    """Tiles of the elementwise passes: wide in N for coalesced rows, rows enough to amortise the
+    column sums' store."""
+    return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=1)
+            for bm, bn, w in [(32, 128, 4), (64, 128, 4), (64, 256, 8)]]
+
+
+def _elementwise_configs():
+    return [triton.Config({"BLOCK_M": 32, "BLOCK_N": 32}, num_warps=4)] if INTERPRETER else _elementwise_candidates()
+
+
+def _no_shared(config, dtype_bytes: int, constexprs: dict) -> int:
+    return 0
+
+
+@triton.jit
+def _tile_ptrs(ptr, offs_r, offs_c, stride_r, stride_c):
+    return ptr + offs_r[:, None] * stride_r + offs_c[None, :] * stride_c
+
+
+@triton.jit
+def _k_loop(acc, a_ptr, b_ptr, offs_m, offs_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+            DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr, BLOCK_K: tl.constexpr):
+    """acc += A[offs_m, :] @ B[:, offs_n] over all of K, masked at every edge."""
+    offs_k = k_offsets(BLOCK_K)
+    a_ptrs = _tile_ptrs(a_ptr, offs_m, offs_k, stride_am, stride_ak)
+    b_ptrs = _tile_ptrs(b_ptr, offs_k, offs_n, stride_bk, stride_bn)
+    for k0 in range(0, K, BLOCK_K):
+        k_mask = offs_k < K - k0
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & k_mask[None, :], other=0.0)
+        b = tl.load(b_ptrs, mask=k_mask[:, None] & (offs_n[None, :] < N), other=0.0)
+        acc = dot_acc(a, b, acc, DOT_UPCAST, INPUT_PRECISION)
+        a_ptrs += k_step(stride_ak, BLOCK_K)
+        b_ptrs += k_step(stride_bk, BLOCK_K)
+    return acc
+
+
+@triton.jit
+def _store_column_sums(part_ptr, dz, pid_m, offs_n, N):
+    """This row block's column sums of dZ into row pid_m of the (row blocks, N) fp32 split buffer."""
+    tl.store(part_ptr + pid_m.to(tl.int64) * N + offs_n, tl.sum(dz, axis=0), mask=offs_n < N)
+
+
+@triton.jit
+def _dgated_tile(dh, g, u, ACTIVATION: tl.constexpr, ACTIVATION_GRAD: tl.constexpr):
+    """(dG, dU, H) of one tile, in fp32: H = act(G) * U, so dU = dH * act(G) and dG = act'(G) * dH * U."""
+    act_g = ACTIVATION(g)
+    return ACTIVATION_GRAD(g, dh * u), dh * act_g, act_g * u
+
+
+@autotune(configs=_bwd_configs(), key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "EPILOGUE", "TWO_PRODUCTS", "INPUT_PRECISION"],
+          prune=device_pruner(_SHARED, "a_ptr"))
+@triton.jit
+def _bwd_gemm_kernel(
+    # C = A @ B (+ A2 @ B2): A, A2 (M, K | K2), B, B2 (K | K2, N), any strides
+    a_ptr, b_ptr, a2_ptr, b2_ptr,
+    # epilogue inputs: "dact": E1 = dY (M, N), bias (N,); "dgated": E1 = G, E2 = U (M, N), one stride pair
+    e1_ptr, e2_ptr, bias_ptr,
+    # outputs: C (M, N); "dact": C = dZ, part = column sums (row blocks, N) fp32; "dgated": C = dG, C2 = dU
+    # (C's strides), C3 = H
+    c_ptr, c2_ptr, c3_ptr, part_ptr,
+    # sizes (the buckets are the autotune key)
+    M, N, K, K2, M_BUCKET, N_BUCKET, K_BUCKET,
+    # strides
+    stride_am, stride_ak, stride_bk, stride_bn, stride_a2m, stride_a2k, stride_b2k, stride_b2n,
+    stride_em, stride_en, stride_bias, stride_cm, stride_cn, stride_c3m, stride_c3n,
+    # what to compute
+    EPILOGUE: tl.constexpr, TWO_PRODUCTS: tl.constexpr, HAS_BIAS: tl.constexpr,
+    ACTIVATION: tl.constexpr, ACTIVATION_GRAD: tl.constexpr,
+    DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    # the config
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc = _k_loop(acc, a_ptr, b_ptr, offs_m, offs_n, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                  DOT_UPCAST, INPUT_PRECISION, BLOCK_K)
+    if TWO_PRODUCTS:
+        acc = _k_loop(acc, a2_ptr, b2_ptr, offs_m, offs_n, M, N, K2, stride_a2m, stride_a2k, stride_b2k, stride_b2n,
+                      DOT_UPCAST, INPUT_PRECISION, BLOCK_K)
+
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    c_ptrs = _tile_ptrs(c_ptr, offs_m, offs_n, stride_cm, stride_cn)
+    if EPILOGUE == EPILOGUE_NONE:
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+    elif EPILOGUE == EPILOGUE_DACT:
+        if HAS_BIAS:
+            acc += tl.load(bias_ptr + offs_n * stride_bias, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
+        # Round Z as the forward's saved pre-activation is rounded, so both paths agree.
+        z = acc.to(c_ptr.dtype.element_ty).to(tl.float32)
+        dy = tl.load(_tile_ptrs(e1_ptr, offs_m, offs_n, stride_em, stride_en), mask=mask, other=0.0)
+        dz = tl.where(mask, ACTIVATION_GRAD(z, dy.to(tl.float32)), 0.0)
+        tl.store(c_ptrs, dz.to(c_ptr.dtype.element_ty), mask=mask)
+        if HAS_BIAS:
+            _store_column_sums(part_ptr, dz, pid_m, offs_n, N)
+    else:
+        g = tl.load(_tile_ptrs(e1_ptr, offs_m, offs_n, stride_em, stride_en), mask=mask, other=0.0)
+        u = tl.load(_tile_ptrs(e2_ptr, offs_m, offs_n, stride_em, stride_en), mask=mask, other=0.0)
+        # dH rounds to the storage dtype first, as the unfused backward's dH tensor does
+        dh = acc.to(c_ptr.dtype.element_ty).to(tl.float32)
+        dg, du, h = _dgated_tile(dh, g.to(tl.float32), u.to(tl.float32), ACTIVATION, ACTIVATION_GRAD)
+        tl.store(c_ptrs, dg.to(c_ptr.dtype.element_ty), mask=mask)
+        tl.store(_tile_ptrs(c2_ptr, offs_m, offs_n, stride_cm, stride_cn), du.to(c_ptr.dtype.element_ty), mask=mask)
+        tl.store(_tile_ptrs(c3_ptr, offs_m, offs_n, stride_c3m, stride_c3n), h.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+@autotune(configs=_bwd_configs(operand_tiles=2), key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "INPUT_PRECISION"],
+          prune=device_pruner(_SHARED_PAIR, "a_ptr"))
+@triton.jit
+def _bwd_gemm_pair_kernel(
+    # C1 = A @ B1, C2 = A @ B2: A (M, K), B1, B2 (K, N), any strides; each A tile is loaded once
+    a_ptr, b1_ptr, b2_ptr, c1_ptr, c2_ptr,
+    M, N, K, M_BUCKET, N_BUCKET, K_BUCKET,
+    stride_am, stride_ak, stride_b1k, stride_b1n, stride_b2k, stride_b2n,
+    stride_c1m, stride_c1n, stride_c2m, stride_c2n,
+    DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = k_offsets(BLOCK_K)
+    a_ptrs = _tile_ptrs(a_ptr, offs_m, offs_k, stride_am, stride_ak)
+    b1_ptrs = _tile_ptrs(b1_ptr, offs_k, offs_n, stride_b1k, stride_b1n)
+    b2_ptrs = _tile_ptrs(b2_ptr, offs_k, offs_n, stride_b2k, stride_b2n)
+    acc1 = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc2 = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        k_mask = offs_k < K - k0
+        b_mask = k_mask[:, None] & (offs_n[None, :] < N)
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & k_mask[None, :], other=0.0)
+        acc1 = dot_acc(a, tl.load(b1_ptrs, mask=b_mask, other=0.0), acc1, DOT_UPCAST, INPUT_PRECISION)
+        acc2 = dot_acc(a, tl.load(b2_ptrs, mask=b_mask, other=0.0), acc2, DOT_UPCAST, INPUT_PRECISION)
+        a_ptrs += k_step(stride_ak, BLOCK_K)
+        b1_ptrs += k_step(stride_b1k, BLOCK_K)
+        b2_ptrs += k_step(stride_b2k, BLOCK_K)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    tl.store(_tile_ptrs(c1_ptr, offs_m, offs_n, stride_c1m, stride_c1n), acc1.to(c1_ptr.dtype.element_ty), mask=mask)
+    tl.store(_tile_ptrs(c2_ptr, offs_m, offs_n, stride_c2m, stride_c2n), acc2.to(c2_ptr.dtype.element_ty), mask=mask)
+
+
+@autotune(configs=_elementwise_configs(), key=["M_BUCKET", "N", "GATED", "STORE_DZ"])
+@triton.jit
+def _elementwise_backward_kernel(
+    # "dact" (GATED False): dZ = act'(Z) * dY, column sums when HAS_BIAS; "dgated": dG, dU from dH, G, U
+    dy_ptr, z_ptr, u_ptr, dz_ptr, du_ptr, part_ptr,
+    M, N, M_BUCKET,
+    stride_dym, stride_dyn, stride_zm, stride_zn, stride_dzm, stride_dzn,
+    GATED: tl.constexpr, HAS_BIAS: tl.constexpr, STORE_DZ: tl.constexpr,
+    ACTIVATION: tl.constexpr, ACTIVATION_GRAD: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    pid_m = tl.program_id(0)
+    offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    dy = tl.load(_tile_ptrs(dy_ptr, offs_m, offs_n, stride_dym, stride_dyn), mask=mask, other=0.0).to(tl.float32)
+    z = tl.load(_tile_ptrs(z_ptr, offs_m, offs_n, stride_zm, stride_zn), mask=mask, other=0.0).to(tl.float32)
+    if GATED:
+        u = tl.load(_tile_ptrs(u_ptr, offs_m, offs_n, stride_zm, stride_zn), mask=mask, other=0.0).to(tl.float32)
+        dg, du, _ = _dgated_tile(dy, z, u, ACTIVATION, ACTIVATION_GRAD)
+        tl.store(_tile_ptrs(dz_ptr, offs_m, offs_n, stride_dzm, stride_dzn), dg.to(dz_ptr.dtype.element_ty), mask=mask)
+        tl.store(_tile_ptrs(du_ptr, offs_m, offs_n, stride_dzm, stride_dzn), du.to(du_ptr.dtype.element_ty), mask=mask)
+    else:
+        dz = tl.where(mask, ACTIVATION_GRAD(z, dy), 0.0)
+        if STORE_DZ:
+            tl.store(_tile_ptrs(dz_ptr, offs_m, offs_n, stride_dzm, stride_dzn), dz.to(dz_ptr.dtype.element_ty),
+                     mask=mask)
+        if HAS_BIAS:
+            _store_column_sums(part_ptr, dz, pid_m, offs_n, N)
+
+
+# ---- launchers -------------------------------------------------------------------------------
+
+def _precision(t):
+    return dict(DOT_UPCAST=dot_upcast_needed(t.dtype), INPUT_PRECISION=v.dot_precision(t.dtype))
+
+
+def _gemm_grid(M, N):
+    return lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+
+
+def _part_buffer(M, N, device, block_m_min: int = 16):
+    """The column sums' split buffer: one fp32 row per row block of the smallest BLOCK_M any config
+    has (a config with larger row blocks fills the first rows only; the rest stay 0)."""
+    return torch.zeros((triton.cdiv(M, block_m_min), N), dtype=torch.float32, device=device)
+
+
+def _gemm_args(a, b, out, *, a2=None, b2=None, e1=None, e2=None, bias=None, c2=None, c3=None, part=None):
+    M, K = a.shape
+    N = b.shape[1]
+    K2 = a2.shape[1] if a2 is not None else 0
+    a2_, b2_ = (a2, b2) if a2 is not None else (a, b)
+    e1_, e2_ = (e1 if e1 is not None else out), (e2 if e2 is not None else out)
+    c3_ = c3 if c3 is not None else out
+    args = (a, b, a2_, b2_, e1_, e2_, bias if bias is not None else out, out,
+            c2 if c2 is not None else out, c3_, part if part is not None else out,
+            M, N, K, K2, m_bucket(M), m_bucket(N), m_bucket(K),
+            a.stride(0), a.stride(1), b.stride(0), b.stride(1), a2_.stride(0), a2_.stride(1),
+            b2_.stride(0), b2_.stride(1), e1_.stride(0), e1_.stride(1),
+            bias.stride(0) if bias is not None else 0, out.stride(0), out.stride(1), c3_.stride(0), c3_.stride(1))
+    return args
+
+
+def _launch_gemm(args, M, N, constexprs):
+    if M > 0 and N > 0:
+        _bwd_gemm_kernel[_gemm_grid(M, N)](*args, **constexprs)
+
+
+def matmul(a, b, out_dtype=None, a2=None, b2=None):
+    """a @ b (+ a2 @ b2) into a new (M, N) tensor: fp32 accumulation, one cast at the store."""
+    M, N = a.shape[0], b.shape[1]
+    out = torch.empty((M, N), dtype=out_dtype or a.dtype, device=a.device)
+    constexprs = dict(EPILOGUE=_EPILOGUES["none"], TWO_PRODUCTS=a2 is not None, HAS_BIAS=False,
+                      ACTIVATION=get_activation("none").triton_fn, ACTIVATION_GRAD=get_activation("none").triton_grad,
+                      **_precision(a))
+    _launch_gemm(_gemm_args(a, b, out, a2=a2, b2=b2), M, N, constexprs)
+    return out
+
+
+def matmul_dact(a, b, bias, dy, activation: str):
+    """The recompute path of linear_act's backward: Z = a @ b + bias again, and in the epilogue
+    dZ = act'(Z) * dY; returns (dZ, bias gradient in fp32 or None)."""
+    M, N = a.shape[0], b.shape[1]
+    dz = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    part = _part_buffer(M, N, a.device) if bias is not None else None
+    act = get_activation(activation)
+    constexprs = dict(EPILOGUE=_EPILOGUES["dact"], TWO_PRODUCTS=False, HAS_BIAS=bias is not None,
+                      ACTIVATION=act.triton_fn, ACTIVATION_GRAD=act.triton_grad, **_precision(a))
+    _launch_gemm(_gemm_args(a, b, dz, e1=dy, bias=bias, part=part), M, N, constexprs)
+    return dz, (part.sum(0) if part is not None else None)
+
+
+def matmul_dgated(dy, w_down, g, u, activation: str):
+    """dH = dy @ w_down with the gated derivative in the epilogue: returns dGU (M, 2H) = [dG dU]
+    and H = act(G) * U (the down projection's input, for its weight gradient)."""
+    M, H = dy.shape[0], w_down.shape[1]
+    dgu = torch.empty((M, 2 * H), dtype=dy.dtype, device=dy.device)
+    h = torch.empty((M, H), dtype=dy.dtype, device=dy.device)
+    act = get_activation(activation)
+    constexprs = dict(EPILOGUE=_EPILOGUES["dgated"], TWO_PRODUCTS=False, HAS_BIAS=False,
+                      ACTIVATION=act.triton_fn, ACTIVATION_GRAD=act.triton_grad, **_precision(dy))
+    _launch_gemm(_gemm_args(dy, w_down, dgu[:, :H], e1=g, e2=u, c2=dgu[:, H:], c3=h), M, H, constexprs)
+    return dgu, h
+
+
+def matmul_pair(a, b1, b2):
+    """(a @ b1, a @ b2), each tile of a loaded once for both."""
+    M, N = a.shape[0], b1.shape[1]
+    c1 = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    c2 = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    if M > 0 and N > 0:
+        _bwd_gemm_pair_kernel[_gemm_grid(M, N)](
+            a, b1, b2, c1, c2, M, N, a.shape[1], m_bucket(M), m_bucket(N), m_bucket(a.shape[1]),
+            a.stride(0), a.stride(1), b1.stride(0), b1.stride(1), b2.stride(0), b2.stride(1),
+            c1.stride(0), c1.stride(1), c2.stride(0), c2.stride(1), **_precision(a))
+    return c1, c2
+
+
+def _elementwise(dy, z, u, dz, du, part, activation, gated, store_dz):
+    M, N = dy.shape
+    if M == 0 or N == 0:
+        return
+    act = get_activation(activation)
+    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]), triton.cdiv(N, meta["BLOCK_N"]))
+    dz_ = dz if dz is not None else dy
+    _elementwise_backward_kernel[grid](
+        dy, z, u if u is not None else z, dz_, du if du is not None else dz_, part if part is not None else dz_,
+        M, N, m_bucket(M), dy.stride(0), dy.stride(1), z.stride(0), z.stride(1), dz_.stride(0), dz_.stride(1),
+        GATED=gated, HAS_BIAS=part is not None, STORE_DZ=store_dz,
+        ACTIVATION=act.triton_fn, ACTIVATION_GRAD=act.triton_grad)
+
+
+def dact(dy, z, activation: str, bias_grad: bool):
+    """dZ = act'(Z) * dY in one pass that also sums its columns: (dZ, bias gradient in fp32 or
+    None). With activation 'none' dZ is dY itself and only the sums are computed."""
+    M, N = dy.shape
+    store = activation != "none"
+    dz = torch.empty((M, N), dtype=dy.dtype, device=dy.device) if store else dy
+    part = _part_buffer(M, N, dy.device) if bias_grad else None
+    if store or bias_grad:
+        _elementwise(dy, z if z is not None else dy, None, dz if store else None, None, part, activation, False, store)
+    return dz, (part.sum(0) if part is not None else None)
+
+
+def dgated(dh, g, u, activation: str):
+    """[dG dU] (M, 2H) from dH and the saved pre-activations G, U."""
+    M, H = dh.shape
+    dgu = torch.empty((M, 2 * H), dtype=dh.dtype, device=dh.device)
+    _elementwise(dh, g, u, dgu[:, :H], dgu[:, H:], None, activation, True, True)
+    return dgu
