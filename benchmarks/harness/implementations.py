@@ -22,7 +22,7 @@ import dataclasses
 import functools
 from collections.abc import Callable
 
-from . import training
+from . import grids, training
 from .library import interpreter_requested, library
 from .ops import OPS, op_spec
 from .training import FORWARD
@@ -70,6 +70,9 @@ def unavailable_reason(case: Case, name: str, device, mode: str = FORWARD) -> st
         if not callable(getattr(library(), case.op, None)):
             return f"fused_mlp at this commit has no public {case.op}()"
         return None if mode == FORWARD else fused_backward_missing(case, str(device))
+    if name == COMPILE_MAX_AUTOTUNE and mode == FORWARD and not grids.autotuned(case, grids.current_grid()):
+        return (f"compile_max_autotune runs only on the {grids.current_grid()} grid's training shapes "
+                "(minutes of autotuning per GEMM shape would exceed the GPU budget)")
     peer = spec.peers.get(name)
     if peer is None:  # eager and the compiled ones: torch's autograd covers them
         return None

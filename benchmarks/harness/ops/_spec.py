@@ -68,6 +68,10 @@ class OpSpec:
         """This op's Cases in a named grid (grids.GRIDS); none by default."""
         return []
 
+    def training_cases(self, grid: str) -> list[Case]:
+        """This op's Cases in a named grid's training modes (bench_training); none by default."""
+        return []
+
     def output_features(self, case: Case) -> int:
         return case.N
 

@@ -53,6 +53,17 @@ class GatedMLP(OpSpec):
                     in product(TOKENS, [(768, 3072, "gelu_tanh"), (4096, 14336, "silu")], ("bf16", "fp16"))]
         return []
 
+    def training_cases(self, grid):
+        if grid == "tiny":
+            return self.cases("tiny")
+        if grid == "quick":  # the seed GeGLU: small GEMMs, a short autotune (liger_glu runs, liger_mlp skips)
+            return self.cases("quick")
+        if grid in ("default", "full"):
+            return [Case("gated_mlp", 8192, 768, 3072, "bf16", "gelu_tanh"),  # the seed article's GeGLU
+                    Case("gated_mlp", 4096, 4096, 14336, "bf16", "silu"),  # Llama-3-8B's SwiGLU
+                    Case("gated_mlp", 8192, 4096, 14336, "bf16", "silu")]
+        return []
+
     def reference(self, x, w_gate, w_up, w_down, activation="gelu_tanh"):
         from ..tensors import f64, rounded
 

@@ -93,6 +93,15 @@ class LinearAct(OpSpec):
                     in product(TOKENS, MODEL_PROJECTIONS, ("bf16", "fp16", "fp32"), ACTIVATIONS)]
         return []
 
+    def training_cases(self, grid):
+        if grid == "tiny":
+            return self.cases("tiny")
+        if grid == "quick":  # the forward quick grid's prefill case
+            return [_case(8192, 4096, 14336)]
+        if grid in ("default", "full"):  # Llama-3-8B's up and down projections, prefill sizes
+            return [_case(M, K, N) for M, (K, N) in product((4096, 8192), [(4096, 14336), (14336, 4096)])]
+        return []
+
     def reference(self, x, weight, bias=None, activation="gelu_tanh"):
         from ..tensors import activation_fn, f64
 
