@@ -22,10 +22,10 @@ import dataclasses
 import functools
 from collections.abc import Callable
 
-from . import grids, training
+from . import grids, modes
 from .library import interpreter_requested, library
+from .modes import FORWARD
 from .ops import OPS, op_spec
-from .training import FORWARD
 from .workloads import Case
 
 FUSED, EAGER, COMPILE, COMPILE_MAX_AUTOTUNE = "fused", "eager", "compile", "compile_max_autotune"
@@ -61,7 +61,7 @@ def get(op: str, name: str) -> Callable:
 def unavailable_reason(case: Case, name: str, device, mode: str = FORWARD) -> str | None:
     """Why implementation `name` cannot run `case` in `mode` on `device`, or None when it can."""
     check_name(case.op, name)
-    training.check_mode(mode)
+    modes.check_mode(mode)
     device_type = str(device).split(":")[0]
     spec = op_spec(case.op)
     if name == FUSED:
@@ -87,6 +87,7 @@ def fused_backward_missing(case: Case, device: str) -> str | None:
     """Why the library under test cannot train `case`'s op, or None (probed on a few rows)."""
     import torch
 
+    from . import training
     from .tensors import make_inputs
 
     probe = dataclasses.replace(case, M=min(case.M, 8))
@@ -110,7 +111,9 @@ def prepare(case: Case, name: str, inputs: dict, mode: str = FORWARD):
     `training.Step`: calling it runs the forward and the backward; its `before`/`timed` halves
     let the timing leave the forward of the backward mode outside the timed region."""
     check_name(case.op, name)
-    training.check_mode(mode)
+    modes.check_mode(mode)
+    from . import training  # torch: here, not at the top (the dashboard imports this module's names)
+
     tensors = training.require_grad(inputs) if mode != FORWARD else None
     if name == FUSED:
         forward = op_spec(case.op).fused(library(), inputs)

@@ -19,22 +19,14 @@ from dataclasses import dataclass
 
 import torch
 
+from .modes import BACKWARD, FORWARD, FULL, MODES, TRAINING_MODES, check_mode  # noqa: F401 (re-exported)
 from .ops import op_spec
 from .references import mismatch
 from .tensors import torch_dtype
 from .workloads import Case
 
-FORWARD, BACKWARD, FULL = "forward", "backward", "full"
-MODES = (FORWARD, BACKWARD, FULL)
-TRAINING_MODES = (BACKWARD, FULL)
-
 # The same L2 flush as timing.latency_samples: bigger than any GPU's L2 (H200: 50 MB).
 _FLUSH_BYTES = 256 * 1024 * 1024
-
-
-def check_mode(mode: str) -> None:
-    if mode not in MODES:
-        raise ValueError(f"mode={mode!r} is not known; expected one of {list(MODES)}")
 
 
 def named_tensors(inputs: dict) -> dict[str, torch.Tensor]:
