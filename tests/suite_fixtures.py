@@ -36,12 +36,19 @@ KERNELS = {"fused": {"linear_act": 1, "gated_mlp": 2, "narrow_mlp": 1},
            "eager": {"linear_act": 2, "gated_mlp": 5, "narrow_mlp": 10},
            "compile": {"linear_act": 2, "gated_mlp": 4, "narrow_mlp": 6},
            "cublaslt": {"linear_act": 1}}
+# The implementations these histories hold: the suite's before the fused peers (compile_max_autotune,
+# liger_*) and the training modes came; their fixture is still to be written (issue 27).
+FIXTURE_IMPLS = tuple(IMPL_FACTOR)
 COPY_BYTES, MATMUL_N = 1 << 30, 8192
 IDENTITY = {"gpu": "NVIDIA H200", "driver": "570.86.15", "cuda": "12.8", "torch": "2.11.0", "triton": "3.6.0"}
 
 
 def benchmark_name(op: str, method: str) -> str:
     return f"bench_ops.{OPS[op].benchmark_class}.{method}"
+
+
+def _impls(op: str) -> list[str]:
+    return [i for i in implementations.names(op) if i in FIXTURE_IMPLS]
 
 
 def case_series(cases: list[Case], *, ceilings: cost.Ceilings = SYNTH_CEILINGS, steps: dict | None = None,
@@ -56,7 +63,7 @@ def case_series(cases: list[Case], *, ceilings: cost.Ceilings = SYNTH_CEILINGS, 
     specs = []
     for case in cases:
         floor = cost.floor_seconds(case, ceilings)
-        for impl in implementations.names(case.op):
+        for impl in _impls(case.op):
             unsupported = impl == "cublaslt" and case.activation not in ("relu", "gelu_tanh")
             for method in methods:
                 base = {"track_latency": floor * IMPL_FACTOR[impl],
@@ -159,7 +166,7 @@ def scale_cases(n_series: int) -> list[Case]:
                 case = pool.pop(0)
                 seen.add(case.key)
                 chosen.append(case)
-                total += len(implementations.names(case.op)) * len(METRIC_UNITS)
+                total += len(_impls(case.op)) * len(METRIC_UNITS)
     return chosen
 
 

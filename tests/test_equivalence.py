@@ -50,8 +50,9 @@ def test_fused_matches_cublaslt(activation, device):
 
 
 def test_every_implementation_is_listed_and_reasons_are_given():
-    assert implementations.names("linear_act") == ["fused", "eager", "compile", "cublaslt"]
-    assert implementations.names("gated_mlp") == ["fused", "eager", "compile"]
+    assert implementations.names("linear_act") == ["fused", "eager", "compile", "compile_max_autotune", "cublaslt"]
+    assert implementations.names("gated_mlp") == ["fused", "eager", "compile", "compile_max_autotune", "liger_mlp",
+                                                  "liger_glu"]
     linear = lambda act: Case("linear_act", 4, 8, 16, "bf16", act)  # noqa: E731
     assert "CUDA" in implementations.unavailable_reason(linear("relu"), "cublaslt", "cpu")
     assert "silu" in implementations.unavailable_reason(linear("silu"), "cublaslt", "cuda")

@@ -3,7 +3,7 @@
     python -m benchmarks.harness.environment --machine h200-runner   # register this machine with asv
 
 asv's own `asv machine` asks only for OS/CPU/RAM. Registering adds the GPU name, driver, CUDA,
-torch and triton versions; asv copies extra keys into results/<machine>/machine.json and into
+torch, triton and peer (liger-kernel) versions; asv copies extra keys into results/<machine>/machine.json and into
 every result file's params, so results from different GPUs or software stacks never mix.
 """
 
@@ -13,11 +13,13 @@ import sys
 
 
 def machine_identity() -> dict[str, str]:
-    """GPU name, driver, CUDA, torch and triton versions ('none' where there is no GPU)."""
+    """GPU name, driver, CUDA, torch, triton and liger-kernel versions ('none' where absent)."""
     import torch
     import triton
 
-    info = {"torch": torch.__version__, "triton": triton.__version__,
+    from .liger import version as liger_version  # the peers' versions: results of two never mix
+
+    info = {"torch": torch.__version__, "triton": triton.__version__, "liger": liger_version(),
             "gpu": "none", "cuda": "none", "driver": "none"}
     if torch.cuda.is_available():
         info["gpu"] = torch.cuda.get_device_name(0)

@@ -1,35 +1,42 @@
 """Every implementation of every op, looked up by name, each with the op's call signature.
 
-    fused     fused_mlp's public function named like the op, from the commit under test
-    eager     the op's plain PyTorch code (ops/<op>.py)
-    compile   torch.compile of that eager code
-    <peer>    the op's peers (ops/<op>.py `peers`, e.g. linear_act's cublaslt)
+    fused                 fused_mlp's public function named like the op, from the commit under test
+    eager                 the op's plain PyTorch code (ops/<op>.py)
+    compile               torch.compile of that eager code (default mode)
+    compile_max_autotune  torch.compile(eager, mode="max-autotune-no-cudagraphs"): Inductor's
+                          Triton GEMM templates compete with cuBLAS, and the pointwise epilogue
+                          is fused into the template when the template wins
+    <peer>                the op's peers (ops/<op>.py `peers`: linear_act's cublaslt, the gated
+                          ops' liger_mlp and liger_glu)
 
 Benchmarks, tests and tools iterate over `names(op)`; nothing special-cases an implementation.
 `unavailable_reason` says why one cannot run somewhere (no CUDA, no such epilogue, a commit
-whose library lacks the op), so a benchmark skips it with that reason instead of failing.
+whose library lacks the op or its backward, a peer not installed), so a benchmark skips it with
+that reason instead of failing. Every call takes a `mode` (training.MODES); "forward" is the
+default and what the suite always measured.
 """
 
 from __future__ import annotations
 
-import os
+import dataclasses
+import functools
 from collections.abc import Callable
 
-from .library import library
+from . import grids, modes
+from .library import interpreter_requested, library
+from .modes import FORWARD
 from .ops import OPS, op_spec
 from .workloads import Case
 
-FUSED, EAGER, COMPILE = "fused", "eager", "compile"
-
-
-def interpreter_requested() -> bool:
-    """TRITON_INTERPRET is set: Triton runs the kernels on the CPU (correctness, not speed)."""
-    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on", "yes")
+FUSED, EAGER, COMPILE, COMPILE_MAX_AUTOTUNE = "fused", "eager", "compile", "compile_max_autotune"
+# torch.compile's modes, by implementation name. No CUDA graphs: the suite times single calls
+# with their launch overhead, as every other implementation is timed.
+COMPILE_MODES = {COMPILE: None, COMPILE_MAX_AUTOTUNE: "max-autotune-no-cudagraphs"}
 
 
 def names(op: str) -> list[str]:
     """The implementations of `op`, fused first."""
-    return [FUSED, EAGER, COMPILE, *op_spec(op).peers]
+    return [FUSED, EAGER, COMPILE, COMPILE_MAX_AUTOTUNE, *op_spec(op).peers]
 
 
 def check_name(op: str, name: str) -> None:
@@ -46,46 +53,91 @@ def get(op: str, name: str) -> Callable:
         return spec.fused_function(library())
     if name == EAGER:
         return spec.eager
-    if name == COMPILE:
-        return lambda *args, **kwargs: compiled(op)(*args, **kwargs)
+    if name in COMPILE_MODES:
+        return lambda *args, **kwargs: compiled(op, COMPILE_MODES[name])(*args, **kwargs)
     return spec.peers[name].call
 
 
-def unavailable_reason(case: Case, name: str, device) -> str | None:
-    """Why implementation `name` cannot run `case` on `device`, or None when it can."""
+def unavailable_reason(case: Case, name: str, device, mode: str = FORWARD) -> str | None:
+    """Why implementation `name` cannot run `case` in `mode` on `device`, or None when it can."""
     check_name(case.op, name)
+    modes.check_mode(mode)
     device_type = str(device).split(":")[0]
+    spec = op_spec(case.op)
     if name == FUSED:
         if device_type == "cpu" and not interpreter_requested():
             return "the Triton kernels need CUDA (or TRITON_INTERPRET=1 on the CPU, a pipeline check only)"
         if not callable(getattr(library(), case.op, None)):
             return f"fused_mlp at this commit has no public {case.op}()"
+        return None if mode == FORWARD else fused_backward_missing(case, str(device))
+    if name == COMPILE_MAX_AUTOTUNE and mode == FORWARD and not grids.autotuned(case, grids.current_grid()):
+        return (f"compile_max_autotune runs only on the {grids.current_grid()} grid's training shapes "
+                "(minutes of autotuning per GEMM shape would exceed the GPU budget)")
+    peer = spec.peers.get(name)
+    if peer is None:  # eager and the compiled ones: torch's autograd covers them
         return None
-    peer = case.spec.peers.get(name)
-    return peer.unavailable(case, device_type) if peer else None
+    return peer.unavailable(case, device_type) or (None if mode == FORWARD else peer.no_backward())
 
 
-def prepare(case: Case, name: str, inputs: dict) -> Callable[[], object]:
-    """A zero-argument call of implementation `name` on fixed `inputs`, for timing and profiling
-    (the inputs must not change while the call is used)."""
-    check_name(case.op, name)
-    if name == FUSED:
-        return case.spec.fused(library(), inputs)
-    fn = get(case.op, name)
-    return lambda: fn(**inputs)
-
-
-_compiled: dict[str, Callable] = {}
-
-
-def compiled(op: str) -> Callable:
-    """torch.compile of the eager code for `op`, built once per process (shapes are specialised
-    by Dynamo's own guards, one graph per shape and activation)."""
+# The library says whether it trains through its public API only: a commit whose fused op
+# refuses inputs that require grad (or returns an output without a graph) has no backward; the
+# first commit that accepts them is measured, and its gradients checked, with no edit here.
+@functools.cache
+def fused_backward_missing(case: Case, device: str) -> str | None:
+    """Why the library under test cannot train `case`'s op, or None (probed on a few rows)."""
     import torch
 
-    if op not in _compiled:
-        _compiled[op] = torch.compile(op_spec(op).eager, dynamic=False)
-    return _compiled[op]
+    from . import training
+    from .tensors import make_inputs
+
+    probe = dataclasses.replace(case, M=min(case.M, 8))
+    inputs = make_inputs(probe, device)
+    training.require_grad(inputs)
+    try:
+        with torch.enable_grad():
+            out = op_spec(case.op).fused(library(), inputs)()
+    except (ValueError, TypeError, RuntimeError, NotImplementedError) as e:
+        return f"fused_mlp at this commit has no backward ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+    if not isinstance(out, torch.Tensor) or out.grad_fn is None:
+        return "fused_mlp at this commit has no backward (its output has no autograd graph)"
+    return None
+
+
+def prepare(case: Case, name: str, inputs: dict, mode: str = FORWARD):
+    """A zero-argument call of implementation `name` on fixed `inputs`, for timing and profiling
+    (the inputs must not change while the call is used).
+
+    In a training mode the inputs are marked as requiring grad (in place) and the call is a
+    `training.Step`: calling it runs the forward and the backward; its `before`/`timed` halves
+    let the timing leave the forward of the backward mode outside the timed region."""
+    check_name(case.op, name)
+    modes.check_mode(mode)
+    from . import training  # torch: here, not at the top (the dashboard imports this module's names)
+
+    tensors = training.require_grad(inputs) if mode != FORWARD else None
+    if name == FUSED:
+        forward = op_spec(case.op).fused(library(), inputs)
+    else:
+        fn = get(case.op, name)
+        forward = lambda: fn(**inputs)  # noqa: E731
+    if mode == FORWARD:
+        return forward
+    return training.prepare_step(case, forward, tensors, mode)
+
+
+_compiled: dict[tuple[str, str | None], Callable] = {}
+
+
+def compiled(op: str, mode: str | None = None) -> Callable:
+    """torch.compile of the eager code for `op` in torch.compile's `mode` (None: the default),
+    built once per process (shapes are specialised by Dynamo's own guards, one graph per shape
+    and activation). Inductor's FX-graph and autotune caches live on disk
+    (TORCHINDUCTOR_CACHE_DIR), so a second process compiles and autotunes nothing again."""
+    import torch
+
+    if (op, mode) not in _compiled:
+        _compiled[op, mode] = torch.compile(op_spec(op).eager, mode=mode, dynamic=False)
+    return _compiled[op, mode]
 
 
 def reset_compiled() -> None:
@@ -95,8 +147,10 @@ def reset_compiled() -> None:
     import torch
 
     _compiled.clear()
+    fused_backward_missing.cache_clear()
     torch._dynamo.reset()
 
 
-__all__ = ["COMPILE", "EAGER", "FUSED", "OPS", "check_name", "compiled", "get", "interpreter_requested", "library", "names",
-           "prepare", "reset_compiled", "unavailable_reason"]
+__all__ = ["COMPILE", "COMPILE_MAX_AUTOTUNE", "COMPILE_MODES", "EAGER", "FUSED", "OPS", "check_name", "compiled",
+           "fused_backward_missing", "get", "interpreter_requested", "library", "names", "prepare", "reset_compiled",
+           "unavailable_reason"]

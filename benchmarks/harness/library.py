@@ -3,6 +3,7 @@ the path. Imported on first use: importing fused_mlp imports Triton, which decid
 its kernels run under the CPU interpreter."""
 
 import importlib
+import os
 
 
 def library():
@@ -19,3 +20,8 @@ def compile_check():
         return importlib.import_module("fused_mlp.aot"), None
     except ModuleNotFoundError as exc:
         return None, f"fused_mlp at this commit has no compile check ({exc})"
+
+
+def interpreter_requested() -> bool:
+    """TRITON_INTERPRET is set: Triton runs the kernels on the CPU (correctness, not speed)."""
+    return os.environ.get("TRITON_INTERPRET", "0").strip().lower() in ("1", "true", "on", "yes")

@@ -36,8 +36,11 @@ def torch_dtype(case: Case) -> torch.dtype:
 
 
 def f64(t):
-    """float64 on the tensor's own device (the CPU in tests, the GPU for real sizes)."""
-    return None if t is None else t.detach().double()
+    """float64 on the tensor's own device (the CPU in tests, the GPU for real sizes). A float64
+    tensor passes through as it is, so a float64 autograd reference (training.py) keeps its graph."""
+    if t is None or t.dtype == torch.float64:
+        return t
+    return t.detach().double()
 
 
 def rounded(t64, dtype: torch.dtype):

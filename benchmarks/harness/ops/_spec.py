@@ -26,10 +26,14 @@ class RandomTensor:
 
 @dataclass(frozen=True)
 class Peer:
-    """Another way to compute the op, beside fused, eager and compile (e.g. a vendor epilogue)."""
+    """Another way to compute the op, beside fused, eager and compile (e.g. a vendor epilogue,
+    Liger-Kernel's fused MLP)."""
 
     call: Callable  # the op's signature
     unavailable: Callable[["Case", str], "str | None"]  # (case, device type) -> why it cannot run, or None
+    # () -> why its backward cannot run (no autograd formula, ...), or None when it trains; asked
+    # only for the training modes, so a probe here costs nothing to a forward-only run
+    no_backward: Callable[[], "str | None"] = lambda: None
 
 
 class OpSpec:
@@ -62,6 +66,10 @@ class OpSpec:
 
     def cases(self, grid: str) -> list[Case]:
         """This op's Cases in a named grid (grids.GRIDS); none by default."""
+        return []
+
+    def training_cases(self, grid: str) -> list[Case]:
+        """This op's Cases in a named grid's training modes (bench_training); none by default."""
         return []
 
     def output_features(self, case: Case) -> int:

@@ -1,15 +1,18 @@
 """gated_mlp: down(act(x @ Wg.T) * (x @ Wu.T)), the GeGLU/SwiGLU MLP: two fused kernels.
 
 Eager launches five (three GEMMs, the activation, the multiply), as in the seed article;
-torch.compile fuses the activation and the multiply into one (four).
+torch.compile fuses the activation and the multiply into one (four). Peers: Liger-Kernel's
+LigerMLP (liger_mlp: gate/up GEMMs + SiLU * up in one kernel, then the down GEMM; SwiGLU only)
+and Liger's elementwise GLU between cuBLAS GEMMs (liger_glu, as LigerSwiGLUMLP/LigerGEGLUMLP).
 """
 
 from __future__ import annotations
 
 from itertools import product
 
+from .. import liger
 from ..workloads import TOKENS, Case
-from ._spec import OpSpec, RandomTensor
+from ._spec import OpSpec, Peer, RandomTensor
 from .gated_up import OP as GATED_UP
 
 
@@ -19,6 +22,8 @@ class GatedMLP(OpSpec):
     short_name = "gated"
     order = 2
     benchmark_class = "GatedMLP"
+    peers = {"liger_mlp": Peer(liger.mlp_gated_mlp, liger.mlp_unavailable),
+             "liger_glu": Peer(liger.glu_gated_mlp, liger.glu_unavailable)}
 
     def flops(self, case):
         return 3 * 2 * case.M * case.K * case.N
@@ -46,6 +51,17 @@ class GatedMLP(OpSpec):
         if grid == "full":
             return [Case("gated_mlp", M, K, N, dtype, act) for M, (K, N, act), dtype
                     in product(TOKENS, [(768, 3072, "gelu_tanh"), (4096, 14336, "silu")], ("bf16", "fp16"))]
+        return []
+
+    def training_cases(self, grid):
+        if grid == "tiny":
+            return self.cases("tiny")
+        if grid == "quick":  # the seed GeGLU: small GEMMs, a short autotune (liger_glu runs, liger_mlp skips)
+            return self.cases("quick")
+        if grid in ("default", "full"):
+            return [Case("gated_mlp", 8192, 768, 3072, "bf16", "gelu_tanh"),  # the seed article's GeGLU
+                    Case("gated_mlp", 4096, 4096, 14336, "bf16", "silu"),  # Llama-3-8B's SwiGLU
+                    Case("gated_mlp", 8192, 4096, 14336, "bf16", "silu")]
         return []
 
     def reference(self, x, w_gate, w_up, w_down, activation="gelu_tanh"):

@@ -1,17 +1,22 @@
 """gated_up: act(x @ Wg.T) * (x @ Wu.T), the gated half of a GeGLU/SwiGLU MLP, in one kernel.
 
-Timed inside gated_mlp (its first kernel), not on its own.
+Timed inside gated_mlp (its first kernel), not on its own. Peers: Liger-Kernel's fused gate/up
+kernel (liger_mlp, SwiGLU, forward only on its own) and its elementwise GLU between two GEMMs
+(liger_glu).
 """
 
 from __future__ import annotations
 
-from ._spec import OpSpec, RandomTensor
+from .. import liger
+from ._spec import OpSpec, Peer, RandomTensor
 
 
 class GatedUp(OpSpec):
     name = "gated_up"
     summary = "act(x @ Wg.T) * (x @ Wu.T) in one kernel"
     order = 1
+    peers = {"liger_mlp": Peer(liger.mlp_gated_up, liger.mlp_unavailable, liger.mlp_gated_up_no_backward),
+             "liger_glu": Peer(liger.glu_gated_up, liger.glu_unavailable)}
 
     def flops(self, case):
         return 2 * 2 * case.M * case.K * case.N

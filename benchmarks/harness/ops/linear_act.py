@@ -1,11 +1,13 @@
 """linear_act: act(x @ W.T + b), one GEMM with the bias and activation in its epilogue.
 
 Peers: eager (F.linear, then the activation: 2 kernels), torch.compile, and cuBLASLt's own
-bias+activation epilogue (torch._addmm_activation; CUDA only, ReLU and tanh-GELU only).
+bias+activation epilogue (torch._addmm_activation; CUDA only, ReLU and tanh-GELU only; it
+trains only where torch's autograd has a formula for it, which the peer probes).
 """
 
 from __future__ import annotations
 
+import functools
 from itertools import product
 
 from ..workloads import ACTIVATIONS, MODEL_PROJECTIONS, TOKENS, Case
@@ -36,6 +38,21 @@ def cublaslt_unavailable(case: Case, device: str) -> str | None:
     return None
 
 
+@functools.cache
+def cublaslt_no_backward() -> str | None:
+    """Why torch cannot differentiate _addmm_activation, or None once it can (probed once,
+    on the CPU: autograd formulas do not depend on the device)."""
+    import torch
+
+    bias, x = torch.zeros(2, requires_grad=True), torch.ones(1, 2, requires_grad=True)
+    try:
+        out = torch._addmm_activation(bias, x, torch.ones(2, 2), use_gelu=False)
+        torch.autograd.grad(out.sum(), (x, bias))
+    except RuntimeError as e:
+        return f"cublaslt: torch's autograd cannot differentiate _addmm_activation ({str(e).splitlines()[0]})"
+    return None
+
+
 def _case(M, K, N, dtype="bf16", activation="gelu_tanh"):
     return Case("linear_act", M, K, N, dtype, activation, bias=True)
 
@@ -47,7 +64,7 @@ class LinearAct(OpSpec):
     order = 0
     benchmark_class = "LinearAct"
     has_bias = True
-    peers = {"cublaslt": Peer(cublaslt_linear_act, cublaslt_unavailable)}
+    peers = {"cublaslt": Peer(cublaslt_linear_act, cublaslt_unavailable, cublaslt_no_backward)}
 
     def flops(self, case):
         return 2 * case.M * case.K * case.N
@@ -74,6 +91,15 @@ class LinearAct(OpSpec):
         if grid == "full":
             return [_case(M, K, N, dtype, act) for M, (K, N), dtype, act
                     in product(TOKENS, MODEL_PROJECTIONS, ("bf16", "fp16", "fp32"), ACTIVATIONS)]
+        return []
+
+    def training_cases(self, grid):
+        if grid == "tiny":
+            return self.cases("tiny")
+        if grid == "quick":  # the forward quick grid's prefill case
+            return [_case(8192, 4096, 14336)]
+        if grid in ("default", "full"):  # Llama-3-8B's up and down projections, prefill sizes
+            return [_case(M, K, N) for M, (K, N) in product((4096, 8192), [(4096, 14336), (14336, 4096)])]
         return []
 
     def reference(self, x, weight, bias=None, activation="gelu_tanh"):

@@ -55,6 +55,15 @@ class NarrowMLP(OpSpec):
                     in product((2**18, 2**20, 2**21), (32, 64, 128), (4, 5, 8), ("fp16", "bf16"))]
         return []
 
+    def training_cases(self, grid):
+        if grid == "tiny":
+            return self.cases("tiny")
+        if grid == "quick":
+            return self.cases("quick")
+        if grid in ("default", "full"):  # a NeRF-style MLP trained in bf16
+            return [_case(2**20, 64, 8, "bf16")]
+        return []
+
     def reference(self, x, weights, biases=None, activation="relu", output_activation=None):
         from ..tensors import activation_fn, f64, rounded
 

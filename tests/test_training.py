@@ -1,0 +1,222 @@
+"""The training modes through the harness: every trainable implementation's backward and full
+step on the tiny grid passes the float64 gradient check; wrong gradients are caught; what
+cannot train (fused_mlp at this commit, cuBLASLt's epilogue, Liger's kernels on the CPU) skips
+with its reason."""
+
+import types
+
+import pytest
+import torch
+
+from benchmarks.harness import implementations, liger, training
+from benchmarks.harness.grids import grid
+from benchmarks.harness.ops import op_spec
+from benchmarks.harness.references import mismatch, reference
+from benchmarks.harness.tensors import make_inputs, torch_dtype
+from benchmarks.harness.workloads import Case
+
+TINY = [case for cases in grid("tiny").values() for case in cases]
+TORCH_SIDE = ("eager", "compile", "compile_max_autotune")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_graphs():
+    yield
+    implementations.reset_compiled()
+
+
+@pytest.mark.parametrize("impl", TORCH_SIDE)
+@pytest.mark.parametrize("case", TINY, ids=lambda c: c.op)
+def test_torch_implementations_run_every_mode_and_pass_the_checks(case, impl, device):
+    for mode in training.MODES:
+        assert implementations.unavailable_reason(case, impl, device, mode) is None
+        inputs = make_inputs(case, device)
+        call = implementations.prepare(case, impl, inputs, mode)
+        if mode == "forward":
+            with torch.inference_mode():
+                assert mismatch(call(), reference(case, inputs), torch_dtype(case)) is None
+            continue
+        assert isinstance(call, training.Step)
+        assert training.gradient_mismatch(case, call, inputs) is None, (impl, mode)
+        times = training.step_samples(call, device, samples=2, warmup=1)
+        assert len(times) == 2 and all(t > 0 for t in times)
+
+
+class _ScaledGrad(torch.autograd.Function):
+    """Identity forward; the backward scales the gradient: a kernel with a wrong derivative."""
+
+    @staticmethod
+    def forward(ctx, t):
+        return t.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 1.01
+
+
+LINEAR = Case("linear_act", 16, 32, 48, "fp32", "gelu", bias=True)
+
+
+def _step_of(forward_fn, case=LINEAR, mode="full"):
+    inputs = make_inputs(case)
+    tensors = training.require_grad(inputs)
+    return training.prepare_step(case, lambda: forward_fn(**inputs), tensors, mode), inputs
+
+
+@pytest.mark.parametrize("mode", training.TRAINING_MODES)
+def test_a_wrong_gradient_is_named(mode):
+    eager = op_spec("linear_act").eager
+    step, inputs = _step_of(lambda x, **kw: eager(_ScaledGrad.apply(x), **kw), mode=mode)
+    problem = training.gradient_mismatch(LINEAR, step, inputs)
+    assert problem.startswith("gradient of x: relative error")
+    step, inputs = _step_of(lambda x, weight, bias, activation: eager(x, weight, _ScaledGrad.apply(bias), activation))
+    assert training.gradient_mismatch(LINEAR, step, inputs).startswith("gradient of bias:")
+
+
+def test_an_input_left_out_of_the_graph_or_no_graph_at_all_is_no_gradient():
+    eager = op_spec("linear_act").eager
+    step, inputs = _step_of(lambda x, weight, bias, activation: eager(x, weight.detach(), bias, activation))
+    assert training.gradient_mismatch(LINEAR, step, inputs).startswith("no gradient:")
+    step, inputs = _step_of(lambda **kw: eager(**kw).detach())
+    assert "no autograd graph" in training.gradient_mismatch(LINEAR, step, inputs)
+
+
+def test_the_backward_mode_times_only_the_backward():
+    calls = []
+    eager = op_spec("linear_act").eager
+    step, _ = _step_of(lambda **kw: calls.append("forward") or eager(**kw), mode="backward")
+    state = step.before()
+    assert calls == ["forward"]
+    step.timed(state)
+    assert calls == ["forward"]  # the timed half ran the backward alone
+    full, _ = _step_of(lambda **kw: calls.append("forward") or eager(**kw), mode="full")
+    full.timed(full.before())
+    assert calls == ["forward", "forward"]
+
+
+def test_modes_are_checked():
+    with pytest.raises(ValueError, match="mode='sideways'"):
+        implementations.prepare(LINEAR, "eager", make_inputs(LINEAR), "sideways")
+    with pytest.raises(ValueError, match="mode='sideways'"):
+        implementations.unavailable_reason(LINEAR, "eager", "cpu", "sideways")
+
+
+def test_fused_at_this_commit_skips_training_with_the_reason(device):
+    for case in TINY:
+        assert implementations.unavailable_reason(case, "fused", device) is None
+        for mode in training.TRAINING_MODES:
+            reason = implementations.unavailable_reason(case, "fused", device, mode)
+            assert reason.startswith("fused_mlp at this commit has no backward"), reason
+
+
+def test_a_library_that_trains_is_measured_with_no_edit(monkeypatch, device):
+    """A commit whose public op accepts tensors that require grad is timed and its gradients
+    checked: here a stand-in library whose linear_act is the eager code."""
+    trains = types.SimpleNamespace(linear_act=op_spec("linear_act").eager)
+    monkeypatch.setattr(implementations, "library", lambda: trains)
+    implementations.fused_backward_missing.cache_clear()
+    case = TINY[0]
+    assert implementations.unavailable_reason(case, "fused", device, "full") is None
+    inputs = make_inputs(case, device)
+    step = implementations.prepare(case, "fused", inputs, "full")
+    assert training.gradient_mismatch(case, step, inputs) is None
+
+
+def test_cublaslt_trains_only_where_torch_differentiates_its_epilogue():
+    case = Case("linear_act", 4, 8, 16, "bf16", "relu", bias=True)
+    assert implementations.unavailable_reason(case, "cublaslt", "cuda") is None
+    reason = implementations.unavailable_reason(case, "cublaslt", "cuda", "backward")
+    try:
+        b, x = torch.zeros(2, requires_grad=True), torch.ones(1, 2, requires_grad=True)
+        torch.autograd.grad(torch._addmm_activation(b, x, torch.ones(2, 2)).sum(), (x, b))
+        assert reason is None
+    except RuntimeError:
+        assert "_addmm_activation" in reason
+
+
+GATED = Case("gated_mlp", 16, 32, 64, "bf16", "silu")
+
+
+@pytest.mark.parametrize("impl", ["liger_mlp", "liger_glu"])
+def test_liger_peers_are_listed_for_the_gated_ops_only(impl):
+    assert impl in implementations.names("gated_mlp") and impl in implementations.names("gated_up")
+    assert impl not in implementations.names("linear_act")
+
+
+def test_liger_refuses_what_it_does_not_take_with_the_reason():
+    gelu_tanh = Case("gated_mlp", 16, 32, 64, "bf16", "gelu_tanh")
+    assert "SwiGLU only" in implementations.unavailable_reason(gelu_tanh, "liger_mlp", "cuda")
+    assert "gelu" in implementations.unavailable_reason(Case("gated_mlp", 16, 32, 64, "bf16", "gelu"), "liger_glu", "cuda")
+    misaligned = Case("gated_mlp", 16, 36, 64, "fp16", "silu")  # 36 x 2 bytes: not a multiple of 16
+    assert "16-byte aligned" in implementations.unavailable_reason(misaligned, "liger_mlp", "cuda")
+    assert "needs CUDA" in implementations.unavailable_reason(GATED, "liger_mlp", "cpu")
+    wide = Case("gated_mlp", 16, 32, 70000, "bf16", "silu")
+    assert "65536" in implementations.unavailable_reason(wide, "liger_glu", "cuda")
+    up = Case("gated_up", 16, 32, 64, "bf16", "silu")
+    assert implementations.unavailable_reason(up, "liger_mlp", "cuda", "backward").startswith("liger_mlp:")
+
+
+def test_liger_not_installed_is_a_skip(monkeypatch):
+    monkeypatch.setattr(liger, "not_installed", lambda: "liger-kernel is not installed (pip install '.[peers]')")
+    for impl in ("liger_mlp", "liger_glu"):
+        assert "not installed" in implementations.unavailable_reason(GATED, impl, "cuda")
+
+
+def test_liger_glu_on_the_cpu_runs_or_says_why(device):
+    """Liger's elementwise kernels under Triton's CPU interpreter: Triton 3.9's interpreter
+    rejects them (a Python float has no .to; libdevice tanh), and the reason says so; where
+    they run, the gradients must pass."""
+    if liger.not_installed():
+        pytest.skip(liger.not_installed())
+    for activation in liger.GLU_FUNCTIONS:
+        case = Case("gated_mlp", 8, 32, 64, "fp32", activation)
+        reason = implementations.unavailable_reason(case, "liger_glu", device, "full")
+        if reason:
+            assert "interpreter" in reason or "CUDA" in reason
+            continue
+        inputs = make_inputs(case, device)
+        step = implementations.prepare(case, "liger_glu", inputs, "full")
+        assert training.gradient_mismatch(case, step, inputs) is None
+
+
+class _TorchSiLUMul(torch.autograd.Function):
+    """Stand-in for LigerSiLUMulFunction with its call convention: apply(gate, up)."""
+
+    @staticmethod
+    def forward(ctx, gate, up):
+        ctx.save_for_backward(gate, up)
+        return torch.nn.functional.silu(gate) * up
+
+    @staticmethod
+    def backward(ctx, grad):
+        gate, up = ctx.saved_tensors
+        sig = torch.sigmoid(gate)
+        return grad * up * sig * (1 + gate * (1 - sig)), grad * gate * sig
+
+
+def test_liger_glu_adapter_wires_the_gemms_and_the_gradients(monkeypatch):
+    """The adapter's own part (which tensor goes where, the down GEMM) with Liger's kernel
+    replaced by a torch function of the same convention: the kernels need CUDA, the wiring
+    does not."""
+    monkeypatch.setattr(liger, "_glu_function", lambda activation: _TorchSiLUMul)
+    case = Case("gated_mlp", 8, 32, 64, "fp32", "silu")
+    inputs = make_inputs(case)
+    assert mismatch(liger.glu_gated_mlp(**inputs), reference(case, inputs), torch.float32) is None
+    step = training.prepare_step(case, lambda: liger.glu_gated_mlp(**inputs), training.require_grad(inputs), "full")
+    assert training.gradient_mismatch(case, step, inputs) is None
+    with pytest.raises(ValueError, match="only"):
+        liger.glu(inputs["x"], inputs["x"], "relu")
+
+
+def test_reference_gradients_match_autograd_of_eager_in_float64():
+    case = Case.from_widths("narrow_mlp", 8, (16, 32, 8), "fp32", "relu")
+    inputs = make_inputs(case)
+    grad_out = training.upstream_gradient(case, "cpu")
+    ref = training.reference_gradients(case, inputs, grad_out)
+    assert list(ref) == ["x", "weights[0]", "weights[1]", "biases[0]", "biases[1]"]
+    wide = {k: ([t.double().requires_grad_() for t in v] if isinstance(v, list) else
+                v.double().requires_grad_() if isinstance(v, torch.Tensor) else v) for k, v in inputs.items()}
+    out = op_spec("narrow_mlp").eager(**wide)
+    grads = torch.autograd.grad(out, list(training.named_tensors(wide).values()), grad_out.double())
+    for (name, r), g in zip(ref.items(), grads):
+        torch.testing.assert_close(r, g, msg=name)
