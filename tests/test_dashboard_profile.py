@@ -101,10 +101,13 @@ def test_one_bad_value_is_left_out_with_its_reason_and_the_rest_shows(passes, tm
 def test_update_builds_both_figures_and_trace_links(passes):
     results, commits = passes
     at, history, details = profile_page.update(results, "cpu-box", CASES[0].key, commits[1])
+    # compile and compile_max_autotune compile the same eager function: Dynamo's second compile of
+    # that frame is region 0/1
     assert {bar.name for bar in at.data} == {"aten::gelu", "aten::linear", "aten::mul",
-                                             "Torch-Compiled Region: 0/0", "TorchDynamo Cache Lookup"}
+                                             "Torch-Compiled Region: 0/0", "Torch-Compiled Region: 0/1",
+                                             "TorchDynamo Cache Lookup"}
     assert any("5 per call" in a.text for a in at.layout.annotations)
-    assert {t.name for t in history.data} == {"eager", "compile"}
+    assert {t.name for t in history.data} == {"eager", "compile", "compile_max_autotune"}
     assert len(history.data[0].x) == 2  # both commits
     text = json.dumps([d.to_plotly_json() for d in details], default=str)
     assert "Not profiled" in text and profile_page.TRACE_ROUTE in text
