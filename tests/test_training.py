@@ -101,12 +101,34 @@ def test_modes_are_checked():
         implementations.unavailable_reason(LINEAR, "eager", "cpu", "sideways")
 
 
-def test_fused_at_this_commit_skips_training_with_the_reason(device):
-    for case in TINY:
+def test_a_library_without_backward_skips_training_with_the_reason(monkeypatch, device):
+    """A commit whose fused op refuses tensors that require grad (as fused_mlp did before its
+    backward kernels) skips backward and full with the library's own words, and still runs forward."""
+    def forward_only(x, *args, **kwargs):
+        if x.requires_grad:
+            raise ValueError("fused_mlp is forward-only: x requires grad")
+        return op_spec("linear_act").eager(x, *args, **kwargs)
+
+    monkeypatch.setattr(implementations, "library", lambda: types.SimpleNamespace(linear_act=forward_only))
+    implementations.fused_backward_missing.cache_clear()
+    case = next(c for c in TINY if c.op == "linear_act")
+    try:
         assert implementations.unavailable_reason(case, "fused", device) is None
         for mode in training.TRAINING_MODES:
             reason = implementations.unavailable_reason(case, "fused", device, mode)
-            assert reason.startswith("fused_mlp at this commit has no backward"), reason
+            assert reason == "fused_mlp at this commit has no backward (fused_mlp is forward-only: x requires grad)"
+    finally:
+        implementations.fused_backward_missing.cache_clear()
+
+
+def test_fused_linear_act_trains_at_this_commit_and_its_gradients_check(device):
+    implementations.fused_backward_missing.cache_clear()
+    case = next(c for c in TINY if c.op == "linear_act")
+    for mode in training.TRAINING_MODES:
+        assert implementations.unavailable_reason(case, "fused", device, mode) is None
+    inputs = make_inputs(case, device)
+    step = implementations.prepare(case, "fused", inputs, "full")
+    assert training.gradient_mismatch(case, step, inputs) is None
 
 
 def test_a_library_that_trains_is_measured_with_no_edit(monkeypatch, device):
