@@ -117,11 +117,30 @@ def read_json(path: Path, root: Path, max_bytes: int | None = None,
     try:
         return json.loads(text), None
     except json.JSONDecodeError as exc:
+        if not _starts_as_json(text, exc):
+            return None, f"not JSON (the text starts {text.lstrip()[:24]!r})"
         if _looks_truncated(text, exc):
             return None, f"truncated JSON (file ends at character {len(text)} inside a value)"
         return None, f"broken JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
     except RecursionError:  # cannot happen below MAX_JSON_DEPTH; kept so that no limit change crashes
         return None, "JSON nested too deeply to parse"
+
+
+# What a JSON document (with asv's NaN and Infinity) may start with, and the words it may start with.
+_VALUE_START = set('{["-0123456789tfnNI' + '"')
+_LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
+
+
+def _starts_as_json(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether the text begins as a JSON value does: prose, HTML or YAML fail at their first
+    character ("hello" is not a cut "null"), a cut file only after it has begun."""
+    body = text.lstrip()
+    start = len(text) - len(body)
+    if not body or body[0] not in _VALUE_START:
+        return False
+    if exc.pos > start:
+        return True
+    return body[0] in '{["-0123456789' or any(word.startswith(body.rstrip()) for word in _LITERALS)
 
 
 def _looks_truncated(text: str, exc: json.JSONDecodeError) -> bool:
