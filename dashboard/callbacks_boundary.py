@@ -159,9 +159,7 @@ class ControlKinds:
                 value_type = ("number" if props.get("type") == "number" else "text") if kind == "Input" \
                     else _value_type(_option_values(props.get("options")))
                 self._set(_id_text(props["id"]), many, value_type)
-            for child in props.values():
-                if isinstance(child, (list, dict)):
-                    self.learn(child, depth + 1)
+            self.learn(props.get("children"), depth + 1)  # not figures or table data: no controls there
 
     def learn_options(self, ident: str, options) -> None:
         """A callback set a control's options: what its values may be follows them."""
@@ -334,7 +332,6 @@ def install(app: Dash) -> None:
     server = app.server
     kinds = ControlKinds()
     kinds.learn(json.loads(to_json(app.layout)))  # the shell's controls (the theme)
-    app.server.config["FUSED_MLP_CONTROL_KINDS"] = kinds
     # Callbacks whose answers hold layout (page bodies, parameter controls) or options.
     teaching = {key for key in app.callback_map
                 if any(name.endswith((".children", ".options")) for name in _declared_outputs(key))}
