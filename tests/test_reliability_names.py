@@ -96,3 +96,25 @@ def test_a_results_folder_whose_path_is_not_utf8_is_cached(tmp_path):
     assert first.problem is None and second.problem is None
     assert first.files_parsed > 0 and second.files_parsed == 0  # the second start reads the cache
     assert sorted(first.machine_names()) == sorted(second.machine_names())
+
+
+def test_every_callback_given_the_machine_answers_without_an_error(app_over_a_non_utf8_machine, caplog):
+    """Each callback with a machine control, given the machine with the escaped name (the
+    other controls empty, as on a page's first render)."""
+    app = app_over_a_non_utf8_machine
+    client = app.server.test_client()
+    for page in discover_pages():  # the server learns each page's controls as a visitor's browser shows them
+        call(client, app, output_key(app, "page.children"), {"url.pathname": page.path, "url.search": ""})
+    caplog.clear()
+    called = 0
+    for key, callback in app.callback_map.items():
+        machine = [f"{d['id']}.value" for d in callback["inputs"] + callback.get("state", [])
+                   if '"key":"machine"' in d["id"] and d["property"] == "value"]
+        if not machine or '"page":"series"' in machine[0] or '"page":"gcompare"' in machine[0]:
+            continue  # the generic pages are not shown over this suite's results
+        response = call(client, app, key, {machine[0]: NAME})
+        called += 1
+        assert response.status_code in (200, 204), (key, response.status_code, response.get_data(as_text=True)[:300])
+        assert "Could not build" not in response.get_data(as_text=True), key
+    assert called >= 10
+    assert not [r for r in caplog.records if r.levelno >= 30], [r.getMessage()[:300] for r in caplog.records]
