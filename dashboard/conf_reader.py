@@ -15,7 +15,7 @@ import re
 import threading
 from pathlib import Path
 
-from dashboard.safe_read import MAX_JSON_DEPTH, UnreadableFile, json_depth, read_bytes
+from dashboard.safe_read import read_json_text
 
 # Real asv configs are a few KB; 1 MiB is far above any of them.
 MAX_CONF_BYTES = 1 << 20
@@ -65,18 +65,8 @@ def parse_conf_text(text: str) -> tuple[object | None, str | None]:
 
 
 def _read(path: str) -> tuple[object | None, str | None]:
-    try:
-        data = read_bytes(Path(path), Path(path).parent, MAX_CONF_BYTES)
-    except UnreadableFile as exc:
-        return None, str(exc)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return None, f"not UTF-8 text ({exc.reason} at byte {exc.start})"
-    depth = json_depth(data)
-    if depth > MAX_JSON_DEPTH:
-        return None, f"JSON nested {depth} levels deep (the limit is {MAX_JSON_DEPTH})"
-    return parse_conf_text(text)
+    text, reason = read_json_text(Path(path), Path(path).parent, MAX_CONF_BYTES)
+    return (None, reason) if reason is not None else parse_conf_text(text)
 
 
 def load_conf(path: str | Path) -> tuple[object | None, str | None]:

@@ -96,10 +96,11 @@ def json_depth(data: bytes) -> int:
     return int(np.cumsum(step).max(initial=0))
 
 
-def read_json(path: Path, root: Path, max_bytes: int | None = None,
-              max_depth: int | None = None) -> tuple[object | None, str | None]:
-    """(document, None) or (None, reason). Accepts asv's NaN/Infinity literals. The limits
-    default to MAX_FILE_BYTES and MAX_JSON_DEPTH as they are when called."""
+def read_json_text(path: Path, root: Path, max_bytes: int | None = None,
+                   max_depth: int | None = None) -> tuple[str | None, str | None]:
+    """(text, None) or (None, reason): a file's UTF-8 text, refused (with the reason) before any
+    parser sees it when it is not a readable regular file inside ``root``, too large, empty, or
+    nested deeper than ``max_depth``. The limits default to MAX_FILE_BYTES and MAX_JSON_DEPTH."""
     max_depth = MAX_JSON_DEPTH if max_depth is None else max_depth
     try:
         data = read_bytes(Path(path), Path(root), max_bytes)
@@ -114,6 +115,16 @@ def read_json(path: Path, root: Path, max_bytes: int | None = None,
     depth = json_depth(data)
     if depth > max_depth:
         return None, f"JSON nested {depth} levels deep (the limit is {max_depth})"
+    return text, None
+
+
+def read_json(path: Path, root: Path, max_bytes: int | None = None,
+              max_depth: int | None = None) -> tuple[object | None, str | None]:
+    """(document, None) or (None, reason). Accepts asv's NaN/Infinity literals. The limits
+    default to MAX_FILE_BYTES and MAX_JSON_DEPTH as they are when called."""
+    text, reason = read_json_text(path, root, max_bytes, max_depth)
+    if reason is not None:
+        return None, reason
     try:
         return json.loads(text), None
     except json.JSONDecodeError as exc:
