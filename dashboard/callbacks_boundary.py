@@ -32,6 +32,7 @@ MAX_TEXT = 100_000  # characters of one value (a long query string is a few KB)
 MAX_ITEMS = 10_000  # items of one list value, and entries of one pattern-matching dependency
 MAX_DEPTH = 12  # nesting of a figure event (clickData ...) or a Store's data
 MAX_LOGGED_TEXT = 160  # characters of a request's value quoted in a log line
+MAX_REQUEST_BYTES = 16 << 20  # a callback request is KBs; a bigger body is answered 413 unread
 
 TEXT_PROPS = frozenset({"pathname", "search", "hash", "href"})
 COUNT_PROPS = frozenset({"n_clicks", "n_intervals", "n_submit", "n_blur"})
@@ -330,6 +331,8 @@ def install(app: Dash) -> None:
     """Check every callback request before Dash dispatches it, and log callback failures in one
     line (call after every callback is registered; the checks read ``app.callback_map``)."""
     server = app.server
+    if server.config.get("MAX_CONTENT_LENGTH") is None:
+        server.config["MAX_CONTENT_LENGTH"] = MAX_REQUEST_BYTES
     kinds = ControlKinds()
     kinds.learn(json.loads(to_json(app.layout)))  # the shell's controls (the theme)
     # Callbacks whose answers hold layout (page bodies, parameter controls) or options.
@@ -344,7 +347,11 @@ def install(app: Dash) -> None:
         if not is_update():
             return None
         try:
-            check_request(app, request.get_json(silent=True), kinds)
+            try:
+                body = request.get_json(silent=True)
+            except RecursionError:  # the JSON parser recursed past Python's limit
+                raise Refused("the body nests too deeply to be a callback request") from None
+            check_request(app, body, kinds)
         except Refused as exc:
             log.warning("refused a callback request from %s: %s", request.remote_addr, exc)
             return f"refused: {exc}\n", 400, {"Content-Type": "text/plain; charset=utf-8"}

@@ -97,6 +97,16 @@ def test_a_body_that_is_not_json_is_refused(served, records):
     assert response.status_code == 400 and len(_lines(records)) == 1
 
 
+def test_a_deeply_nested_or_huge_body_is_refused_without_a_traceback(served, records):
+    app, client = served
+    deep = "[" * 100_000 + "]" * 100_000
+    response = client.post(UPDATE_ROUTE, data=deep, content_type="application/json")
+    assert response.status_code == 400 and "nests too deeply" in response.get_data(as_text=True)
+    huge = json.dumps({"output": "url.search", "pad": "x" * (callbacks_boundary.MAX_REQUEST_BYTES + 1)})
+    assert client.post(UPDATE_ROUTE, data=huge, content_type="application/json").status_code == 413
+    assert "Traceback" not in "\n".join(r.getMessage() for r in records.records)
+
+
 def test_what_a_browser_sends_is_answered(served, records):
     app, client = served
     assert call(client, app, "trends-figure.figure", _trends_values()).status_code == 200
