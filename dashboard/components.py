@@ -8,7 +8,6 @@ same everywhere, and bad input shows a message instead of a traceback.
 from __future__ import annotations
 
 import functools
-import logging
 
 import dash
 from dash import Input, Output, State, dash_table, dcc, html
@@ -19,7 +18,6 @@ from dashboard.figures import build_empty_figure, impl_sort_key
 from dashboard.model import DashboardData, ResultsStore, Run
 from dashboard.urlstate import Query, qid
 
-log = logging.getLogger(__name__)
 FACET_LABELS = {"op": "Op", "dtype": "dtype", "activation": "Activation", "shape": "Shape", "impl": "Implementation"}
 GRAPH_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
