@@ -16,12 +16,13 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import torch
 
 from .checkout import uncommitted_code_changes
-from .harness import implementations
+from .harness import cost, implementations
 from .harness.environment import machine_identity
 from .harness.grids import GRIDS, grid
 from .harness.ops import OPS
@@ -33,14 +34,53 @@ OP_ALIASES = {**{spec.short_name: op for op, spec in OPS.items() if spec.short_n
 
 
 def _case_from_args(args) -> Case:
+    """The Case the arguments describe; ValueError naming what is missing or wrong."""
     op = OP_ALIASES[args.op]
     if OPS[op].layered:
         if not args.widths:
-            raise SystemExit(f"--op {args.op} needs --widths, e.g. --widths 64x64x64x64x64x64")
-        return Case.from_widths(op, args.M, args.widths.split("x"), args.dtype, args.activation, bias=args.bias)
+            raise ValueError(f"--op {args.op} needs --widths, e.g. --widths 64x64x64x64x64x64")
+        try:
+            widths = [int(w) for w in args.widths.split("x")]
+        except ValueError:
+            raise ValueError(f"--widths {args.widths!r}: expected integers joined by 'x', e.g. 64x64x64") from None
+        return Case.from_widths(op, args.M, widths, args.dtype, args.activation, bias=args.bias)
     if args.K is None or args.N is None:
-        raise SystemExit(f"--op {args.op} needs --K and --N")
+        raise ValueError(f"--op {args.op} needs --K and --N")
     return Case(op, args.M, args.K, args.N, args.dtype, args.activation, args.bias)
+
+
+def device_memory_bytes(device: str) -> int:
+    """What the device holds: the GPU's memory, or the machine's physical memory."""
+    if device == "cuda":
+        return torch.cuda.get_device_properties(0).total_memory
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+
+def memory_problem(case: Case, device: str) -> str | None:
+    """Why the Case cannot fit on the device (its inputs, weights and output alone), or None."""
+    need, have = cost.min_bytes(case), device_memory_bytes(device)
+    if need > have:
+        return (f"{case.key} needs at least {need / 2**30:,.1f} GiB for its inputs, weights and output; "
+                f"the {device} has {have / 2**30:,.1f} GiB")
+    return None
+
+
+def folder_problem(flag: str, folder: str) -> str | None:
+    """Why files cannot be written into ``folder`` (created if missing, as the run would), or None."""
+    above = next((p for p in (Path(folder), *Path(folder).parents) if p.exists()), None)
+    if above is not None and not above.is_dir():
+        return f"{flag} {folder}: {above} is not a folder"
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        return f"{flag} {folder}: cannot write there ({exc.strerror or exc})"
+    return None
+
+
+def _is_out_of_memory(exc: BaseException) -> bool:
+    return isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "can't allocate memory" in str(exc)
 
 
 def profile_case(case: Case, impls: list[str], device: str, trace_dir: str | None = None) -> dict[str, ProfileSummary | str]:
@@ -150,9 +190,19 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     device = "cuda" if torch.cuda.is_available() else "cpu"
 
-    if args.grid or args.save:
+    if args.grid or args.save or args.machine:
         if not (args.grid and args.save and args.machine):
             parser.error("a profile pass needs --grid, --machine and --save together")
+        from .run import check_machine_name  # the rule benchmarks.run applies to results/<machine>/
+
+        problem = check_machine_name(args.machine)
+        if problem:
+            parser.error(problem.replace("under results/", "under --save"))
+        if args.trace:
+            parser.error("--trace takes no folder with --save: a pass keeps its traces beside it")
+        problem = folder_problem("--save", args.save)
+        if problem:
+            parser.error(problem)
         print(f"wrote {save_profile_pass(args.grid, args.machine, args.save, device, args.force, args.trace is not None)}")
         return 0
     if not args.op:
@@ -166,7 +216,17 @@ def main(argv=None) -> int:
             implementations.check_name(case.op, impl)
     except ValueError as e:
         parser.error(str(e))
-    print(format_profiles(case, profile_case(case, impls, device, args.trace or None)))
+    problem = memory_problem(case, device) or (args.trace and folder_problem("--trace", args.trace))
+    if problem:
+        parser.error(problem)
+    try:
+        profiles = profile_case(case, impls, device, args.trace or None)
+    except (RuntimeError, MemoryError) as exc:
+        if not _is_out_of_memory(exc):
+            raise
+        parser.exit(2, f"{parser.prog}: error: {case.key} does not fit in the {device}'s memory "
+                       f"({str(exc).splitlines()[0][:200]})\n")
+    print(format_profiles(case, profiles))
     return 0
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import dash
 from dash import ALL, Dash, Input, Output, State, dcc, html
 
+from dashboard import callbacks_boundary
 from dashboard.components import empty_state, link_notice, load_report_panel, message
 from dashboard.figures import THEMES, warm_up
 from dashboard.cache import default_cache_dir
@@ -136,6 +137,7 @@ def create_app(results_dir: str | Path | None = None, asv_conf: Path | None = No
 
     for page in pages:
         page.register(app, store)
+    callbacks_boundary.install(app)  # after the last callback: it checks requests against them all
     return app
 
 

@@ -5,16 +5,25 @@ The config comes from ``--asv-conf FILE``, else from an asv.conf.json beside the
 (asv's own layout: the config and ``results/`` in one directory). Without one there are no commit
 links and commits are ordered by the date asv stored; this repository's config is never assumed
 for another project's results.
+
+The config is parsed once per change of the file (dashboard.conf_reader: size-capped, cached by
+the file's identity), so a reload of the results does not parse it again.
 """
 
 from __future__ import annotations
 
+import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dashboard import conf_reader
+
 CONF_NAME = "asv.conf.json"
 GIT_TIMEOUT_S = 20
+# A commit link is shown as an <a href>: only a web address, never javascript:, data: or file:
+# (a browser drops tabs and newlines inside a URL, so any whitespace or control character is refused).
+_WEB_URL = re.compile(r"^https?://[^\s\x00-\x1f\x7f]+$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -47,18 +56,24 @@ def read_project(conf_path: Path | None) -> ProjectInfo:
                                   "and the repository's commit order)",))
     if not Path(conf_path).is_file():
         return ProjectInfo(conf_path, notes=(f"{conf_path} is not a file",))
-    try:
-        from asv import util as asv_util  # asv's reader: JSON with // comments
-
-        conf = asv_util.load_json(str(conf_path), js_comments=True)
-    except Exception as exc:  # asv raises its own UserError for bad JSON
-        return ProjectInfo(conf_path, notes=(f"cannot read {conf_path}: {exc}",))
+    conf, reason = conf_reader.load_conf(conf_path)
+    if reason is not None:
+        return ProjectInfo(conf_path, notes=(f"cannot read {conf_path}: {reason}",))
     if not isinstance(conf, dict):
         return ProjectInfo(conf_path, notes=(f"{conf_path} is not an asv config (not an object)",))
-    url = conf.get("show_commit_url")
-    url = url if isinstance(url, str) and url else None
+    url, url_notes = commit_url(conf.get("show_commit_url"))
     repo, rank, notes = _repo_order(Path(conf_path).resolve().parent, conf.get("repo"))
-    return ProjectInfo(conf_path, url, repo, rank, tuple(notes))
+    return ProjectInfo(conf_path, url, repo, rank, tuple(url_notes + notes))
+
+
+def commit_url(setting) -> tuple[str | None, list[str]]:
+    """``show_commit_url`` if it is an http(s) address, else None and a note why."""
+    if setting is None or setting == "":
+        return None, []
+    if isinstance(setting, str) and _WEB_URL.match(setting):
+        return setting, []
+    shown = repr(setting)[:80]
+    return None, [f"show_commit_url {shown} is not an http(s) address; commits are not linked"]
 
 
 def _repo_order(base: Path, repo_setting) -> tuple[Path | None, dict[str, int], list[str]]:

@@ -352,7 +352,8 @@ class ResultsCache:
                 self.refused = (f"cache dir {str(cache_dir)!r} is inside the results folder, where its files would "
                                 f"be read as results; not used")
             else:
-                key = hashlib.sha256(str(self.root.resolve()).encode()).hexdigest()[:16]
+                # fsencode: a results path that is not UTF-8 hashes by its bytes
+                key = hashlib.sha256(os.fsencode(self.root.resolve())).hexdigest()[:16]
                 self.dir = Path(cache_dir) / f"results-{key}"
 
     def load(self) -> ParsedResults:

@@ -8,18 +8,16 @@ same everywhere, and bad input shows a message instead of a traceback.
 from __future__ import annotations
 
 import functools
-import logging
-import traceback
 
 import dash
 from dash import Input, Output, State, dash_table, dcc, html
 
 from dashboard import metrics
+from dashboard.callbacks_boundary import log_failure
 from dashboard.figures import build_empty_figure, impl_sort_key
 from dashboard.model import DashboardData, ResultsStore, Run
 from dashboard.urlstate import Query, qid
 
-log = logging.getLogger(__name__)
 FACET_LABELS = {"op": "Op", "dtype": "dtype", "activation": "Activation", "shape": "Shape", "impl": "Implementation"}
 GRAPH_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
@@ -338,8 +336,8 @@ def guarded(*fallback_factories):
         def inner(*args):
             try:
                 return fn(*args)
-            except Exception as exc:  # the UI shows the reason; the log keeps the traceback
-                log.error("callback %s failed:\n%s", fn.__name__, traceback.format_exc())
+            except Exception as exc:  # the UI shows the reason; the log one line (the first traceback per site)
+                log_failure(f"callback {fn.__name__}", exc)
                 text = f"Could not build this view: {type(exc).__name__}: {exc}"
                 outs = [f(text) for f in fallback_factories]
                 return outs[0] if len(outs) == 1 else tuple(outs)

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dashboard import asvconf, metrics, static_metrics
+from dashboard import asvconf, conf_reader, metrics, static_metrics
 from dashboard.cache import ResultsCache
 from dashboard.data import LoadReport, ResultsDirError, SkippedFile
 from dashboard.detection import Detector, FindingsState  # noqa: F401 (FindingsState: pages import it here)
@@ -369,6 +369,8 @@ class ResultsStore:
         self._detector = Detector(detect_in_background)
 
     def get(self) -> DashboardData:
+        if self._data is None or time.monotonic() - self._checked > self.RECHECK_SECONDS:
+            self._read_conf_unlocked()
         with self._lock:
             now = time.monotonic()
             if self._data is None or (now - self._checked > self.RECHECK_SECONDS
@@ -379,6 +381,13 @@ class ResultsStore:
                 _settle_garbage_collector(first)
             self._checked = now
             return self._data
+
+    def _read_conf_unlocked(self) -> None:
+        """Parse the asv config (if it changed) before the lock is taken, so no request waits on
+        it while another holds the store; the reload under the lock then finds it parsed."""
+        conf = asvconf.find_conf(self.results_dir, self.asv_conf)
+        if conf is not None:
+            conf_reader.load_conf(conf)
 
     def findings(self) -> FindingsState:
         """The detector's findings for the current results set (started on first call)."""

@@ -96,10 +96,11 @@ def json_depth(data: bytes) -> int:
     return int(np.cumsum(step).max(initial=0))
 
 
-def read_json(path: Path, root: Path, max_bytes: int | None = None,
-              max_depth: int | None = None) -> tuple[object | None, str | None]:
-    """(document, None) or (None, reason). Accepts asv's NaN/Infinity literals. The limits
-    default to MAX_FILE_BYTES and MAX_JSON_DEPTH as they are when called."""
+def read_json_text(path: Path, root: Path, max_bytes: int | None = None,
+                   max_depth: int | None = None) -> tuple[str | None, str | None]:
+    """(text, None) or (None, reason): a file's UTF-8 text, refused (with the reason) before any
+    parser sees it when it is not a readable regular file inside ``root``, too large, empty, or
+    nested deeper than ``max_depth``. The limits default to MAX_FILE_BYTES and MAX_JSON_DEPTH."""
     max_depth = MAX_JSON_DEPTH if max_depth is None else max_depth
     try:
         data = read_bytes(Path(path), Path(root), max_bytes)
@@ -114,14 +115,43 @@ def read_json(path: Path, root: Path, max_bytes: int | None = None,
     depth = json_depth(data)
     if depth > max_depth:
         return None, f"JSON nested {depth} levels deep (the limit is {max_depth})"
+    return text, None
+
+
+def read_json(path: Path, root: Path, max_bytes: int | None = None,
+              max_depth: int | None = None) -> tuple[object | None, str | None]:
+    """(document, None) or (None, reason). Accepts asv's NaN/Infinity literals. The limits
+    default to MAX_FILE_BYTES and MAX_JSON_DEPTH as they are when called."""
+    text, reason = read_json_text(path, root, max_bytes, max_depth)
+    if reason is not None:
+        return None, reason
     try:
         return json.loads(text), None
     except json.JSONDecodeError as exc:
+        if not _starts_as_json(text, exc):
+            return None, f"not JSON (the text starts {text.lstrip()[:24]!r})"
         if _looks_truncated(text, exc):
             return None, f"truncated JSON (file ends at character {len(text)} inside a value)"
         return None, f"broken JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
     except RecursionError:  # cannot happen below MAX_JSON_DEPTH; kept so that no limit change crashes
         return None, "JSON nested too deeply to parse"
+
+
+# What a JSON document (with asv's NaN and Infinity) may start with, and the words it may start with.
+_VALUE_START = set('{["-0123456789tfnNI' + '"')
+_LITERALS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
+
+
+def _starts_as_json(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether the text begins as a JSON value does: prose, HTML or YAML fail at their first
+    character ("hello" is not a cut "null"), a cut file only after it has begun."""
+    body = text.lstrip()
+    start = len(text) - len(body)
+    if not body or body[0] not in _VALUE_START:
+        return False
+    if exc.pos > start:
+        return True
+    return body[0] in '{["-0123456789' or any(word.startswith(body.rstrip()) for word in _LITERALS)
 
 
 def _looks_truncated(text: str, exc: json.JSONDecodeError) -> bool:

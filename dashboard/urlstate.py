@@ -15,6 +15,9 @@ SHARED_KEYS = ("machine", "env", "op", "dtype", "activation", "shape", "impl", "
 PARAM_PREFIX = "p_"  # generic Trends: p_<parameter>=<asv's repr() of the values shown>
 # Characters a list item keeps as they are; everything else ("," and "%" above all) is escaped.
 _LIST_SAFE = " =.:_-+*/()[]'\"<>|~!@$^&;?{}"
+# A folder name that is not UTF-8 reaches Python with surrogate escapes ('h200-\udcff'); its
+# bytes are percent-encoded as they are and decoded back the same way, so the link selects it.
+_ESCAPES = "surrogateescape"
 
 
 def qid(page: str, key: str) -> dict:
@@ -29,11 +32,11 @@ def encode_query(values: dict[str, object]) -> str:
         if value is None or value == "" or value == []:
             continue
         if isinstance(value, (list, tuple)):  # an item's own "," or "%" is escaped: "(1, 2)" stays one item
-            value = ",".join(quote(str(v), safe=_LIST_SAFE) for v in value)
+            value = ",".join(quote(str(v), safe=_LIST_SAFE, errors=_ESCAPES) for v in value)
         elif isinstance(value, bool):
             value = "1" if value else "0"
         pairs.append((key, str(value)))
-    return "?" + urlencode(pairs) if pairs else ""
+    return "?" + urlencode(pairs, errors=_ESCAPES) if pairs else ""
 
 
 class Query:
@@ -45,7 +48,7 @@ class Query:
 
     def __init__(self, search: str | None):
         self.raw: dict[str, str] = {}
-        for key, value in parse_qsl((search or "").lstrip("?"), keep_blank_values=False):
+        for key, value in parse_qsl((search or "").lstrip("?"), keep_blank_values=False, errors=_ESCAPES):
             self.raw[key] = value
         self.rejected: dict[str, str] = {}
 
@@ -64,7 +67,7 @@ class Query:
         value = self.raw.get(key)
         if not value:
             return []
-        items = [unquote(v) for v in value.split(",") if v]
+        items = [unquote(v, errors=_ESCAPES) for v in value.split(",") if v]
         bad = [v for v in items if allowed is not None and v not in allowed]
         if bad:
             self.reject(key, ",".join(bad))

@@ -102,6 +102,9 @@ def test_an_accepted_regression_passes_and_says_who_accepted_it(tmp_path, capsys
 
 @pytest.mark.parametrize("content, message", [
     ("{", "truncated JSON"),
+    ('{"version": 1, "accepted": [{"benchmark": "b"', "truncated JSON"),
+    ("accepted:\n  - benchmark: b\n", "not JSON"),  # YAML where JSON belongs
+    ("hello", "not JSON"),
     ('{"accepted": [{"benchmark": "b", "commit": "abcdef1", "who": "x"}]}', "entry 1: 'why' must be"),
     ('{"accepted": [{"benchmark": "b", "commit": "HEAD", "who": "x", "why": "y"}]}', "is not a commit hash"),
     ('{"accepted": [{"benchmark": "b", "commit": "abcdef1", "who": "x", "why": "y", "by": "z"}]}', "unknown key"),

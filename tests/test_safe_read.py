@@ -107,6 +107,22 @@ def test_json_depth_ignores_brackets_inside_strings(text, depth):
     assert safe_read.json_depth(text) == depth
 
 
+@pytest.mark.parametrize("text, reason", [
+    ("hello world", "not JSON (the text starts 'hello world')"),
+    ("<html><body>502 Bad Gateway</body></html>", "not JSON (the text starts '<html><body>502 Bad Gate')"),
+    ("accepted:\n  - benchmark: x\n", "not JSON"),  # YAML
+    ("nothing to see", "not JSON"), ("I am text", "not JSON"), ("\ufeff{}", "not JSON"),
+    ('{"accepted": [', "truncated JSON"), ('{"a": 1', "truncated JSON"), ('"abc', "truncated JSON"),
+    ("tru", "truncated JSON"), ("  -", "truncated JSON"), ("Infin", "truncated JSON"), ("{", "truncated JSON"),
+    ('{"a": 1}}', "broken JSON"), ('{"a": 1,, "b": 2, "c": 3, "d": 4, "e": 5}', "broken JSON"),
+])
+def test_text_that_is_not_json_is_not_called_truncated(tmp_path, text, reason):
+    path = tmp_path / "f.json"
+    path.write_text(text, encoding="utf-8")
+    doc, got = safe_read.read_json(path, tmp_path)
+    assert doc is None and got.startswith(reason), got
+
+
 def test_params_that_are_not_reprs_or_a_huge_grid_skip_the_benchmark_not_the_file(history):
     doc = _a_result(history)
     name = next(iter(doc["results"]))

@@ -39,6 +39,26 @@ def format_row(r) -> str:
                   f"{r.compile_seconds or 0:.1f}", status))
 
 
+def _unwritable(path: Path) -> str | None:
+    """Why ``path`` cannot be written, found by opening it for appending (a file this creates is
+    removed again), or None."""
+    if path.is_dir():
+        return "is a folder"
+    above = next((p for p in path.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        return f"{above} is not a folder"
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a"):
+            pass
+    except OSError as exc:
+        return f"cannot write there ({exc.strerror or exc})"
+    if not existed:
+        path.unlink()
+    return None
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fused_mlp.aot", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -52,6 +72,9 @@ def main(argv=None) -> int:
     parser.add_argument("--json", type=Path, metavar="FILE", help="write every record to FILE as a JSON list")
     parser.add_argument("--jobs", type=int, help="compile processes (default: every core)")
     args = parser.parse_args(argv)
+    problem = args.json and _unwritable(args.json)
+    if problem:  # before the compiles (minutes), not after them
+        parser.error(f"--json {args.json}: {problem}")
     if INTERPRETER:
         print("error: TRITON_INTERPRET is set; the compile check compiles for a GPU, unset it", file=sys.stderr)
         return 2
