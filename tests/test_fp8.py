@@ -124,3 +124,36 @@ def test_empty_batch():
     w, ws, _ = make_w(9, 16, "row", seed=0)
     x = torch.empty(0, 16, dtype=torch.bfloat16)
     assert fused_mlp.linear_act_fp8(x, w, ws).shape == (0, 9)
+
+
+def _far_apart_columns(storage, offset, values, column_stride):
+    """`values` (rows, cols) copied into a column-major view of `storage` whose column stride is
+    `column_stride` elements: offsets past 2^31 without allocating them (only the touched pages
+    of the lazily committed CPU memory become resident)."""
+    view = storage.as_strided(values.shape, (1, column_stride), offset)
+    view.copy_(values)
+    return view
+
+
+@pytest.mark.parametrize("form", ["w8a8", "w8a16"])
+def test_k_direction_offsets_past_int32(form, device):
+    """Column-major x and e4m3 weights whose K stride times k passes 2^31 elements: every offset
+    a stride multiplies is int64, so no wrapped (wrong or out-of-bounds) address is read."""
+    if device != "cpu":
+        pytest.skip("the view trick relies on lazily committed CPU memory")
+    stride = 2**30  # k = 2 is element 2^31: past int32
+    M, K, N = 4, 3, 5
+    x_c, xs, x64 = make_x(M, K, form, "row", seed=11)
+    wg_c, gs, wg64 = make_w(N, K, "row", seed=12)
+    wu_c, us, wu64 = make_w(N, K, "row", seed=13)
+    weights = torch.empty(2 * stride + 64, dtype=torch.float8_e4m3fn)  # 2 GiB virtual, a few pages touched
+    wg = _far_apart_columns(weights, 8, wg_c, stride)
+    wu = _far_apart_columns(weights, 16, wu_c, stride)
+    x_storage = weights if form == "w8a8" else torch.empty(2 * stride + 64, dtype=x_c.dtype)
+    x = _far_apart_columns(x_storage, 0, x_c, stride)
+    assert x.stride() == wg.stride() == (1, stride) and torch.equal(wg.float(), wg_c.float())
+    bias = torch.randn(N, dtype=torch.bfloat16)
+    assert_close(fused_mlp.linear_act_fp8(x, wg, gs, bias, "relu", x_scale=xs), F.relu(x64 @ wg64.T + bias.double()),
+                 torch.bfloat16, f"linear_act_fp8 {form}")
+    assert_close(fused_mlp.gated_up_fp8(x, wg, wu, gs, us, "silu", x_scale=xs), F.silu(x64 @ wg64.T) * (x64 @ wu64.T),
+                 torch.bfloat16, f"gated_up_fp8 {form}")
