@@ -11,7 +11,7 @@ import triton.language as tl
 
 from .._triton_compat import autotune, dot_upcast_needed
 from ..activations import get_activation
-from ..quantize import FP8_DTYPE, check_scale
+from ..quantize import FP8_DTYPE, check_scale, quantize_activations_fp8
 from . import _fp8_common as fp8
 from ._gemm_launch import launch, num_sms
 from ._kernel_spec import KernelSpec
@@ -138,17 +138,6 @@ def gated_up_fp8(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, gate
     return out.reshape(*x.shape[:-1], N)
 
 
-def _quantize_rows_unchecked(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-token e4m3 quantization of the hidden activations, inside gated_mlp_fp8: no read-back
-    (NaN/Inf propagate to the output, as in the bf16 MLP). Zero rows get scale 1."""
-    from ..quantize import E4M3_MAX, MIN_SCALE
-
-    rows = h.float()
-    amax = rows.abs().amax(dim=-1)
-    scale = torch.where(amax > 0, (amax / E4M3_MAX).clamp_min(MIN_SCALE), torch.ones_like(amax))
-    return (rows / scale[..., None]).clamp(-E4M3_MAX, E4M3_MAX).to(FP8_DTYPE), scale.reshape(-1).contiguous()
-
-
 def gated_mlp_fp8(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor,
                   gate_scale: torch.Tensor, up_scale: torch.Tensor, down_scale: torch.Tensor,
                   activation: str = "gelu_tanh", *, x_scale: torch.Tensor | None = None,
@@ -169,7 +158,7 @@ def gated_mlp_fp8(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_d
     hidden = gated_up_fp8(x, w_gate, w_up, gate_scale, up_scale, activation, x_scale=x_scale,
                           out_dtype=hidden_dtype, check_scales=check_scales)
     if form == "w8a8":
-        hidden, hidden_scale = _quantize_rows_unchecked(hidden)
+        hidden, hidden_scale = quantize_activations_fp8(hidden, "row")
         return linear_act_fp8(hidden, w_down, down_scale, None, "none", x_scale=hidden_scale,
                               out_dtype=out_dtype, check_scales=check_scales)
     return linear_act_fp8(hidden, w_down, down_scale, None, "none", out_dtype=out_dtype, check_scales=check_scales)
