@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+from .fp8 import X_BYTES as _FP8_X_BYTES  # fp8, fp8_tensor, w8a16: bytes of x (harness/fp8.py)
+
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, **_FP8_X_BYTES}
 DTYPES = tuple(DTYPE_BYTES)
 # The activations fused_mlp fuses into its epilogues (its ACTIVATIONS table, by name).
 ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
