@@ -151,3 +151,38 @@ def test_tiny_fp8_cases_compile_on_the_cpu(key, impl):
         assert "skip" in result
         return
     assert "metrics" in result, result
+
+
+def test_the_dashboard_floor_uses_each_forms_roof():
+    """dashboard.metrics: an fp8 row's floor comes from the run's FP8 ceiling, a w8a16 row's
+    from bf16's; a run that measured no FP8 ceiling has no floor for fp8 (NaN), not a wrong one."""
+    import numpy as np
+    import pandas as pd
+
+    from dashboard import metrics
+
+    keys = ["linear_act M=8192 K=4096 N=14336 fp8 gelu_tanh bias", "linear_act M=1 K=4096 N=14336 w8a16 gelu_tanh bias"]
+    rows = pd.DataFrame({"case": keys, "machine": "m", "env_name": "e", "commit_hash": "c"})
+    table = pd.DataFrame({"machine": ["m"], "env_name": ["e"], "commit_hash": ["c"], "copy_gbps": [4000.0],
+                          "tflops_bf16": [700.0], "tflops_fp8": [1400.0]})
+    floors = metrics.floor_seconds_per_row(rows, table)
+    ceilings = Ceilings(4000.0, {"bf16": 700.0, "fp8": 1400.0})
+    assert np.allclose(floors, [cost.floor_seconds(Case.from_key(k), ceilings) for k in keys])
+    assert floors[0] < 1.01 * cost.flops(Case.from_key(keys[0])) / 1400e12  # compute-bound on the FP8 roof
+    no_fp8 = metrics.floor_seconds_per_row(rows, table.drop(columns="tflops_fp8"))
+    assert np.isnan(no_fp8[0]) and np.isclose(no_fp8[1], floors[1])
+
+
+def test_w8a8_skips_on_a_gpu_without_fp8_tensor_cores(monkeypatch):
+    """On an A100 (sm_80) the W8A8 kernels and _scaled_mm skip with the reason; the dequantizing
+    eager baseline and W8A16 still run."""
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
+    fp8.fp8_tensor_cores_missing.cache_clear()
+    try:
+        w8a8 = Case("linear_act", 16, 64, 96, "fp8", "silu", bias=True)
+        for impl in ("fused", "scaled_mm"):
+            assert "sm_89 or newer); this GPU is sm_80" in fp8.unavailable(w8a8, impl, "cuda")
+        assert fp8.unavailable(w8a8, "eager", "cuda") is None
+        assert fp8.unavailable(Case("linear_act", 16, 64, 96, "w8a16", "silu", bias=True), "fused", "cuda") is None
+    finally:
+        fp8.fp8_tensor_cores_missing.cache_clear()

@@ -89,13 +89,16 @@ def storage_tolerance(case) -> float:
     return 1e-2  # bf16 out, as tolerances.STORAGE["bf16"]
 
 
-def unavailable(case, impl: str) -> str | None:
-    """Why `impl` cannot run `case` for FP8 reasons, or None (then the usual checks follow)."""
+def unavailable(case, impl: str, device="cpu") -> str | None:
+    """Why `impl` cannot run `case` on `device` for FP8 reasons, or None (then the usual checks
+    follow): no FP8 form, or W8A8's e4m3 GEMMs on a GPU without FP8 tensor cores."""
     if is_fp8(case.dtype):
         if case.op not in FP8_OPS:
             return f"{case.op} has no FP8 form"
         if impl not in FP8_IMPLEMENTATIONS:
             return f"{impl} has no FP8 ({case.dtype}) form"
+        if form(case.dtype) == "w8a8" and impl not in ("eager", "compile"):
+            return fp8_tensor_cores_missing(str(device))
         return None
     if impl in (SCALED_MM, SCALED_MM_COMPILE):
         return f"{impl} runs the FP8 dtypes only ({', '.join(FP8_DTYPES)})"
@@ -103,6 +106,20 @@ def unavailable(case, impl: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------- torch side
+
+
+@functools.cache
+def fp8_tensor_cores_missing(device: str) -> str | None:
+    """Why a CUDA `device` cannot run e4m3 GEMMs (below sm_89), or None (and None off CUDA: the
+    interpreter and the CPU's _scaled_mm compute e4m3)."""
+    import torch
+
+    if torch.device(device).type != "cuda":
+        return None
+    major, minor = torch.cuda.get_device_capability(device)
+    if 10 * major + minor < 89:
+        return f"W8A8 needs FP8 tensor cores (sm_89 or newer); this GPU is sm_{major}{minor}"
+    return None
 
 
 def make_inputs(case, device="cpu", seed: int = 0) -> dict:
@@ -362,10 +379,7 @@ def matmul_missing(device) -> str | None:
 
     if torch.device(device).type != "cuda":
         return "the FP8 matmul ceiling is measured on a GPU with FP8 tensor cores"
-    major, minor = torch.cuda.get_device_capability(device)
-    if 10 * major + minor < 89:
-        return f"sm_{major}{minor} has no FP8 tensor cores (sm_89 or newer)"
-    return scaled_mm_missing(str(torch.device(device)))
+    return fp8_tensor_cores_missing(str(torch.device(device))) or scaled_mm_missing(str(torch.device(device)))
 
 
 def matmul_samples(device, n: int, samples: int = 20) -> list[float]:

@@ -64,7 +64,7 @@ def unavailable_reason(case: Case, name: str, device, mode: str = FORWARD) -> st
     modes.check_mode(mode)
     device_type = str(device).split(":")[0]
     spec = op_spec(case.op)
-    fp8_reason = fp8.unavailable(case, name)
+    fp8_reason = fp8.unavailable(case, name, device)
     if fp8_reason or (fp8.is_fp8(case.dtype) and mode != FORWARD):
         return fp8_reason or "the FP8 Cases are forward-only (the FP8 kernels have no backward)"
     if name == FUSED:
