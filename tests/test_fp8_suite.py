@@ -13,7 +13,7 @@ from benchmarks.harness.cost import Ceilings
 from benchmarks.harness.references import mismatch, reference
 from benchmarks.harness.tensors import make_inputs, torch_dtype
 from benchmarks.harness.tolerances import tolerance
-from benchmarks.harness.workloads import Case
+from benchmarks.harness.workloads import DTYPES, Case
 
 
 def test_the_grids_hold_both_forms_and_full_adds_per_tensor_scales():
@@ -29,10 +29,15 @@ def test_the_grids_hold_both_forms_and_full_adds_per_tensor_scales():
     assert not any(fp8.is_fp8(c.dtype) for cases in grids.training_grid("default").values() for c in cases)
 
 
-def test_fp8_case_keys_round_trip():
+def test_fp8_case_keys_round_trip_and_only_ops_with_an_fp8_form_take_them():
     for dtype in fp8.FP8_DTYPES:
         case = Case("linear_act", 16, 4096, 14336, dtype, "silu", bias=True)
         assert Case.from_key(case.key) == case
+    with pytest.raises(ValueError, match="narrow_mlp has no FP8 form"):
+        Case.from_widths("narrow_mlp", 64, (32, 32, 32), "fp8")
+    with pytest.raises(ValueError, match="expected one of .*'w8a16'"):
+        Case("linear_act", 1, 2, 3, "int8", "relu")
+    assert DTYPES == ("fp32", "fp16", "bf16")  # the float dtypes every op runs in, as before
 
 
 @pytest.mark.parametrize("dtype,expected", [
