@@ -10,6 +10,7 @@ import torch.nn.functional as F
 import fused_mlp
 from benchmarks.harness.references import assert_close
 from fused_mlp.quantize import E4M3_MAX, dequantize_fp8, quantize_fp8
+from tests.conftest import DEVICE
 
 ACTS = list(fused_mlp.ACTIVATIONS)
 # Odd and prime sizes: no K or N is a multiple of the interpreter's 32-wide blocks, M crosses them.
@@ -18,11 +19,19 @@ TORCH_ACT = {"none": lambda t: t, "relu": F.relu, "gelu": F.gelu,
              "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"), "silu": F.silu}
 
 
+@pytest.fixture(autouse=True)
+def _tensors_on_the_test_device():
+    """Every tensor a test makes lives on the test device: on a GPU machine the native kernels
+    run (the GPU session's native tests), on a CPU one the interpreter."""
+    with torch.device(DEVICE):
+        yield
+
+
 def make_x(M, K, form, granularity, seed, dtype=torch.bfloat16):
     """x for the form: (e4m3 x, its scales) for W8A8, (bf16/fp16 x, None) for W8A16; and the
     float64 values the kernel is meant to see."""
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(M, K, generator=g) * 2
+    x = (torch.randn(M, K, generator=g, device="cpu") * 2).to(DEVICE)
     if form == "w8a16":
         x = x.to(dtype)
         return x, None, x.double()
@@ -32,7 +41,7 @@ def make_x(M, K, form, granularity, seed, dtype=torch.bfloat16):
 
 def make_w(N, K, granularity, seed):
     g = torch.Generator().manual_seed(seed)
-    q, s = quantize_fp8(torch.randn(N, K, generator=g) / K ** 0.5, granularity)
+    q, s = quantize_fp8((torch.randn(N, K, generator=g, device="cpu") / K ** 0.5).to(DEVICE), granularity)
     return q, s, dequantize_fp8(q, s, torch.float64)
 
 

@@ -11,10 +11,19 @@ import fused_mlp
 from benchmarks.harness.references import assert_close
 from fused_mlp import FP8GatedMLP, FP8Linear
 from fused_mlp.quantize import dequantize_fp8, quantize_fp8
+from tests.conftest import DEVICE
+
+
+@pytest.fixture(autouse=True)
+def _tensors_on_the_test_device():
+    """Every tensor a test makes lives on the test device: on a GPU machine the native kernels
+    run (the GPU session's native tests), on a CPU one the interpreter."""
+    with torch.device(DEVICE):
+        yield
 
 
 def _x(M, K, seed=0, dtype=torch.bfloat16):
-    return (torch.randn(M, K, generator=torch.Generator().manual_seed(seed))).to(dtype)
+    return torch.randn(M, K, generator=torch.Generator().manual_seed(seed), device="cpu").to(DEVICE, dtype)
 
 
 class LlamaMLP(nn.Module):
