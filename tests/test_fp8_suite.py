@@ -191,3 +191,25 @@ def test_w8a8_skips_on_a_gpu_without_fp8_tensor_cores(monkeypatch):
         assert fp8.unavailable(Case("linear_act", 16, 64, 96, "w8a16", "silu", bias=True), "fused", "cuda") is None
     finally:
         fp8.fp8_tensor_cores_missing.cache_clear()
+
+
+def test_quantization_error_tool_measures_each_fp8_case(capsys):
+    """tools/measure_fp8_error.py: one row per FP8 Case (and per-tensor twin); the error is of
+    e4m3's size (3 mantissa bits: a few 1e-2), and quantizing x too (W8A8) costs more than the
+    weights alone (W8A16) on the same shape."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "tools" / "measure_fp8_error.py"
+    spec = importlib.util.spec_from_file_location("measure_fp8_error", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.main(["--grid", "tiny", "--rows", "8"]) == 0
+    rows = [line.split(" | ") for line in capsys.readouterr().out.splitlines()[2:]]
+    assert len(rows) == len(tool.cases_of("tiny")) == 6
+    errors = {(r[0].strip("| "), r[1], r[2]): float(r[3].strip(" |")) for r in rows}
+    assert all(5e-3 < e < 0.2 for e in errors.values()), errors
+    lin = "linear_act M=16 K=64 N=96 silu"
+    assert errors[(lin, "W8A16", "per channel (weights)")] < errors[(lin, "W8A8", "per token / per channel")]
+    with pytest.raises(SystemExit):
+        tool.main(["--rows", "0"])
