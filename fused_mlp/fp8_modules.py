@@ -42,6 +42,10 @@ def _quantized_weight(name: str, weight: torch.Tensor, granularity: str) -> tupl
     return quantize_fp8(weight.detach(), granularity)
 
 
+def _check_scales_after_load(module: "FP8Linear", incompatible_keys) -> None:
+    check_scale("weight_scale", module.weight_scale, module.weight.shape[0], "weight (output channels)")
+
+
 class FP8Linear(nn.Module):
     """act(x @ W.T * scales + bias) with W in e4m3: one linear_act_fp8 kernel per call."""
 
@@ -69,7 +73,7 @@ class FP8Linear(nn.Module):
         self.activation, self.fp8_form, self.x_granularity = activation, fp8_form, x_granularity
         # Scales are checked here and after every load_state_dict, so forward skips the kernels'
         # per-call read-back of them.
-        self.register_load_state_dict_post_hook(lambda module, _keys: module._check_loaded_scales())
+        self.register_load_state_dict_post_hook(_check_scales_after_load)  # a function: the module pickles
 
     @property
     def in_features(self) -> int:
@@ -78,9 +82,6 @@ class FP8Linear(nn.Module):
     @property
     def out_features(self) -> int:
         return self.weight.shape[0]
-
-    def _check_loaded_scales(self) -> None:
-        check_scale("weight_scale", self.weight_scale, self.weight.shape[0], "weight (output channels)")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         xq, x_scale, out_dtype = _fp8_input(x, self.fp8_form, self.x_granularity, type(self).__name__)

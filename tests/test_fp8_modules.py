@@ -84,6 +84,15 @@ def test_state_dict_round_trip_and_bad_scales_refused_on_load():
     bad["weight_scale"][3] = 0.0
     with pytest.raises(ValueError, match="weight_scale holds 0.0"):
         dst.load_state_dict(bad)
+    import io
+
+    buffer = io.BytesIO()
+    torch.save(src, buffer)  # the whole module, its load hook included
+    buffer.seek(0)
+    clone = torch.load(buffer, weights_only=False)
+    assert torch.equal(clone.weight_scale, src.weight_scale)
+    with pytest.raises(ValueError, match="weight_scale holds 0.0"):
+        clone.load_state_dict(bad)
 
 
 @pytest.mark.parametrize("form", ["w8a16", "w8a8"])
