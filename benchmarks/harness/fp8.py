@@ -112,7 +112,7 @@ def fp8_tensor_cores_missing(device: str) -> str | None:
     interpreter and the CPU's _scaled_mm compute e4m3)."""
     import torch
 
-    if torch.device(device).type != "cuda":
+    if torch.device(device).type != "cuda" or not torch.cuda.is_available():  # not here: a modelled one (suite_cost)
         return None
     major, minor = torch.cuda.get_device_capability(device)
     if 10 * major + minor < 89:
@@ -291,6 +291,8 @@ def scaled_mm_missing(device: str) -> str | None:
     """Why torch._scaled_mm cannot run on `device` (probed once), or None."""
     import torch
 
+    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
+        return None  # a modelled GPU (suite_cost): nothing here to probe
     try:
         a = torch.ones(16, 32, device=device).to(torch.float8_e4m3fn)
         one = torch.ones((), device=device)
