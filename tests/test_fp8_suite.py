@@ -181,6 +181,7 @@ def test_the_dashboard_floor_uses_each_forms_roof():
 def test_w8a8_skips_on_a_gpu_without_fp8_tensor_cores(monkeypatch):
     """On an A100 (sm_80) the W8A8 kernels and _scaled_mm skip with the reason; the dequantizing
     eager baseline and W8A16 still run."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
     fp8.fp8_tensor_cores_missing.cache_clear()
     try:
