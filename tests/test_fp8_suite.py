@@ -214,3 +214,27 @@ def test_quantization_error_tool_measures_each_fp8_case(capsys):
     assert errors[(lin, "W8A16", "per channel (weights)")] < errors[(lin, "W8A8", "per token / per channel")]
     with pytest.raises(SystemExit):
         tool.main(["--rows", "0"])
+
+
+def test_fp8_results_reach_the_dashboards_roofline(tmp_path):
+    """A results folder holding FP8 cases and an FP8 matmul ceiling (as the suite writes them):
+    the dashboard reads fp8 and w8a16 as dtypes, and each point's roofline fraction is finite,
+    so it had a roof (FP8's for fp8, bf16's for w8a16)."""
+    import numpy as np
+
+    from dashboard.model import ResultsStore
+    from dashboard.pages import roofline
+    from tests.asv_fixtures import write_history
+    from tests.suite_fixtures import SYNTH_CEILINGS, case_series, ceiling_series
+
+    ceilings = Ceilings(SYNTH_CEILINGS.copy_gbps, {**SYNTH_CEILINGS.matmul_tflops, "fp8": 1360.0})
+    cases = [c for c in grids.grid("default")["linear_act"] if fp8.is_fp8(c.dtype) and c.M in (1, 8192)]
+    write_history(tmp_path, case_series(cases, ceilings=ceilings) + ceiling_series(ceilings), 2, machine="m")
+    data = ResultsStore(tmp_path, detect_in_background=False).get()
+    run = data.run("m", "existing-py_usr_bin_python3")  # write_history's env
+    commit = run.commits["commit_hash"].tolist()[-1]
+    points, roofs = roofline.roofline_points(data, "m", run.env_name, commit, {})
+    assert set(points["dtype"].astype(str)) == {"fp8", "w8a16"}
+    assert np.isfinite(points["roofline"].to_numpy(dtype=float)).all()
+    assert "fp8" in roofs.matmul_tflops
+    assert roofline.update(data, "m", run.env_name, commit, None, None, None, None, None)["data"]
