@@ -39,7 +39,7 @@ class CopyCeiling:
 
 
 class MatmulCeiling:
-    params = [["bf16", "fp16", "fp32"], [GPU_MATMUL_N, CPU_MATMUL_N]]
+    params = [["bf16", "fp16", "fp32", "fp8"], [GPU_MATMUL_N, CPU_MATMUL_N]]  # fp8: e4m3 (harness/fp8.py)
     param_names = ["dtype", "n"]
     timeout = 300
     version = "1"
@@ -47,8 +47,20 @@ class MatmulCeiling:
     def track_matmul_seconds(self, dtype, n):
         """One dense n^3 torch.matmul, cold L2."""
         device = _check_size(n, GPU_MATMUL_N, CPU_MATMUL_N)
+        if dtype == "fp8":
+            return _fp8_matmul(device, n)
         if device == "cpu" and dtype != "fp32":
             skip("the CPU run measures fp32 only")
         return {"samples": timing.matmul_samples(device, dtype, n, samples=20 if device == "cuda" else 3), "number": 1}
 
     track_matmul_seconds.unit = "seconds"
+
+
+def _fp8_matmul(device: str, n: int):
+    """The FP8 roof: an e4m3 n^3 torch._scaled_mm, skipped where the device has no FP8 matmul."""
+    from .harness import fp8
+
+    reason = fp8.matmul_missing(device)
+    if reason:
+        skip(reason)
+    return {"samples": fp8.matmul_samples(device, n), "number": 1}

@@ -37,7 +37,8 @@ INPUTS = {
     "flush_s": (0.12e-3, "256 MB memset per sample at ~2.1 TB/s write (half the 4270 GB/s copy ceiling)"),
     "call_over_floor": (1.5, "anchors in docs/design.md: 1.0-3.3x the roofline floor"),
     "copy_gbps": (4270.0, "measured on the H200 (device copy, read + write)"),
-    "tflops": ({"bf16": 680.0, "fp16": 680.0, "fp32": 51.0}, "bf16 measured on the H200; fp16 as bf16; fp32 (no TF32) the H200's spec"),
+    "tflops": ({"bf16": 680.0, "fp16": 680.0, "fp32": 51.0, "fp8": 1360.0},
+               "bf16 measured on the H200; fp16 as bf16; fp32 (no TF32) the H200's spec; fp8 assumed 2x bf16 (the datasheet's ratio)"),
     "fp64_tflops": (60.0, "the H200's FP64 tensor-core spec, for the float64 reference"),
     "ceiling_process_s": (1.0, "assumed: one 2 GiB copy or 8192^3 matmul, 23 calls"),
 }
@@ -122,7 +123,8 @@ def _call_seconds(case) -> float:
     from .harness import cost as workload_cost
 
     flops = workload_cost.flops(case)
-    floor = max(flops / (value("tflops")[case.dtype] * 1e12), workload_cost.min_bytes(case) / (value("copy_gbps") * 1e9))
+    roof = value("tflops")[workload_cost.roof_dtype(case)]  # W8A8 on the FP8 roof, W8A16 on bf16's
+    floor = max(flops / (roof * 1e12), workload_cost.min_bytes(case) / (value("copy_gbps") * 1e9))
     return floor * value("call_over_floor")
 
 

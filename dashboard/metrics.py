@@ -260,7 +260,7 @@ def floor_seconds_per_row(rows: pd.DataFrame, ceilings: pd.DataFrame) -> np.ndar
         memo_key = (key, id(ceil))
         if memo_key not in memo:
             case = Case.from_key(key)
-            memo[memo_key] = cost.floor_seconds(case, ceil) if case.dtype in ceil.matmul_tflops else np.nan
+            memo[memo_key] = cost.floor_seconds(case, ceil) if cost.roof_dtype(case) in ceil.matmul_tflops else np.nan
         out[i] = memo[memo_key]
     return out
 

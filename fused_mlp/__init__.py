@@ -13,6 +13,7 @@ Public API:
     linear_act_fp8(x, weight, weight_scale, bias=None, activation, x_scale=None, out_dtype=None)
     gated_up_fp8(x, w_gate, w_up, gate_scale, up_scale, activation, x_scale=None, out_dtype=None)
     gated_mlp_fp8(x, w_gate, w_up, w_down, gate_scale, up_scale, down_scale, activation, ...)
+    FP8Linear, FP8GatedMLP                                       inference modules, from_module(m, fp8=...)
 
 The kernels run on CUDA, or on the CPU under TRITON_INTERPRET=1 (set before import). The
 benchmark harness that measures them (workloads, baselines, references, timing) lives with the
@@ -27,9 +28,11 @@ from .ops.narrow_mlp import PackedMLP, narrow_mlp, narrow_mlp_packed, pack_layer
 from .ops.fp8_gated import gated_mlp_fp8, gated_up_fp8
 from .ops.fp8_linear import linear_act_fp8
 from .quantize import dequantize_fp8, quantize_fp8
+from .fp8_modules import FP8GatedMLP, FP8Linear
 
 __all__ = [
     "ACTIVATIONS", "GATED_ACTIVATIONS", "FusedGatedMLP", "FusedLinear", "FusedMLP", "FusedNarrowMLP", "PackedMLP",
     "gated_mlp", "gated_up", "linear_act", "narrow_mlp", "narrow_mlp_packed", "pack_layers",
     "dequantize_fp8", "gated_mlp_fp8", "gated_up_fp8", "linear_act_fp8", "quantize_fp8",
+    "FP8GatedMLP", "FP8Linear",
 ]

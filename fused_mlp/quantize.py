@@ -46,15 +46,37 @@ def quantize_fp8(tensor: torch.Tensor, granularity: str = "tensor",
     if not torch.isfinite(rows).all():
         raise ValueError("tensor holds NaN or Inf: no FP8 scale represents it (clean or clip it first)")
     if scale is None:
-        amax = rows.abs().amax(dim=1) if rows.numel() else torch.zeros(rows.shape[0], device=rows.device)
-        scale = torch.where(amax > 0, (amax / E4M3_MAX).clamp_min(MIN_SCALE), torch.ones_like(amax))
+        scale = _amax_scales(rows)
     else:
         expected = rows.shape[0]
         scale = check_scale("scale", scale, expected, "rows" if granularity == "row" else "the tensor",
                             allow_per_tensor=granularity == "tensor")
         scale = scale.expand(expected)
-    q = (rows / scale[:, None]).clamp(-E4M3_MAX, E4M3_MAX).to(FP8_DTYPE)
-    return q.reshape(tensor.shape), scale.contiguous()
+    return _to_e4m3(rows, scale).reshape(tensor.shape), scale.contiguous()
+
+
+def quantize_activations_fp8(x: torch.Tensor, granularity: str = "row") -> tuple[torch.Tensor, torch.Tensor]:
+    """quantize_fp8 for activations inside a forward pass: the same scales (amax / 448), without
+    the NaN/Inf check, which reads the tensor back (a host synchronisation per call). A non-finite
+    value is not refused: it makes its row's (or the tensor's) output non-finite, as NaN and Inf
+    propagate through the bf16 MLP. x: (..., K) in float32/float16/bfloat16."""
+    if granularity not in GRANULARITIES:
+        raise ValueError(f"granularity={granularity!r} is not supported; expected one of {list(GRANULARITIES)}")
+    values = x.float()
+    rows = values.reshape(-1, values.shape[-1]) if granularity == "row" else values.reshape(1, -1)
+    scale = _amax_scales(rows)
+    return _to_e4m3(rows, scale).reshape(x.shape), scale.contiguous()
+
+
+def _amax_scales(rows: torch.Tensor) -> torch.Tensor:
+    """One scale per row of a 2-D float32 tensor: amax / 448 (at least MIN_SCALE), 1 for a zero row."""
+    amax = rows.abs().amax(dim=1) if rows.numel() else torch.zeros(rows.shape[0], device=rows.device)
+    return torch.where(amax > 0, (amax / E4M3_MAX).clamp_min(MIN_SCALE), torch.ones_like(amax))
+
+
+def _to_e4m3(rows: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """rows / scale (one per row), saturated at ±448, as e4m3."""
+    return (rows / scale[:, None]).clamp(-E4M3_MAX, E4M3_MAX).to(FP8_DTYPE)
 
 
 def dequantize_fp8(q: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:

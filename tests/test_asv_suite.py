@@ -126,7 +126,7 @@ def test_default_grid_covers_what_the_issue_asks():
     linear = cases["linear_act"]
     assert {c.M for c in linear} == {1, 16, 128, 2048, 8192}
     assert {(c.K, c.N) for c in linear} >= {(768, 3072), (3072, 768), (4096, 14336), (14336, 4096)}
-    assert {c.dtype for c in linear} == {"bf16", "fp16", "fp32"}
+    assert {c.dtype for c in linear} == {"bf16", "fp16", "fp32", "fp8", "w8a16"}  # fp8, w8a16: harness/fp8.py
     assert {c.activation for c in linear} == {"relu", "gelu", "gelu_tanh", "silu", "none"}
     gated = {(c.M, c.K, c.N, c.activation) for c in cases["gated_mlp"]}
     assert {(8192, 768, 3072, "gelu_tanh"), (8192, 4096, 14336, "silu"), (16, 4096, 14336, "silu")} <= gated

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 import fused_mlp
 from benchmarks.harness.references import assert_close
 from fused_mlp.quantize import E4M3_MAX, dequantize_fp8, quantize_fp8
+from tests.conftest import DEVICE
 
 ACTS = list(fused_mlp.ACTIVATIONS)
 # Odd and prime sizes: no K or N is a multiple of the interpreter's 32-wide blocks, M crosses them.
@@ -18,11 +19,19 @@ TORCH_ACT = {"none": lambda t: t, "relu": F.relu, "gelu": F.gelu,
              "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"), "silu": F.silu}
 
 
+@pytest.fixture(autouse=True)
+def _tensors_on_the_test_device():
+    """Every tensor a test makes lives on the test device: on a GPU machine the native kernels
+    run (the GPU session's native tests), on a CPU one the interpreter."""
+    with torch.device(DEVICE):
+        yield
+
+
 def make_x(M, K, form, granularity, seed, dtype=torch.bfloat16):
     """x for the form: (e4m3 x, its scales) for W8A8, (bf16/fp16 x, None) for W8A16; and the
     float64 values the kernel is meant to see."""
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(M, K, generator=g) * 2
+    x = (torch.randn(M, K, generator=g, device="cpu") * 2).to(DEVICE)
     if form == "w8a16":
         x = x.to(dtype)
         return x, None, x.double()
@@ -32,7 +41,7 @@ def make_x(M, K, form, granularity, seed, dtype=torch.bfloat16):
 
 def make_w(N, K, granularity, seed):
     g = torch.Generator().manual_seed(seed)
-    q, s = quantize_fp8(torch.randn(N, K, generator=g) / K ** 0.5, granularity)
+    q, s = quantize_fp8((torch.randn(N, K, generator=g, device="cpu") / K ** 0.5).to(DEVICE), granularity)
     return q, s, dequantize_fp8(q, s, torch.float64)
 
 
@@ -124,3 +133,36 @@ def test_empty_batch():
     w, ws, _ = make_w(9, 16, "row", seed=0)
     x = torch.empty(0, 16, dtype=torch.bfloat16)
     assert fused_mlp.linear_act_fp8(x, w, ws).shape == (0, 9)
+
+
+def _far_apart_columns(storage, offset, values, column_stride):
+    """`values` (rows, cols) copied into a column-major view of `storage` whose column stride is
+    `column_stride` elements: offsets past 2^31 without allocating them (only the touched pages
+    of the lazily committed CPU memory become resident)."""
+    view = storage.as_strided(values.shape, (1, column_stride), offset)
+    view.copy_(values)
+    return view
+
+
+@pytest.mark.parametrize("form", ["w8a8", "w8a16"])
+def test_k_direction_offsets_past_int32(form, device):
+    """Column-major x and e4m3 weights whose K stride times k passes 2^31 elements: every offset
+    a stride multiplies is int64, so no wrapped (wrong or out-of-bounds) address is read."""
+    if device != "cpu":
+        pytest.skip("the view trick relies on lazily committed CPU memory")
+    stride = 2**30  # k = 2 is element 2^31: past int32
+    M, K, N = 4, 3, 5
+    x_c, xs, x64 = make_x(M, K, form, "row", seed=11)
+    wg_c, gs, wg64 = make_w(N, K, "row", seed=12)
+    wu_c, us, wu64 = make_w(N, K, "row", seed=13)
+    weights = torch.empty(2 * stride + 64, dtype=torch.float8_e4m3fn)  # 2 GiB virtual, a few pages touched
+    wg = _far_apart_columns(weights, 8, wg_c, stride)
+    wu = _far_apart_columns(weights, 16, wu_c, stride)
+    x_storage = weights if form == "w8a8" else torch.empty(2 * stride + 64, dtype=x_c.dtype)
+    x = _far_apart_columns(x_storage, 0, x_c, stride)
+    assert x.stride() == wg.stride() == (1, stride) and torch.equal(wg.float(), wg_c.float())
+    bias = torch.randn(N, dtype=torch.bfloat16)
+    assert_close(fused_mlp.linear_act_fp8(x, wg, gs, bias, "relu", x_scale=xs), F.relu(x64 @ wg64.T + bias.double()),
+                 torch.bfloat16, f"linear_act_fp8 {form}")
+    assert_close(fused_mlp.gated_up_fp8(x, wg, wu, gs, us, "silu", x_scale=xs), F.silu(x64 @ wg64.T) * (x64 @ wu64.T),
+                 torch.bfloat16, f"gated_up_fp8 {form}")

@@ -10,10 +10,19 @@ from fused_mlp.quantize import quantize_fp8
 
 FP8 = torch.float8_e4m3fn
 from fused_mlp._triton_compat import INTERPRETER
+from tests.conftest import DEVICE
 
 _BYTES = torch.arange(256, dtype=torch.int32)
 # every finite e4m3 byte (the NaNs 0x7F / 0xFF replaced by 0: a NaN would poison its whole column)
-ALL_E4M3 = torch.where((_BYTES & 0x7F) == 0x7F, 0, _BYTES).to(torch.uint8).view(FP8).reshape(16, 16)
+ALL_E4M3 = torch.where((_BYTES & 0x7F) == 0x7F, 0, _BYTES).to(torch.uint8).view(FP8).reshape(16, 16).to(DEVICE)
+
+
+@pytest.fixture(autouse=True)
+def _tensors_on_the_test_device():
+    """Every tensor a test makes lives on the test device: on a GPU machine the native kernels
+    run (the GPU session's native tests), on a CPU one the interpreter."""
+    with torch.device(DEVICE):
+        yield
 
 
 @pytest.mark.parametrize("x_dtype", [FP8, torch.bfloat16, torch.float16])

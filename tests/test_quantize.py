@@ -67,3 +67,20 @@ def test_non_finite_input_is_refused(bad):
 def test_bad_arguments_name_the_problem(kwargs, error, match):
     with pytest.raises(error, match=match):
         quantize_fp8(**kwargs)
+
+
+@pytest.mark.parametrize("granularity", ["tensor", "row"])
+def test_activation_quantizer_gives_quantize_fp8s_bits_without_the_read_back(granularity):
+    """quantize_activations_fp8 (inside forwards): the same bits and scales as quantize_fp8 for
+    finite input; a non-finite value is not refused but makes its row non-finite."""
+    from fused_mlp.quantize import quantize_activations_fp8
+
+    t = torch.randn(2, 5, 24, generator=torch.Generator().manual_seed(3), dtype=torch.float32).to(torch.bfloat16)
+    q, s = quantize_activations_fp8(t, granularity)
+    q_ref, s_ref = quantize_fp8(t, granularity)
+    assert torch.equal(q.view(torch.uint8), q_ref.view(torch.uint8)) and torch.equal(s, s_ref)
+    t[1, 2, 3] = float("inf")
+    q, s = quantize_activations_fp8(t, "row")
+    assert not torch.isfinite(s[7]) and torch.isfinite(s[:7]).all()
+    with pytest.raises(ValueError, match="granularity='col'"):
+        quantize_activations_fp8(t, "col")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import fp8
 from .workloads import Case
 
 
@@ -48,6 +49,8 @@ def flops(case: Case) -> int:
 
 def min_bytes(case: Case) -> int:
     """Bytes a perfectly fused implementation must read and write."""
+    if fp8.is_fp8(case.dtype):  # one byte per e4m3 element, bf16 out
+        return fp8.min_bytes(case)
     return case.spec.min_elements(case) * case.itemsize
 
 
@@ -58,8 +61,15 @@ def arithmetic_intensity(case: Case) -> float:
 
 def floor_seconds(case: Case, ceilings: Ceilings) -> float:
     """The roofline floor: no implementation can beat max(compute time, memory time)."""
-    if case.dtype not in ceilings.matmul_tflops:
-        raise ValueError(f"ceilings have no matmul TFLOP/s for {case.dtype}; have {sorted(ceilings.matmul_tflops)}")
-    compute = flops(case) / (ceilings.matmul_tflops[case.dtype] * 1e12)
+    roof = roof_dtype(case)
+    if roof not in ceilings.matmul_tflops:
+        raise ValueError(f"ceilings have no matmul TFLOP/s for {roof}; have {sorted(ceilings.matmul_tflops)}")
+    compute = flops(case) / (ceilings.matmul_tflops[roof] * 1e12)
     memory = min_bytes(case) / (ceilings.copy_gbps * 1e9)
     return max(compute, memory)
+
+
+def roof_dtype(case: Case) -> str:
+    """The matmul ceiling a Case runs against: its dtype's, the FP8 one for W8A8 (fp8,
+    fp8_tensor), bf16's for W8A16 (its weights are up-cast to bf16 before the dot)."""
+    return fp8.ROOF_DTYPE.get(case.dtype, case.dtype)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 
+from . import fp8
 from .ops import OPS
 from .workloads import Case
 
@@ -37,7 +38,7 @@ def _check(name: str) -> None:
 def grid(name: str) -> dict[str, list[Case]]:
     """The Cases of grid `name`, per benchmarked op."""
     _check(name)
-    return {op: OPS[op].cases(name) for op in benchmarked_ops()}
+    return {op: OPS[op].cases(name) + fp8.cases(op, name) for op in benchmarked_ops()}  # + the FP8 dtypes'
 
 
 def training_grid(name: str) -> dict[str, list[Case]]:

@@ -22,7 +22,7 @@ import dataclasses
 import functools
 from collections.abc import Callable
 
-from . import grids, modes
+from . import fp8, grids, modes
 from .library import interpreter_requested, library
 from .modes import FORWARD
 from .ops import OPS, op_spec
@@ -64,9 +64,14 @@ def unavailable_reason(case: Case, name: str, device, mode: str = FORWARD) -> st
     modes.check_mode(mode)
     device_type = str(device).split(":")[0]
     spec = op_spec(case.op)
+    fp8_reason = fp8.unavailable(case, name, device)
+    if fp8_reason or (fp8.is_fp8(case.dtype) and mode != FORWARD):
+        return fp8_reason or "the FP8 Cases are forward-only (the FP8 kernels have no backward)"
     if name == FUSED:
         if device_type == "cpu" and not interpreter_requested():
             return "the Triton kernels need CUDA (or TRITON_INTERPRET=1 on the CPU, a pipeline check only)"
+        if fp8.is_fp8(case.dtype):
+            return fp8.fused_missing(case, library())
         if not callable(getattr(library(), case.op, None)):
             return f"fused_mlp at this commit has no public {case.op}()"
         return None if mode == FORWARD else fused_backward_missing(case, str(device))
@@ -114,6 +119,8 @@ def prepare(case: Case, name: str, inputs: dict, mode: str = FORWARD):
     modes.check_mode(mode)
     from . import training  # torch: here, not at the top (the dashboard imports this module's names)
 
+    if fp8.is_fp8(case.dtype) and mode == FORWARD:
+        return fp8.prepare(case, name, inputs, library())
     tensors = training.require_grad(inputs) if mode != FORWARD else None
     if name == FUSED:
         forward = op_spec(case.op).fused(library(), inputs)

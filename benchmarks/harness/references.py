@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from . import fp8
 from .workloads import Case
 
 # Relative error ||out - ref|| / ||ref||, per dtype: about a few units of rounding of the output
@@ -18,6 +19,8 @@ TOLERANCE = {torch.float32: 1e-6, torch.float16: 1e-3, torch.bfloat16: 1e-2}
 
 def reference(case: Case, inputs: dict):
     """The float64 reference result of `case` on `inputs`."""
+    if fp8.is_fp8(case.dtype):  # from the dequantized inputs
+        return fp8.reference(case, inputs)
     return case.spec.reference(**inputs)
 
 

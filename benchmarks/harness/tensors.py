@@ -7,6 +7,7 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
+from . import fp8
 from .ops import RandomTensor
 from .workloads import Case
 
@@ -32,6 +33,8 @@ def activation_fn(name: str):
 
 
 def torch_dtype(case: Case) -> torch.dtype:
+    if fp8.is_fp8(case.dtype):  # FP8 Cases compute into bf16
+        return torch.bfloat16
     return TORCH_DTYPES[case.dtype]
 
 
@@ -51,6 +54,8 @@ def rounded(t64, dtype: torch.dtype):
 def make_inputs(case: Case, device="cpu", seed: int = 0) -> dict:
     """Fresh random inputs for `case`, as keyword arguments of its op (and of every
     implementation of it); the same seed gives the same inputs."""
+    if fp8.is_fp8(case.dtype):  # bf16 inputs, quantized to e4m3
+        return fp8.make_inputs(case, device, seed)
     gen = torch.Generator(device=device).manual_seed(seed)
     dtype = torch_dtype(case)
 

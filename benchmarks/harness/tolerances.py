@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 
+from . import fp8
 from .workloads import Case
 
 UNIT_ROUNDOFF = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
@@ -49,4 +50,5 @@ def accumulation_bound(case: Case) -> float:
 
 def tolerance(case: Case) -> float:
     """The largest relative error ||out - ref|| / ||ref|| a correct result of `case` may have."""
-    return STORAGE[case.dtype] + accumulation_bound(case)
+    storage = fp8.storage_tolerance(case) if fp8.is_fp8(case.dtype) else STORAGE[case.dtype]
+    return storage + accumulation_bound(case)

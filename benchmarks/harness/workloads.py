@@ -10,8 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from . import fp8 as _fp8
+
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
-DTYPES = tuple(DTYPE_BYTES)
+DTYPES = tuple(DTYPE_BYTES)  # the float dtypes, which every op runs in
+# + the FP8 dtypes (fp8, fp8_tensor, w8a16; harness/fp8.py) of the ops that have an FP8 form:
+# the bytes of x's elements
+CASE_DTYPE_BYTES = {**DTYPE_BYTES, **_fp8.X_BYTES}
 # The activations fused_mlp fuses into its epilogues (its ACTIVATIONS table, by name).
 ACTIVATIONS = ("none", "relu", "gelu", "gelu_tanh", "silu")
 
@@ -41,8 +46,10 @@ class Case:
 
     def __post_init__(self):
         spec = self.spec
-        if self.dtype not in DTYPE_BYTES:
-            raise ValueError(f"Case dtype={self.dtype!r}; expected one of {list(DTYPES)}")
+        if self.dtype not in CASE_DTYPE_BYTES:
+            raise ValueError(f"Case dtype={self.dtype!r}; expected one of {list(CASE_DTYPE_BYTES)}")
+        if _fp8.is_fp8(self.dtype) and self.op not in _fp8.FP8_OPS:
+            raise ValueError(f"{self.op} has no FP8 form: dtype {self.dtype!r} is for {list(_fp8.FP8_OPS)}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"Case activation={self.activation!r}; expected one of {list(ACTIVATIONS)}")
         for name in ("M", "K", "N"):
@@ -80,7 +87,7 @@ class Case:
 
     @property
     def itemsize(self) -> int:
-        return DTYPE_BYTES[self.dtype]
+        return CASE_DTYPE_BYTES[self.dtype]
 
     @property
     def layer_pairs(self) -> list[tuple[int, int]]:

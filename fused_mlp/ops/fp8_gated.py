@@ -11,11 +11,12 @@ import triton.language as tl
 
 from .._triton_compat import autotune, dot_upcast_needed
 from ..activations import get_activation
-from ..quantize import FP8_DTYPE, check_scale
+from ..quantize import FP8_DTYPE, check_scale, quantize_activations_fp8
 from . import _fp8_common as fp8
 from ._gemm_launch import launch, num_sms
 from ._kernel_spec import KernelSpec
-from ._matmul_common import grouped_tile, k_offsets, k_step, m_bucket
+from ._matmul_common import k_step, m_bucket
+from ._tile_loads import load_k_tiles, load_wt_tile, tile_pointers, wt_tile_pointers
 from ._tuning import Exclusion, device_pruner
 from .fp8_linear import linear_act_fp8
 
@@ -45,22 +46,15 @@ def _fp8_gated_kernel(
 ):
     """One output tile per program (pointer loads, any strides); X_FP8 picks the form as in
     linear_act_fp8. TMA_OK: the shared launcher's flag, always False (no TMA variant)."""
-    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = k_offsets(BLOCK_K)  # int64: a K stride times k can pass 2^31
-    x_ptrs = x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk
-    wg_ptrs = wg_ptr + offs_n[None, :] * stride_wgn + offs_k[:, None] * stride_wgk
-    wu_ptrs = wu_ptr + offs_n[None, :] * stride_wun + offs_k[:, None] * stride_wuk
+    offs_m, offs_n, offs_k, x_ptrs, wg_ptrs = tile_pointers(x_ptr, wg_ptr, M, N, stride_xm, stride_xk, stride_wgn,
+                                                            stride_wgk, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
+    wu_ptrs = wt_tile_pointers(wu_ptr, offs_n, offs_k, stride_wun, stride_wuk)
 
     acc_gate = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     acc_up = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
-        k_mask = offs_k < K - k0
-        w_mask = k_mask[:, None] & (offs_n[None, :] < N)
-        x = tl.load(x_ptrs, mask=(offs_m[:, None] < M) & k_mask[None, :], other=0.0)
-        wg = tl.load(wg_ptrs, mask=w_mask, other=0.0)
-        wu = tl.load(wu_ptrs, mask=w_mask, other=0.0)
+        x, wg = load_k_tiles(x_ptrs, wg_ptrs, offs_m, offs_n, offs_k, M, N, K - k0)
+        wu = load_wt_tile(wu_ptrs, offs_n, offs_k, N, K - k0)
         if X_FP8:
             # promote into fp32 after every BLOCK_K products (see fp8_linear)
             acc_gate = tl.dot(x, wg, acc_gate, max_num_imprecise_acc=BLOCK_K)
@@ -144,17 +138,6 @@ def gated_up_fp8(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, gate
     return out.reshape(*x.shape[:-1], N)
 
 
-def _quantize_rows_unchecked(h: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-token e4m3 quantization of the hidden activations, inside gated_mlp_fp8: no read-back
-    (NaN/Inf propagate to the output, as in the bf16 MLP). Zero rows get scale 1."""
-    from ..quantize import E4M3_MAX, MIN_SCALE
-
-    rows = h.float()
-    amax = rows.abs().amax(dim=-1)
-    scale = torch.where(amax > 0, (amax / E4M3_MAX).clamp_min(MIN_SCALE), torch.ones_like(amax))
-    return (rows / scale[..., None]).clamp(-E4M3_MAX, E4M3_MAX).to(FP8_DTYPE), scale.reshape(-1).contiguous()
-
-
 def gated_mlp_fp8(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor,
                   gate_scale: torch.Tensor, up_scale: torch.Tensor, down_scale: torch.Tensor,
                   activation: str = "gelu_tanh", *, x_scale: torch.Tensor | None = None,
@@ -175,7 +158,7 @@ def gated_mlp_fp8(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_d
     hidden = gated_up_fp8(x, w_gate, w_up, gate_scale, up_scale, activation, x_scale=x_scale,
                           out_dtype=hidden_dtype, check_scales=check_scales)
     if form == "w8a8":
-        hidden, hidden_scale = _quantize_rows_unchecked(hidden)
+        hidden, hidden_scale = quantize_activations_fp8(hidden, "row")
         return linear_act_fp8(hidden, w_down, down_scale, None, "none", x_scale=hidden_scale,
                               out_dtype=out_dtype, check_scales=check_scales)
     return linear_act_fp8(hidden, w_down, down_scale, None, "none", out_dtype=out_dtype, check_scales=check_scales)

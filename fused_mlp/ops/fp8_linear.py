@@ -15,7 +15,8 @@ from ..quantize import FP8_DTYPE
 from . import _fp8_common as fp8
 from ._gemm_launch import launch, num_sms
 from ._kernel_spec import KernelSpec
-from ._matmul_common import grouped_tile, k_offsets, k_step, m_bucket
+from ._matmul_common import k_step, m_bucket
+from ._tile_loads import load_k_tiles, tile_pointers
 from ._tuning import Exclusion, device_pruner
 
 _SHARED = fp8.shared_bytes(operand_tiles=1)
@@ -36,19 +37,12 @@ def _fp8_linear_kernel(
     """One output tile per program (pointer loads, any strides). X_FP8: W8A8 (e4m3 x e4m3 dot);
     otherwise W8A16 (W's bytes up-cast to x's dtype in registers). TMA_OK: the shared launcher's
     flag; this kernel has no TMA variant, so it is always False."""
-    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    # int64 row/column offsets: M*K and N*K can pass 2^31 elements.
-    offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = k_offsets(BLOCK_K)  # int64: a K stride times k can pass 2^31
-    x_ptrs = x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk
-    w_ptrs = w_ptr + offs_n[None, :] * stride_wn + offs_k[:, None] * stride_wk  # W^T tile (K, N)
+    offs_m, offs_n, offs_k, x_ptrs, w_ptrs = tile_pointers(x_ptr, w_ptr, M, N, stride_xm, stride_xk, stride_wn,
+                                                           stride_wk, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
-        k_mask = offs_k < K - k0
-        x = tl.load(x_ptrs, mask=(offs_m[:, None] < M) & k_mask[None, :], other=0.0)
-        w = tl.load(w_ptrs, mask=k_mask[:, None] & (offs_n[None, :] < N), other=0.0)
+        x, w = load_k_tiles(x_ptrs, w_ptrs, offs_m, offs_n, offs_k, M, N, K - k0)
         if X_FP8:
             # Hopper's e4m3 wgmma accumulates with fewer than fp32's bits: promote into the fp32
             # accumulator after every BLOCK_K products (torch._scaled_mm's use_fast_accum=False).

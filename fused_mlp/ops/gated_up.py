@@ -13,8 +13,9 @@ from .._triton_compat import autotune, dot_upcast_needed
 from ..activations import get_activation
 from ._kernel_spec import KernelSpec
 from ._gemm_launch import launch, num_sms, tma_ok
-from ._matmul_common import (check_activation_input, grouped_tile, k_offsets, k_step, m_bucket, rows_view,
+from ._matmul_common import (check_activation_input, grouped_tile, k_step, m_bucket, rows_view,
                              split_columns)
+from ._tile_loads import load_k_tiles, load_wt_tile, tile_pointers, wt_tile_pointers
 from ._tuning import (PERSISTENT_DTYPES, Exclusion, device_pruner, gemm_candidates, gemm_configs,
                       gemm_shared_bytes, persistent_candidates)
 from .linear_act import linear_act
@@ -45,22 +46,15 @@ def _tile_program(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     """The tile variant: this program's one output tile, pointer loads (any strides)."""
-    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = k_offsets(BLOCK_K)
-    x_ptrs = x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk
-    wg_ptrs = wg_ptr + offs_n[None, :] * stride_wgn + offs_k[:, None] * stride_wgk
-    wu_ptrs = wu_ptr + offs_n[None, :] * stride_wun + offs_k[:, None] * stride_wuk
+    offs_m, offs_n, offs_k, x_ptrs, wg_ptrs = tile_pointers(x_ptr, wg_ptr, M, N, stride_xm, stride_xk, stride_wgn,
+                                                            stride_wgk, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
+    wu_ptrs = wt_tile_pointers(wu_ptr, offs_n, offs_k, stride_wun, stride_wuk)
 
     acc_gate = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     acc_up = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
-        k_mask = offs_k < K - k0
-        w_mask = k_mask[:, None] & (offs_n[None, :] < N)
-        x = tl.load(x_ptrs, mask=(offs_m[:, None] < M) & k_mask[None, :], other=0.0)
-        wg = tl.load(wg_ptrs, mask=w_mask, other=0.0)
-        wu = tl.load(wu_ptrs, mask=w_mask, other=0.0)
+        x, wg = load_k_tiles(x_ptrs, wg_ptrs, offs_m, offs_n, offs_k, M, N, K - k0)
+        wu = load_wt_tile(wu_ptrs, offs_n, offs_k, N, K - k0)
         if DOT_UPCAST:
             x = x.to(tl.float32)
             wg = wg.to(tl.float32)

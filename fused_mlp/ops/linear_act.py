@@ -11,8 +11,9 @@ from . import backward_gemm
 from ._autograd import refuse_double_backward, trains
 from ._kernel_spec import KernelSpec
 from ._gemm_launch import launch, num_sms, tma_ok
-from ._matmul_common import (check_activation_input, grouped_tile, k_offsets, k_step, m_bucket, rows_view,
+from ._matmul_common import (check_activation_input, grouped_tile, k_step, m_bucket, rows_view,
                              split_columns)
+from ._tile_loads import load_k_tiles, tile_pointers
 from ._tuning import (PERSISTENT_DTYPES, Exclusion, device_pruner, gemm_candidates, gemm_configs,
                       gemm_shared_bytes, persistent_candidates)
 
@@ -46,19 +47,12 @@ def _tile_program(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     """The tile variant: this program's one output tile, pointer loads (any strides)."""
-    pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    # int64 row/column offsets: M*K and N*K can pass 2^31 elements.
-    offs_m = pid_m.to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
-    offs_k = k_offsets(BLOCK_K)
-    x_ptrs = x_ptr + offs_m[:, None] * stride_xm + offs_k[None, :] * stride_xk
-    w_ptrs = w_ptr + offs_n[None, :] * stride_wn + offs_k[:, None] * stride_wk  # W^T tile (K, N)
+    offs_m, offs_n, offs_k, x_ptrs, w_ptrs = tile_pointers(x_ptr, w_ptr, M, N, stride_xm, stride_xk, stride_wn,
+                                                           stride_wk, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
-        k_mask = offs_k < K - k0
-        x = tl.load(x_ptrs, mask=(offs_m[:, None] < M) & k_mask[None, :], other=0.0)
-        w = tl.load(w_ptrs, mask=k_mask[:, None] & (offs_n[None, :] < N), other=0.0)
+        x, w = load_k_tiles(x_ptrs, w_ptrs, offs_m, offs_n, offs_k, M, N, K - k0)
         if DOT_UPCAST:
             x = x.to(tl.float32)
             w = w.to(tl.float32)
