@@ -27,7 +27,7 @@ from .. import _validate as v
 from .._triton_compat import INTERPRETER, autotune, dot_upcast_needed
 from ..activations import get_activation
 from ._kernel_spec import KernelSpec
-from ._matmul_common import dot_acc, grouped_tile, k_offsets, k_step, m_bucket
+from ._matmul_common import dot_acc, grouped_tile, k_offsets, k_step, m_bucket, to_storage
 from ._tuning import INTERPRETER_CONFIGS, device_pruner, gemm_candidates, gemm_shared_bytes
 
 # Epilogues of _bwd_gemm_kernel (constexpr values)
@@ -130,26 +130,26 @@ def _bwd_gemm_kernel(
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     c_ptrs = _tile_ptrs(c_ptr, offs_m, offs_n, stride_cm, stride_cn)
     if EPILOGUE == EPILOGUE_NONE:
-        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+        tl.store(c_ptrs, to_storage(acc, c_ptr.dtype.element_ty), mask=mask)
     elif EPILOGUE == EPILOGUE_DACT:
         if HAS_BIAS:
             acc += tl.load(bias_ptr + offs_n * stride_bias, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
         # Round Z as the forward's saved pre-activation is rounded, so both paths agree.
-        z = acc.to(c_ptr.dtype.element_ty).to(tl.float32)
+        z = to_storage(acc, c_ptr.dtype.element_ty).to(tl.float32)
         dy = tl.load(_tile_ptrs(e1_ptr, offs_m, offs_n, stride_em, stride_en), mask=mask, other=0.0)
         dz = tl.where(mask, ACTIVATION_GRAD(z, dy.to(tl.float32)), 0.0)
-        tl.store(c_ptrs, dz.to(c_ptr.dtype.element_ty), mask=mask)
+        tl.store(c_ptrs, to_storage(dz, c_ptr.dtype.element_ty), mask=mask)
         if HAS_BIAS:
             _store_column_sums(part_ptr, dz, pid_m, offs_n, N)
     else:
         g = tl.load(_tile_ptrs(e1_ptr, offs_m, offs_n, stride_em, stride_en), mask=mask, other=0.0)
         u = tl.load(_tile_ptrs(e2_ptr, offs_m, offs_n, stride_em, stride_en), mask=mask, other=0.0)
         # dH rounds to the storage dtype first, as the unfused backward's dH tensor does
-        dh = acc.to(c_ptr.dtype.element_ty).to(tl.float32)
+        dh = to_storage(acc, c_ptr.dtype.element_ty).to(tl.float32)
         dg, du, h = _dgated_tile(dh, g.to(tl.float32), u.to(tl.float32), ACTIVATION, ACTIVATION_GRAD)
-        tl.store(c_ptrs, dg.to(c_ptr.dtype.element_ty), mask=mask)
-        tl.store(_tile_ptrs(c2_ptr, offs_m, offs_n, stride_cm, stride_cn), du.to(c_ptr.dtype.element_ty), mask=mask)
-        tl.store(_tile_ptrs(c3_ptr, offs_m, offs_n, stride_c3m, stride_c3n), h.to(c_ptr.dtype.element_ty), mask=mask)
+        tl.store(c_ptrs, to_storage(dg, c_ptr.dtype.element_ty), mask=mask)
+        tl.store(_tile_ptrs(c2_ptr, offs_m, offs_n, stride_cm, stride_cn), to_storage(du, c_ptr.dtype.element_ty), mask=mask)
+        tl.store(_tile_ptrs(c3_ptr, offs_m, offs_n, stride_c3m, stride_c3n), to_storage(h, c_ptr.dtype.element_ty), mask=mask)
 
 
 @autotune(configs=_bwd_configs(operand_tiles=2), key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "INPUT_PRECISION"],
@@ -183,8 +183,8 @@ def _bwd_gemm_pair_kernel(
         b1_ptrs += k_step(stride_b1k, BLOCK_K)
         b2_ptrs += k_step(stride_b2k, BLOCK_K)
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    tl.store(_tile_ptrs(c1_ptr, offs_m, offs_n, stride_c1m, stride_c1n), acc1.to(c1_ptr.dtype.element_ty), mask=mask)
-    tl.store(_tile_ptrs(c2_ptr, offs_m, offs_n, stride_c2m, stride_c2n), acc2.to(c2_ptr.dtype.element_ty), mask=mask)
+    tl.store(_tile_ptrs(c1_ptr, offs_m, offs_n, stride_c1m, stride_c1n), to_storage(acc1, c1_ptr.dtype.element_ty), mask=mask)
+    tl.store(_tile_ptrs(c2_ptr, offs_m, offs_n, stride_c2m, stride_c2n), to_storage(acc2, c2_ptr.dtype.element_ty), mask=mask)
 
 
 @autotune(configs=_elementwise_configs(), key=["M_BUCKET", "N", "GATED", "STORE_DZ"])
@@ -207,12 +207,12 @@ def _elementwise_backward_kernel(
     if GATED:
         u = tl.load(_tile_ptrs(u_ptr, offs_m, offs_n, stride_zm, stride_zn), mask=mask, other=0.0).to(tl.float32)
         dg, du, _ = _dgated_tile(dy, z, u, ACTIVATION, ACTIVATION_GRAD)
-        tl.store(_tile_ptrs(dz_ptr, offs_m, offs_n, stride_dzm, stride_dzn), dg.to(dz_ptr.dtype.element_ty), mask=mask)
-        tl.store(_tile_ptrs(du_ptr, offs_m, offs_n, stride_dzm, stride_dzn), du.to(du_ptr.dtype.element_ty), mask=mask)
+        tl.store(_tile_ptrs(dz_ptr, offs_m, offs_n, stride_dzm, stride_dzn), to_storage(dg, dz_ptr.dtype.element_ty), mask=mask)
+        tl.store(_tile_ptrs(du_ptr, offs_m, offs_n, stride_dzm, stride_dzn), to_storage(du, du_ptr.dtype.element_ty), mask=mask)
     else:
         dz = tl.where(mask, ACTIVATION_GRAD(z, dy), 0.0)
         if STORE_DZ:
-            tl.store(_tile_ptrs(dz_ptr, offs_m, offs_n, stride_dzm, stride_dzn), dz.to(dz_ptr.dtype.element_ty),
+            tl.store(_tile_ptrs(dz_ptr, offs_m, offs_n, stride_dzm, stride_dzn), to_storage(dz, dz_ptr.dtype.element_ty),
                      mask=mask)
         if HAS_BIAS:
             _store_column_sums(part_ptr, dz, pid_m, offs_n, N)
@@ -292,11 +292,11 @@ def matmul_dgated(dy, w_down, g, u, activation: str):
     return dgu, h
 
 
-def matmul_pair(a, b1, b2):
-    """(a @ b1, a @ b2), each tile of a loaded once for both."""
+def matmul_pair(a, b1, b2, out=None):
+    """(a @ b1, a @ b2), each tile of a loaded once for both; `out`: two (M, N) tensors (any
+    strides, e.g. transposed views) to write them into instead of new ones."""
     M, N = a.shape[0], b1.shape[1]
-    c1 = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    c2 = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    c1, c2 = out if out is not None else (torch.empty((M, N), dtype=a.dtype, device=a.device) for _ in range(2))
     if M > 0 and N > 0:
         _bwd_gemm_pair_kernel[_gemm_grid(M, N)](
             a, b1, b2, c1, c2, M, N, a.shape[1], m_bucket(M), m_bucket(N), m_bucket(a.shape[1]),
