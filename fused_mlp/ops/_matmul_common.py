@@ -68,6 +68,12 @@ def to_storage(x, dtype: tl.constexpr):
     return x.to(dtype)
 
 
+@triton.jit
+def saved_rows(ptr, offs_m, M, layer, WIDTH: tl.constexpr):
+    """Row pointers (BLOCK_M, 1) into layer `layer` of a (layers, M, WIDTH) buffer, in int64."""
+    return ptr + (offs_m[:, None] + tl.full((), layer, tl.int64) * M) * WIDTH
+
+
 def m_bucket(M: int) -> int:
     """Autotune key for M: the next power of two (capped), so decode, prefill and training sizes
     tune separately without re-tuning for every token count."""

@@ -94,8 +94,9 @@ def _dgated_tile(dh, g, u, ACTIVATION: tl.constexpr, ACTIVATION_GRAD: tl.constex
     return ACTIVATION_GRAD(g, dh * u), dh * act_g, act_g * u
 
 
+# part_ptr is zeroed before every timed run: a config with smaller row blocks fills more of its rows.
 @autotune(configs=_bwd_configs(), key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "EPILOGUE", "TWO_PRODUCTS", "INPUT_PRECISION"],
-          prune=device_pruner(_SHARED, "a_ptr"))
+          prune=device_pruner(_SHARED, "a_ptr"), reset_to_zero=["part_ptr"])
 @triton.jit
 def _bwd_gemm_kernel(
     # C = A @ B (+ A2 @ B2): A, A2 (M, K | K2), B, B2 (K | K2, N), any strides
@@ -187,7 +188,7 @@ def _bwd_gemm_pair_kernel(
     tl.store(_tile_ptrs(c2_ptr, offs_m, offs_n, stride_c2m, stride_c2n), to_storage(acc2, c2_ptr.dtype.element_ty), mask=mask)
 
 
-@autotune(configs=_elementwise_configs(), key=["M_BUCKET", "N", "GATED", "STORE_DZ"])
+@autotune(configs=_elementwise_configs(), key=["M_BUCKET", "N", "GATED", "STORE_DZ"], reset_to_zero=["part_ptr"])
 @triton.jit
 def _elementwise_backward_kernel(
     # "dact" (GATED False): dZ = act'(Z) * dY, column sums when HAS_BIAS; "dgated": dG, dU from dH, G, U
@@ -234,6 +235,12 @@ def _part_buffer(M, N, device, block_m_min: int = 16):
     return torch.zeros((triton.cdiv(M, block_m_min), N), dtype=torch.float32, device=device)
 
 
+def _no_part(device):
+    """The split buffer's stand-in when no column sums are wanted (the autotuner zeroes it, so it
+    must be no tensor the call reads or returns)."""
+    return torch.zeros(1, dtype=torch.float32, device=device)
+
+
 def _gemm_args(a, b, out, *, a2=None, b2=None, e1=None, e2=None, bias=None, c2=None, c3=None, part=None):
     M, K = a.shape
     N = b.shape[1]
@@ -242,7 +249,7 @@ def _gemm_args(a, b, out, *, a2=None, b2=None, e1=None, e2=None, bias=None, c2=N
     e1_, e2_ = (e1 if e1 is not None else out), (e2 if e2 is not None else out)
     c3_ = c3 if c3 is not None else out
     args = (a, b, a2_, b2_, e1_, e2_, bias if bias is not None else out, out,
-            c2 if c2 is not None else out, c3_, part if part is not None else out,
+            c2 if c2 is not None else out, c3_, part if part is not None else _no_part(out.device),
             M, N, K, K2, m_bucket(M), m_bucket(N), m_bucket(K),
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), a2_.stride(0), a2_.stride(1),
             b2_.stride(0), b2_.stride(1), e1_.stride(0), e1_.stride(1),
@@ -313,7 +320,8 @@ def _elementwise(dy, z, u, dz, du, part, activation, gated, store_dz):
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]), triton.cdiv(N, meta["BLOCK_N"]))
     dz_ = dz if dz is not None else dy
     _elementwise_backward_kernel[grid](
-        dy, z, u if u is not None else z, dz_, du if du is not None else dz_, part if part is not None else dz_,
+        dy, z, u if u is not None else z, dz_, du if du is not None else dz_,
+        part if part is not None else _no_part(dy.device),
         M, N, m_bucket(M), dy.stride(0), dy.stride(1), z.stride(0), z.stride(1), dz_.stride(0), dz_.stride(1),
         GATED=gated, HAS_BIAS=part is not None, STORE_DZ=store_dz,
         ACTIVATION=act.triton_fn, ACTIVATION_GRAD=act.triton_grad)
