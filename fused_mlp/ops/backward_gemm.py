@@ -25,7 +25,7 @@ import triton.language as tl
 
 from .. import _validate as v
 from .._triton_compat import INTERPRETER, autotune, dot_upcast_needed
-from ..activations import get_activation
+from ..activations import ACTIVATIONS, get_activation
 from ._kernel_spec import KernelSpec
 from ._matmul_common import dot_acc, grouped_tile, k_offsets, k_step, m_bucket, to_storage
 from ._tuning import INTERPRETER_CONFIGS, device_pruner, gemm_candidates, gemm_shared_bytes
@@ -345,3 +345,122 @@ def dgated(dh, g, u, activation: str):
     dgu = torch.empty((M, 2 * H), dtype=dh.dtype, device=dh.device)
     _elementwise(dh, g, u, dgu[:, :H], dgu[:, H:], None, activation, True, True)
     return dgu
+
+
+# ---- the compile check's examples (fused_mlp.aot): a Llama-3-8B MLP's backward at 8192 tokens --------
+
+_TOKENS, _DIM, _HIDDEN = 8192, 4096, 14336
+
+
+def _meta(*shape, dtype):
+    return torch.empty(*shape, dtype=dtype, device="meta")
+
+
+def _gemm_constexprs(epilogue: str, activation: str, a, two_products=False, has_bias=False):
+    act = get_activation(activation)
+    return dict(EPILOGUE=_EPILOGUES[epilogue], TWO_PRODUCTS=two_products, HAS_BIAS=has_bias,
+                ACTIVATION=act.triton_fn, ACTIVATION_GRAD=act.triton_grad, **_precision(a))
+
+
+def _example_dact(dtype, activation):
+    """linear_act's recompute backward: Z = x @ W^T + b again, dZ = act'(Z) * dY and the bias sums."""
+    x, w, dy = _meta(_TOKENS, _DIM, dtype=dtype), _meta(_HIDDEN, _DIM, dtype=dtype), _meta(_TOKENS, _HIDDEN, dtype=dtype)
+    dz, bias = _meta(_TOKENS, _HIDDEN, dtype=dtype), _meta(_HIDDEN, dtype=dtype)
+    part = _part_buffer(_TOKENS, _HIDDEN, "meta")
+    args = _gemm_args(x, w.t(), dz, e1=dy, bias=bias, part=part)
+    return args, _gemm_constexprs("dact", activation, x, has_bias=True)
+
+
+def _example_dgated(dtype, activation):
+    """gated_mlp's down projection backward: dH = dY @ Wd, then dG, dU and H in the epilogue."""
+    dy, w_down = _meta(_TOKENS, _DIM, dtype=dtype), _meta(_DIM, _HIDDEN, dtype=dtype)
+    g, u, h = (_meta(_TOKENS, _HIDDEN, dtype=dtype) for _ in range(3))
+    dgu = _meta(_TOKENS, 2 * _HIDDEN, dtype=dtype)
+    args = _gemm_args(dy, w_down, dgu[:, :_HIDDEN], e1=g, e2=u, c2=dgu[:, _HIDDEN:], c3=h)
+    return args, _gemm_constexprs("dgated", activation, dy)
+
+
+def _example_dx(dtype, activation):
+    """dX = dZ @ W (linear_act)."""
+    dz, w = _meta(_TOKENS, _HIDDEN, dtype=dtype), _meta(_HIDDEN, _DIM, dtype=dtype)
+    return _gemm_args(dz, w, _meta(_TOKENS, _DIM, dtype=dtype)), _gemm_constexprs("none", activation, dz)
+
+
+def _example_dx_gated(dtype, activation):
+    """dX = dG @ Wg + dU @ Wu in one accumulator (the gated ops), dG and dU column halves of one buffer."""
+    dgu, wg, wu = _meta(_TOKENS, 2 * _HIDDEN, dtype=dtype), _meta(_HIDDEN, _DIM, dtype=dtype), _meta(_HIDDEN, _DIM, dtype=dtype)
+    args = _gemm_args(dgu[:, :_HIDDEN], wg, _meta(_TOKENS, _DIM, dtype=dtype), a2=dgu[:, _HIDDEN:], b2=wu)
+    return args, _gemm_constexprs("none", activation, dgu, two_products=True)
+
+
+def _example_dw(dtype, activation):
+    """dW = dZ^T @ x: a transposed view as A, the token count as K."""
+    dz, x = _meta(_TOKENS, _HIDDEN, dtype=dtype), _meta(_TOKENS, _DIM, dtype=dtype)
+    return _gemm_args(dz.t(), x, _meta(_HIDDEN, _DIM, dtype=dtype)), _gemm_constexprs("none", activation, dz)
+
+
+def _pair_args(a, b1, b2, c1, c2):
+    M, N = a.shape[0], b1.shape[1]
+    return (a, b1, b2, c1, c2, M, N, a.shape[1], m_bucket(M), m_bucket(N), m_bucket(a.shape[1]),
+            a.stride(0), a.stride(1), b1.stride(0), b1.stride(1), b2.stride(0), b2.stride(1),
+            c1.stride(0), c1.stride(1), c2.stride(0), c2.stride(1))
+
+
+def _example_pair_dw(dtype, activation):
+    """dWg^T = x^T @ dG and dWu^T = x^T @ dU from one pass over x, stored into (hidden, dim) weights."""
+    x, dgu = _meta(_TOKENS, _DIM, dtype=dtype), _meta(_TOKENS, 2 * _HIDDEN, dtype=dtype)
+    dwg, dwu = _meta(_HIDDEN, _DIM, dtype=dtype), _meta(_HIDDEN, _DIM, dtype=dtype)
+    return _pair_args(x.t(), dgu[:, :_HIDDEN], dgu[:, _HIDDEN:], dwg.t(), dwu.t()), _precision(x)
+
+
+def _example_pair_recompute(dtype, activation):
+    """recompute=True: G = x @ Wg^T and U = x @ Wu^T again, from one pass over x."""
+    x, wg, wu = _meta(_TOKENS, _DIM, dtype=dtype), _meta(_HIDDEN, _DIM, dtype=dtype), _meta(_HIDDEN, _DIM, dtype=dtype)
+    g, u = _meta(_TOKENS, _HIDDEN, dtype=dtype), _meta(_TOKENS, _HIDDEN, dtype=dtype)
+    return _pair_args(x, wg.t(), wu.t(), g, u), _precision(x)
+
+
+def _elementwise_args(dy, z, u, dz, du, part):
+    M, N = dy.shape
+    return (dy, z, u, dz, du, part, M, N, m_bucket(M), dy.stride(0), dy.stride(1), z.stride(0), z.stride(1),
+            dz.stride(0), dz.stride(1))
+
+
+def _example_elementwise_dact(dtype, activation):
+    """dZ = act'(Z) * dY and its column sums (linear_act's default backward, with a bias)."""
+    dy, z, dz = (_meta(_TOKENS, _HIDDEN, dtype=dtype) for _ in range(3))
+    act = get_activation(activation)
+    args = _elementwise_args(dy, z, z, dz, dz, _part_buffer(_TOKENS, _HIDDEN, "meta"))
+    return args, dict(GATED=False, HAS_BIAS=True, STORE_DZ=True, ACTIVATION=act.triton_fn, ACTIVATION_GRAD=act.triton_grad)
+
+
+def _example_elementwise_dgated(dtype, activation):
+    """dG, dU from dH and the saved G, U (gated_up alone)."""
+    dh, g, u = (_meta(_TOKENS, _HIDDEN, dtype=dtype) for _ in range(3))
+    dgu = _meta(_TOKENS, 2 * _HIDDEN, dtype=dtype)
+    act = get_activation(activation)
+    args = _elementwise_args(dh, g, u, dgu[:, :_HIDDEN], dgu[:, _HIDDEN:], _no_part("meta"))
+    return args, dict(GATED=True, HAS_BIAS=False, STORE_DZ=True, ACTIVATION=act.triton_fn, ACTIVATION_GRAD=act.triton_grad)
+
+
+_ELEMENTWISE_DTYPES = ("bf16", "fp16", "fp32")  # no dot: tf32 compiles as fp32
+KERNELS = (
+    KernelSpec("backward_gemm", "dact", _bwd_gemm_kernel, gemm_candidates(), _example_dact, _SHARED,
+               activations=tuple(a for a in ACTIVATIONS if a != "none")),
+    KernelSpec("backward_gemm", "dgated", _bwd_gemm_kernel, gemm_candidates(), _example_dgated, _SHARED),
+    # no activation in these epilogues: the dact variant's every-activation compile covers the code
+    KernelSpec("backward_gemm", "dx", _bwd_gemm_kernel, gemm_candidates(), _example_dx, _SHARED,
+               epilogue_covered_by="dact"),
+    KernelSpec("backward_gemm", "dx_gated", _bwd_gemm_kernel, gemm_candidates(), _example_dx_gated, _SHARED,
+               epilogue_covered_by="dact"),
+    KernelSpec("backward_gemm", "dw", _bwd_gemm_kernel, gemm_candidates(), _example_dw, _SHARED,
+               epilogue_covered_by="dact"),
+    KernelSpec("backward_gemm_pair", "dw", _bwd_gemm_pair_kernel, gemm_candidates(operand_tiles=2), _example_pair_dw,
+               _SHARED_PAIR),
+    KernelSpec("backward_gemm_pair", "recompute", _bwd_gemm_pair_kernel, gemm_candidates(operand_tiles=2),
+               _example_pair_recompute, _SHARED_PAIR, epilogue_covered_by="dw"),
+    KernelSpec("backward_elementwise", "dact", _elementwise_backward_kernel, _elementwise_candidates(),
+               _example_elementwise_dact, _no_shared, dtypes=_ELEMENTWISE_DTYPES, tensor_cores=False),
+    KernelSpec("backward_elementwise", "dgated", _elementwise_backward_kernel, _elementwise_candidates(),
+               _example_elementwise_dgated, _no_shared, dtypes=_ELEMENTWISE_DTYPES, tensor_cores=False),
+)

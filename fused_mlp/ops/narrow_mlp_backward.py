@@ -31,7 +31,7 @@ MAX_SPLITS = 256  # the weight-gradient kernel's split-buffer rows (see the modu
 def dz_candidates():
     """Rows per program of the on-chip backward (as the forward's: rows vs registers)."""
     return [triton.Config({"BLOCK_M": bm}, num_warps=warps, num_stages=stages)
-            for bm, warps, stages in [(32, 4, 2), (64, 4, 2), (128, 8, 2)]]
+            for bm, warps, stages in [(32, 4, 2), (64, 4, 2), (64, 8, 2), (128, 8, 2)]]
 
 
 def wgrad_candidates():
@@ -74,8 +74,7 @@ def _narrow_dz_kernel(
     row_mask = offs_m[:, None] < M
     dh = tl.load(dy_ptr + offs_m[:, None] * stride_dym + offs_w.to(tl.int64)[None, :] * stride_dyn,
                  mask=row_mask & (offs_w[None, :] < OUT_FEATURES), other=0.0).to(tl.float32)
-    for i in tl.static_range(NUM_LAYERS):
-        layer: tl.constexpr = NUM_LAYERS - 1 - i
+    for layer in tl.static_range(NUM_LAYERS - 1, -1, -1):  # the last layer first
         if layer < NUM_SAVED:
             z = tl.load(saved_rows(z_ptr, offs_m, M, layer, WIDTH) + offs_w[None, :], mask=row_mask, other=0.0)
             if layer == NUM_LAYERS - 1:
@@ -201,3 +200,36 @@ def narrow_mlp_backward(dy, x2, weights, has_bias: bool, z, widths, activation, 
     dw = dw_part.sum(0).to(x2.dtype) if needs[1] else None
     db = db_part.sum(0).to(x2.dtype) if has_bias and needs[2] else None
     return dx, dw, db
+
+
+def _compile_example(width: int, kernel: str):
+    def example(dtype, activation):
+        """The backward of a 5-layer MLP of this width over 2^21 rows (as the forward's check), on meta tensors."""
+        layers, M = 5, 2**21
+        meta = dict(dtype=dtype, device="meta")
+        x2, dy = torch.empty(M, width, **meta), torch.empty(M, width, **meta)
+        z = torch.empty(num_saved(layers, activation), M, width, **meta)
+        dz = torch.empty(layers, M, width, **meta)
+        if kernel == "dz":
+            weights = torch.empty(layers, width, width, **meta)
+            return dz_kernel_args(dy, weights, z, dz, x2, (width,) * (layers + 1), activation, activation, True)
+        dw_part = torch.empty(MAX_SPLITS, layers, width, width, dtype=torch.float32, device="meta")
+        db_part = torch.empty(MAX_SPLITS, layers, width, dtype=torch.float32, device="meta")
+        return wgrad_kernel_args(dz, z, x2, dw_part, db_part, activation, True)
+    return example
+
+
+def _kernel_specs():
+    from ._kernel_spec import KernelSpec
+
+    specs = []
+    for kernel, fn, candidates, shared in (("dz", _narrow_dz_kernel, dz_candidates(), dz_shared_bytes),
+                                           ("wgrad", _narrow_wgrad_kernel, wgrad_candidates(), wgrad_shared_bytes)):
+        for width in (64, 128):
+            specs.append(KernelSpec("narrow_mlp_backward", f"{kernel} width={width}", fn, candidates,
+                                    _compile_example(width, kernel), shared, dtypes=("bf16", "fp16"),
+                                    epilogue_covered_by=None if width == 64 else f"{kernel} width=64"))
+    return tuple(specs)
+
+
+KERNELS = _kernel_specs()
