@@ -28,7 +28,7 @@ from .._triton_compat import INTERPRETER, autotune, dot_upcast_needed
 from ..activations import ACTIVATIONS, get_activation
 from ._kernel_spec import KernelSpec
 from ._matmul_common import dot_acc, grouped_tile, k_offsets, k_step, m_bucket, to_storage
-from ._tuning import INTERPRETER_CONFIGS, device_pruner, gemm_candidates, gemm_shared_bytes
+from ._tuning import INTERPRETER_CONFIGS, Exclusion, device_pruner, gemm_shared_bytes
 
 # Epilogues of _bwd_gemm_kernel (constexpr values)
 EPILOGUE_NONE: tl.constexpr = tl.constexpr(0)
@@ -40,8 +40,42 @@ _SHARED = gemm_shared_bytes(operand_tiles=1)
 _SHARED_PAIR = gemm_shared_bytes(operand_tiles=2)
 
 
-def _bwd_configs(operand_tiles: int = 1):
-    return [INTERPRETER_CONFIGS["tile"]] if INTERPRETER else gemm_candidates(operand_tiles)
+# The backward GEMMs' tiles (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps): the forward's
+# training-size tiles; no decode tiles (the token count is M or K here, never 16). Measured with
+# python -m fused_mlp.aot (Triton 3.9): 128x256 and 128x128x32 tiles spill with every epilogue
+# that loads a second operand, so they are not candidates.
+BACKWARD_TILES = [(128, 128, 64, 3, 8), (64, 128, 64, 4, 4), (64, 64, 32, 3, 4), (32, 64, 32, 3, 4), (16, 64, 64, 3, 4)]
+# The pair kernel holds two accumulators: 32x64x32 spilled (8 B, bf16 sm_90), so not a candidate.
+PAIR_TILES = [(128, 128, 64, 3, 8), (64, 128, 64, 4, 4), (64, 64, 32, 3, 4), (16, 64, 64, 3, 4)]
+
+
+def backward_candidates(tiles=BACKWARD_TILES) -> list:
+    return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_stages=s, num_warps=w)
+            for bm, bn, bk, s, w in tiles]
+
+
+def _bwd_configs(tiles=BACKWARD_TILES):
+    return [INTERPRETER_CONFIGS["tile"]] if INTERPRETER else backward_candidates(tiles)
+
+
+_EVERY_DTYPE = ("bf16", "fp16", "fp32", "tf32")
+_DACT, _DGATED = (("EPILOGUE", 1),), (("EPILOGUE", 2),)
+# Measured with python -m fused_mlp.aot (Triton 3.9, erf-GELU: the costliest epilogue). Where one
+# dtype or arch was measured spilling, the config is pruned on those not yet measured too.
+_EXCLUDED = (
+    Exclusion(("sm_90",), ("fp32", "tf32"), (128, 128, 64, 8, 3),
+              "spills with the dact epilogue (8 B IEEE fp32, 148 B tf32, sm_90)", _DACT),
+    Exclusion(("sm_80",), _EVERY_DTYPE, (128, 128, 64, 8, 3),
+              "spills with the dact epilogue in fp32 on sm_90 (8-148 B); not kept on sm_80 unmeasured", _DACT),
+    Exclusion(("sm_90", "sm_80"), _EVERY_DTYPE, (64, 128, 64, 4, 4),
+              "spills with the dact epilogue (8 B bf16, 16 B fp32, 88 B tf32, sm_90)", _DACT),
+    Exclusion(("sm_90", "sm_80"), _EVERY_DTYPE, (128, 128, 64, 8, 3),
+              "spills with the dgated epilogue (1036 B bf16, 292 B fp32, 1008 B tf32, sm_90)", _DGATED),
+    Exclusion(("sm_90", "sm_80"), _EVERY_DTYPE, (64, 128, 64, 4, 4),
+              "spills with the dgated epilogue (576 B bf16, 24 B fp32, 1080 B tf32, sm_90)", _DGATED),
+    Exclusion(("sm_90", "sm_80"), _EVERY_DTYPE, (64, 64, 32, 4, 3),
+              "spills with the dgated epilogue (56 B bf16, sm_90)", _DGATED),
+)
 
 
 def _elementwise_candidates():
@@ -96,7 +130,7 @@ def _dgated_tile(dh, g, u, ACTIVATION: tl.constexpr, ACTIVATION_GRAD: tl.constex
 
 # part_ptr is zeroed before every timed run: a config with smaller row blocks fills more of its rows.
 @autotune(configs=_bwd_configs(), key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "EPILOGUE", "TWO_PRODUCTS", "INPUT_PRECISION"],
-          prune=device_pruner(_SHARED, "a_ptr"), reset_to_zero=["part_ptr"])
+          prune=device_pruner(_SHARED, "a_ptr", _EXCLUDED), reset_to_zero=["part_ptr"])
 @triton.jit
 def _bwd_gemm_kernel(
     # C = A @ B (+ A2 @ B2): A, A2 (M, K | K2), B, B2 (K | K2, N), any strides
@@ -153,7 +187,7 @@ def _bwd_gemm_kernel(
         tl.store(_tile_ptrs(c3_ptr, offs_m, offs_n, stride_c3m, stride_c3n), to_storage(h, c_ptr.dtype.element_ty), mask=mask)
 
 
-@autotune(configs=_bwd_configs(operand_tiles=2), key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "INPUT_PRECISION"],
+@autotune(configs=_bwd_configs(PAIR_TILES), key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "INPUT_PRECISION"],
           prune=device_pruner(_SHARED_PAIR, "a_ptr"))
 @triton.jit
 def _bwd_gemm_pair_kernel(
@@ -445,19 +479,19 @@ def _example_elementwise_dgated(dtype, activation):
 
 _ELEMENTWISE_DTYPES = ("bf16", "fp16", "fp32")  # no dot: tf32 compiles as fp32
 KERNELS = (
-    KernelSpec("backward_gemm", "dact", _bwd_gemm_kernel, gemm_candidates(), _example_dact, _SHARED,
+    KernelSpec("backward_gemm", "dact", _bwd_gemm_kernel, backward_candidates(), _example_dact, _SHARED, _EXCLUDED,
                activations=tuple(a for a in ACTIVATIONS if a != "none")),
-    KernelSpec("backward_gemm", "dgated", _bwd_gemm_kernel, gemm_candidates(), _example_dgated, _SHARED),
+    KernelSpec("backward_gemm", "dgated", _bwd_gemm_kernel, backward_candidates(), _example_dgated, _SHARED, _EXCLUDED),
     # no activation in these epilogues: the dact variant's every-activation compile covers the code
-    KernelSpec("backward_gemm", "dx", _bwd_gemm_kernel, gemm_candidates(), _example_dx, _SHARED,
+    KernelSpec("backward_gemm", "dx", _bwd_gemm_kernel, backward_candidates(), _example_dx, _SHARED, _EXCLUDED,
                epilogue_covered_by="dact"),
-    KernelSpec("backward_gemm", "dx_gated", _bwd_gemm_kernel, gemm_candidates(), _example_dx_gated, _SHARED,
+    KernelSpec("backward_gemm", "dx_gated", _bwd_gemm_kernel, backward_candidates(), _example_dx_gated, _SHARED, _EXCLUDED,
                epilogue_covered_by="dact"),
-    KernelSpec("backward_gemm", "dw", _bwd_gemm_kernel, gemm_candidates(), _example_dw, _SHARED,
+    KernelSpec("backward_gemm", "dw", _bwd_gemm_kernel, backward_candidates(), _example_dw, _SHARED, _EXCLUDED,
                epilogue_covered_by="dact"),
-    KernelSpec("backward_gemm_pair", "dw", _bwd_gemm_pair_kernel, gemm_candidates(operand_tiles=2), _example_pair_dw,
+    KernelSpec("backward_gemm_pair", "dw", _bwd_gemm_pair_kernel, backward_candidates(PAIR_TILES), _example_pair_dw,
                _SHARED_PAIR),
-    KernelSpec("backward_gemm_pair", "recompute", _bwd_gemm_pair_kernel, gemm_candidates(operand_tiles=2),
+    KernelSpec("backward_gemm_pair", "recompute", _bwd_gemm_pair_kernel, backward_candidates(PAIR_TILES),
                _example_pair_recompute, _SHARED_PAIR, epilogue_covered_by="dw"),
     KernelSpec("backward_elementwise", "dact", _elementwise_backward_kernel, _elementwise_candidates(),
                _example_elementwise_dact, _no_shared, dtypes=_ELEMENTWISE_DTYPES, tensor_cores=False),
