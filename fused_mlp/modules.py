@@ -115,17 +115,18 @@ class FusedGatedMLP(nn.Module):
     """down_proj(act(gate_proj(x)) * up_proj(x)): GeGLU (gelu_tanh) or SwiGLU (silu), no biases,
     in two kernels. Parameter names match Llama-style MLPs, so their state_dicts load directly."""
 
-    def __init__(self, hidden_size, intermediate_size, activation="silu", device=None, dtype=None):
+    def __init__(self, hidden_size, intermediate_size, activation="silu", device=None, dtype=None, recompute=False):
         super().__init__()
         get_activation(activation)
-        self.activation = activation
+        self.activation, self.recompute = activation, recompute
         kw = dict(bias=False, device=device, dtype=dtype)
         self.gate_proj = nn.Linear(hidden_size, intermediate_size, **kw)
         self.up_proj = nn.Linear(hidden_size, intermediate_size, **kw)
         self.down_proj = nn.Linear(intermediate_size, hidden_size, **kw)
 
     def forward(self, x):
-        return gated_mlp(x, self.gate_proj.weight, self.up_proj.weight, self.down_proj.weight, self.activation)
+        return gated_mlp(x, self.gate_proj.weight, self.up_proj.weight, self.down_proj.weight, self.activation,
+                         recompute=self.recompute)
 
     @classmethod
     def from_module(cls, m: nn.Module, activation: str | None = None) -> "FusedGatedMLP":

@@ -7,6 +7,7 @@ import triton.language as tl
 
 import fused_mlp
 from fused_mlp.activations import ACTIVATIONS
+from fused_mlp.ops._matmul_common import to_storage
 
 
 @triton.jit
@@ -52,3 +53,27 @@ def test_nan_propagates_as_in_torch(name, device):
     dy = torch.tensor([1.0, float("nan"), 2.0, 1.0], device=device)
     out, ref = _triton_grad(name, z, dy), _torch_grad(name, z, dy)
     assert torch.equal(torch.isnan(out), torch.isnan(ref)), (out, ref)
+
+
+@triton.jit
+def _store_cast(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, to_storage(tl.load(x_ptr + offs, mask=mask), out_ptr.dtype.element_ty), mask=mask)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_kernel_stores_round_to_nearest_even_as_torch_does(dtype):
+    """to_storage, the kernels' store cast, rounds fp32 as torch (and a GPU) does, ties, overflow,
+    Inf and NaN included; the interpreter's own bf16 cast truncates."""
+    gen = torch.Generator().manual_seed(0)
+    ties = torch.tensor([1 + 2**-8, 1 + 3 * 2**-8, -(1 + 2**-8), 3.3895e38, 65519.0, 65520.0])
+    x = torch.cat([torch.randn(4000, generator=gen) * 100, ties,
+                   torch.tensor([float("inf"), -float("inf"), float("nan"), 0.0, -0.0])])
+    out = torch.empty(x.shape, dtype=dtype)
+    _store_cast[(1,)](x, out, x.numel(), BLOCK=triton.next_power_of_2(x.numel()))
+    expected = x.to(dtype)
+    assert torch.equal(torch.isnan(out), torch.isnan(expected))
+    finite = ~torch.isnan(expected)
+    assert torch.equal(out[finite].view(torch.int16 if dtype != torch.float32 else torch.int32),
+                       expected[finite].view(torch.int16 if dtype != torch.float32 else torch.int32))

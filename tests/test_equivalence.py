@@ -157,10 +157,12 @@ def test_from_module_rejects_what_it_cannot_fuse():
         FusedGatedMLP.from_module(nn.Linear(3, 3), activation="silu")
 
 
-def test_fused_narrow_mlp_refuses_to_run_with_grad():
-    fused = FusedNarrowMLP((4, 16, 2))
-    with pytest.raises(RuntimeError, match="forward-only"):
-        fused(torch.randn(3, 4))
+def test_fused_narrow_mlp_builds_a_graph_when_its_parameters_require_grad():
+    """It trains (gradients in tests/test_backward_narrow.py); under no_grad nothing is recorded."""
+    fused = FusedNarrowMLP((4, 16, 2)).half()
+    assert fused(torch.randn(3, 4).half()).grad_fn is not None
+    with torch.no_grad():
+        assert fused(torch.randn(3, 4).half()).grad_fn is None
 
 
 def test_fused_narrow_mlp_repacks_after_dtype_change(device):

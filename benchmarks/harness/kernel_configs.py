@@ -17,6 +17,44 @@ ARCH = "sm_90"
 DTYPES = ("bf16", "fp16", "fp32", "tf32")
 
 KERNEL_CONFIGS = (
+    # backward_elementwise: dZ = act'(Z) * dY with the bias gradient's column sums; dG, dU of gated_up
+    "backward_elementwise/dact 32x128 w4 s1",
+    "backward_elementwise/dact 64x128 w4 s1",
+    "backward_elementwise/dact 64x256 w8 s1",
+    "backward_elementwise/dgated 32x128 w4 s1",
+    "backward_elementwise/dgated 64x128 w4 s1",
+    "backward_elementwise/dgated 64x256 w8 s1",
+    # backward_gemm: the backward GEMMs over strided views (dX, dW, the dact / dgated epilogues)
+    "backward_gemm/dact 128x128x64 w8 s3",
+    "backward_gemm/dact 16x64x64 w4 s3",
+    "backward_gemm/dact 32x64x32 w4 s3",
+    "backward_gemm/dact 64x64x32 w4 s3",
+    "backward_gemm/dgated 16x64x64 w4 s3",
+    "backward_gemm/dgated 32x64x32 w4 s3",
+    "backward_gemm/dw 128x128x64 w8 s3",
+    "backward_gemm/dw 16x64x64 w4 s3",
+    "backward_gemm/dw 32x64x32 w4 s3",
+    "backward_gemm/dw 64x128x64 w4 s4",
+    "backward_gemm/dw 64x64x32 w4 s3",
+    "backward_gemm/dx 128x128x64 w8 s3",
+    "backward_gemm/dx 16x64x64 w4 s3",
+    "backward_gemm/dx 32x64x32 w4 s3",
+    "backward_gemm/dx 64x128x64 w4 s4",
+    "backward_gemm/dx 64x64x32 w4 s3",
+    "backward_gemm/dx_gated 128x128x64 w8 s3",
+    "backward_gemm/dx_gated 16x64x64 w4 s3",
+    "backward_gemm/dx_gated 32x64x32 w4 s3",
+    "backward_gemm/dx_gated 64x128x64 w4 s4",
+    "backward_gemm/dx_gated 64x64x32 w4 s3",
+    # backward_gemm_pair: two products from one pass over A (dWg and dWu; G and U for recompute)
+    "backward_gemm_pair/dw 128x128x64 w8 s3",
+    "backward_gemm_pair/dw 16x64x64 w4 s3",
+    "backward_gemm_pair/dw 64x128x64 w4 s4",
+    "backward_gemm_pair/dw 64x64x32 w4 s3",
+    "backward_gemm_pair/recompute 128x128x64 w8 s3",
+    "backward_gemm_pair/recompute 16x64x64 w4 s3",
+    "backward_gemm_pair/recompute 64x128x64 w4 s4",
+    "backward_gemm_pair/recompute 64x64x32 w4 s3",
     # gated_up: x @ Wg.T and x @ Wu.T with act(gate) * up in the epilogue
     "gated_up/persistent 128x128x32 w8 s3 tma sub2",
     "gated_up/persistent 128x128x64 w8 s4 tma",
@@ -83,6 +121,19 @@ KERNEL_CONFIGS = (
     "narrow_mlp/width=64 256 w8 s1",
     "narrow_mlp/width=64 32 w4 s2",
     "narrow_mlp/width=64 64 w4 s2",
+    # narrow_mlp_backward: the on-chip dZ pass and the split-buffer weight gradients
+    "narrow_mlp_backward/dz width=128 32 w4 s2",
+    "narrow_mlp_backward/dz width=128 64 w8 s2",
+    "narrow_mlp_backward/dz width=64 128 w8 s2",
+    "narrow_mlp_backward/dz width=64 32 w4 s2",
+    "narrow_mlp_backward/dz width=64 64 w4 s2",
+    "narrow_mlp_backward/dz width=64 64 w8 s2",
+    "narrow_mlp_backward/wgrad width=128 128 w8 s2",
+    "narrow_mlp_backward/wgrad width=128 32 w4 s2",
+    "narrow_mlp_backward/wgrad width=128 64 w8 s2",
+    "narrow_mlp_backward/wgrad width=64 128 w8 s2",
+    "narrow_mlp_backward/wgrad width=64 32 w4 s2",
+    "narrow_mlp_backward/wgrad width=64 64 w8 s2",
 )
 
 # The CPU pipeline check (tiny grid) compiles one kernel in one dtype.

@@ -74,9 +74,10 @@ def plan(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool =
                     first = (dtype == spec.dtypes[0] and arch_name == next(a for a in archs if a in spec.archs)
                              and spec.epilogue_covered_by is None)
                     every_activation = {offered[0]} if offered and first else set()
+                launched = spec.activations or ACTIVATIONS
                 for c in chosen:
-                    for activation in ACTIVATIONS if c in every_activation else (COSTLIEST_ACTIVATION,):
-                        if activations and activation not in activations:
+                    for activation in launched if c in every_activation else (COSTLIEST_ACTIVATION,):
+                        if (activations and activation not in activations) or activation not in launched:
                             continue
                         tasks.append(Task(k, c, arch_name, dtype, activation, reasons[c] is None, reasons[c]))
     return tasks

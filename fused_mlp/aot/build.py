@@ -173,7 +173,7 @@ def compile_config(spec, config, arch_name: str, dtype: str, activation: str, of
     record.stack_bytes, record.spill_bytes = int(frame.group(1)), int(frame.group(2))
     record.shared_bytes = int(compiled.metadata.shared) + usage["static_shared"]
     found = problems(arch, dtype, config.kwargs, record.registers, record.spill_bytes, record.shared_bytes,
-                     record.tensor_core_ops)
+                     record.tensor_core_ops, spec.tensor_cores)
     record.ok = not found
     record.problem = "; ".join(found) or None
     return record

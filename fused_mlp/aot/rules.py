@@ -11,15 +11,16 @@ WGMMA_MIN_BLOCK_M = 64
 
 
 def problems(arch: Arch, dtype: str, config: dict, registers: int, spill_bytes: int, shared_bytes: int,
-             tensor_core_ops: dict[str, int]) -> list[str]:
-    """Every rule a compiled config breaks on `arch`; empty when it is fine."""
+             tensor_core_ops: dict[str, int], tensor_cores: bool = True) -> list[str]:
+    """Every rule a compiled config breaks on `arch`; empty when it is fine. `tensor_cores`: False
+    for a kernel that has no dot (an elementwise pass), which the tensor-core rules do not concern."""
     found = []
     if shared_bytes > arch.shared_bytes_per_block:
         found.append(f"needs {shared_bytes // 1024} KB of shared memory, {arch.name} allows "
                      f"{arch.shared_bytes_per_block // 1024} KB per block")
     if spill_bytes > 0:
         found.append(f"spills ({spill_bytes} B of spill stores per thread at {registers} registers)")
-    if dtype in TENSOR_CORE_DTYPES:
+    if tensor_cores and dtype in TENSOR_CORE_DTYPES:
         if sum(tensor_core_ops.values()) == 0:
             found.append("no tensor-core instruction")
         elif (arch.tensor_core_op == "wgmma" and config.get("BLOCK_M", 0) >= WGMMA_MIN_BLOCK_M

@@ -24,3 +24,8 @@ class KernelSpec:
     # the variant of the same kernel whose every-activation compile covers this one's epilogue
     # code (the narrow MLP's widths differ by a constexpr only); None: check every activation
     epilogue_covered_by: str | None = None
+    # the activations it is launched with (None: every one); linear_act's recompute backward never
+    # runs the dact epilogue with "none" (dZ is dY there: the GEMM's result would be dead code)
+    activations: tuple[str, ...] | None = None
+    # False for a kernel without a dot (the backward's elementwise passes): no tensor-core rule
+    tensor_cores: bool = True

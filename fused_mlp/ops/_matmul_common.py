@@ -6,6 +6,10 @@ import math
 import triton
 import triton.language as tl
 
+from .._triton_compat import BF16_CAST_TRUNCATES
+
+_ROUND_BF16_BITS: tl.constexpr = tl.constexpr(BF16_CAST_TRUNCATES)
+
 
 @triton.jit
 def grouped_tile(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
@@ -50,6 +54,24 @@ def dot_acc(a, b, acc, DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr):
         a = a.to(tl.float32)
         b = b.to(tl.float32)
     return tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+
+
+@triton.jit
+def to_storage(x, dtype: tl.constexpr):
+    """An fp32 tile cast to the storage dtype, rounded to nearest even as a GPU rounds. Under the
+    interpreter, whose bf16 cast truncates (see _triton_compat.BF16_CAST_TRUNCATES), the rounding is
+    done on the fp32 bits first, so the cast is exact; a GPU compiles the plain cast only."""
+    if _ROUND_BF16_BITS and dtype == tl.bfloat16:
+        bits = x.to(tl.uint32, bitcast=True)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000  # NaN stays NaN, overflow goes to Inf
+        x = bits.to(tl.float32, bitcast=True)
+    return x.to(dtype)
+
+
+@triton.jit
+def saved_rows(ptr, offs_m, M, layer, WIDTH: tl.constexpr):
+    """Row pointers (BLOCK_M, 1) into layer `layer` of a (layers, M, WIDTH) buffer, in int64."""
+    return ptr + (offs_m[:, None] + tl.full((), layer, tl.int64) * M) * WIDTH
 
 
 def m_bucket(M: int) -> int:

@@ -25,10 +25,10 @@ import triton.language as tl
 
 from .. import _validate as v
 from .._triton_compat import INTERPRETER, autotune, dot_upcast_needed
-from ..activations import get_activation
+from ..activations import ACTIVATIONS, get_activation
 from ._kernel_spec import KernelSpec
-from ._matmul_common import dot_acc, grouped_tile, k_offsets, k_step, m_bucket
-from ._tuning import INTERPRETER_CONFIGS, device_pruner, gemm_candidates, gemm_shared_bytes
+from ._matmul_common import dot_acc, grouped_tile, k_offsets, k_step, m_bucket, to_storage
+from ._tuning import INTERPRETER_CONFIGS, Exclusion, device_pruner, gemm_shared_bytes
 
 # Epilogues of _bwd_gemm_kernel (constexpr values)
 EPILOGUE_NONE: tl.constexpr = tl.constexpr(0)
@@ -40,8 +40,42 @@ _SHARED = gemm_shared_bytes(operand_tiles=1)
 _SHARED_PAIR = gemm_shared_bytes(operand_tiles=2)
 
 
-def _bwd_configs(operand_tiles: int = 1):
-    return [INTERPRETER_CONFIGS["tile"]] if INTERPRETER else gemm_candidates(operand_tiles)
+# The backward GEMMs' tiles (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps): the forward's
+# training-size tiles; no decode tiles (the token count is M or K here, never 16). Measured with
+# python -m fused_mlp.aot (Triton 3.9): 128x256 and 128x128x32 tiles spill with every epilogue
+# that loads a second operand, so they are not candidates.
+BACKWARD_TILES = [(128, 128, 64, 3, 8), (64, 128, 64, 4, 4), (64, 64, 32, 3, 4), (32, 64, 32, 3, 4), (16, 64, 64, 3, 4)]
+# The pair kernel holds two accumulators: 32x64x32 spilled (8 B, bf16 sm_90), so not a candidate.
+PAIR_TILES = [(128, 128, 64, 3, 8), (64, 128, 64, 4, 4), (64, 64, 32, 3, 4), (16, 64, 64, 3, 4)]
+
+
+def backward_candidates(tiles=BACKWARD_TILES) -> list:
+    return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_stages=s, num_warps=w)
+            for bm, bn, bk, s, w in tiles]
+
+
+def _bwd_configs(tiles=BACKWARD_TILES):
+    return [INTERPRETER_CONFIGS["tile"]] if INTERPRETER else backward_candidates(tiles)
+
+
+_EVERY_DTYPE = ("bf16", "fp16", "fp32", "tf32")
+_DACT, _DGATED = (("EPILOGUE", 1),), (("EPILOGUE", 2),)
+# Measured with python -m fused_mlp.aot (Triton 3.9, erf-GELU: the costliest epilogue). Where one
+# dtype or arch was measured spilling, the config is pruned on those not yet measured too.
+_EXCLUDED = (
+    Exclusion(("sm_90",), ("fp32", "tf32"), (128, 128, 64, 8, 3),
+              "spills with the dact epilogue (8 B IEEE fp32, 148 B tf32, sm_90)", _DACT),
+    Exclusion(("sm_80",), _EVERY_DTYPE, (128, 128, 64, 8, 3),
+              "spills with the dact epilogue in fp32 on sm_90 (8-148 B); not kept on sm_80 unmeasured", _DACT),
+    Exclusion(("sm_90", "sm_80"), _EVERY_DTYPE, (64, 128, 64, 4, 4),
+              "spills with the dact epilogue (8 B bf16, 16 B fp32, 88 B tf32, sm_90)", _DACT),
+    Exclusion(("sm_90", "sm_80"), _EVERY_DTYPE, (128, 128, 64, 8, 3),
+              "spills with the dgated epilogue (1036 B bf16, 292 B fp32, 1008 B tf32, sm_90)", _DGATED),
+    Exclusion(("sm_90", "sm_80"), _EVERY_DTYPE, (64, 128, 64, 4, 4),
+              "spills with the dgated epilogue (576 B bf16, 24 B fp32, 1080 B tf32, sm_90)", _DGATED),
+    Exclusion(("sm_90", "sm_80"), _EVERY_DTYPE, (64, 64, 32, 4, 3),
+              "spills with the dgated epilogue (56 B bf16, sm_90)", _DGATED),
+)
 
 
 def _elementwise_candidates():
@@ -94,8 +128,9 @@ def _dgated_tile(dh, g, u, ACTIVATION: tl.constexpr, ACTIVATION_GRAD: tl.constex
     return ACTIVATION_GRAD(g, dh * u), dh * act_g, act_g * u
 
 
+# part_ptr is zeroed before every timed run: a config with smaller row blocks fills more of its rows.
 @autotune(configs=_bwd_configs(), key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "EPILOGUE", "TWO_PRODUCTS", "INPUT_PRECISION"],
-          prune=device_pruner(_SHARED, "a_ptr"))
+          prune=device_pruner(_SHARED, "a_ptr", _EXCLUDED), reset_to_zero=["part_ptr"])
 @triton.jit
 def _bwd_gemm_kernel(
     # C = A @ B (+ A2 @ B2): A, A2 (M, K | K2), B, B2 (K | K2, N), any strides
@@ -130,29 +165,29 @@ def _bwd_gemm_kernel(
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     c_ptrs = _tile_ptrs(c_ptr, offs_m, offs_n, stride_cm, stride_cn)
     if EPILOGUE == EPILOGUE_NONE:
-        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+        tl.store(c_ptrs, to_storage(acc, c_ptr.dtype.element_ty), mask=mask)
     elif EPILOGUE == EPILOGUE_DACT:
         if HAS_BIAS:
             acc += tl.load(bias_ptr + offs_n * stride_bias, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
         # Round Z as the forward's saved pre-activation is rounded, so both paths agree.
-        z = acc.to(c_ptr.dtype.element_ty).to(tl.float32)
+        z = to_storage(acc, c_ptr.dtype.element_ty).to(tl.float32)
         dy = tl.load(_tile_ptrs(e1_ptr, offs_m, offs_n, stride_em, stride_en), mask=mask, other=0.0)
         dz = tl.where(mask, ACTIVATION_GRAD(z, dy.to(tl.float32)), 0.0)
-        tl.store(c_ptrs, dz.to(c_ptr.dtype.element_ty), mask=mask)
+        tl.store(c_ptrs, to_storage(dz, c_ptr.dtype.element_ty), mask=mask)
         if HAS_BIAS:
             _store_column_sums(part_ptr, dz, pid_m, offs_n, N)
     else:
         g = tl.load(_tile_ptrs(e1_ptr, offs_m, offs_n, stride_em, stride_en), mask=mask, other=0.0)
         u = tl.load(_tile_ptrs(e2_ptr, offs_m, offs_n, stride_em, stride_en), mask=mask, other=0.0)
         # dH rounds to the storage dtype first, as the unfused backward's dH tensor does
-        dh = acc.to(c_ptr.dtype.element_ty).to(tl.float32)
+        dh = to_storage(acc, c_ptr.dtype.element_ty).to(tl.float32)
         dg, du, h = _dgated_tile(dh, g.to(tl.float32), u.to(tl.float32), ACTIVATION, ACTIVATION_GRAD)
-        tl.store(c_ptrs, dg.to(c_ptr.dtype.element_ty), mask=mask)
-        tl.store(_tile_ptrs(c2_ptr, offs_m, offs_n, stride_cm, stride_cn), du.to(c_ptr.dtype.element_ty), mask=mask)
-        tl.store(_tile_ptrs(c3_ptr, offs_m, offs_n, stride_c3m, stride_c3n), h.to(c_ptr.dtype.element_ty), mask=mask)
+        tl.store(c_ptrs, to_storage(dg, c_ptr.dtype.element_ty), mask=mask)
+        tl.store(_tile_ptrs(c2_ptr, offs_m, offs_n, stride_cm, stride_cn), to_storage(du, c_ptr.dtype.element_ty), mask=mask)
+        tl.store(_tile_ptrs(c3_ptr, offs_m, offs_n, stride_c3m, stride_c3n), to_storage(h, c_ptr.dtype.element_ty), mask=mask)
 
 
-@autotune(configs=_bwd_configs(operand_tiles=2), key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "INPUT_PRECISION"],
+@autotune(configs=_bwd_configs(PAIR_TILES), key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "INPUT_PRECISION"],
           prune=device_pruner(_SHARED_PAIR, "a_ptr"))
 @triton.jit
 def _bwd_gemm_pair_kernel(
@@ -183,11 +218,11 @@ def _bwd_gemm_pair_kernel(
         b1_ptrs += k_step(stride_b1k, BLOCK_K)
         b2_ptrs += k_step(stride_b2k, BLOCK_K)
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
-    tl.store(_tile_ptrs(c1_ptr, offs_m, offs_n, stride_c1m, stride_c1n), acc1.to(c1_ptr.dtype.element_ty), mask=mask)
-    tl.store(_tile_ptrs(c2_ptr, offs_m, offs_n, stride_c2m, stride_c2n), acc2.to(c2_ptr.dtype.element_ty), mask=mask)
+    tl.store(_tile_ptrs(c1_ptr, offs_m, offs_n, stride_c1m, stride_c1n), to_storage(acc1, c1_ptr.dtype.element_ty), mask=mask)
+    tl.store(_tile_ptrs(c2_ptr, offs_m, offs_n, stride_c2m, stride_c2n), to_storage(acc2, c2_ptr.dtype.element_ty), mask=mask)
 
 
-@autotune(configs=_elementwise_configs(), key=["M_BUCKET", "N", "GATED", "STORE_DZ"])
+@autotune(configs=_elementwise_configs(), key=["M_BUCKET", "N", "GATED", "STORE_DZ"], reset_to_zero=["part_ptr"])
 @triton.jit
 def _elementwise_backward_kernel(
     # "dact" (GATED False): dZ = act'(Z) * dY, column sums when HAS_BIAS; "dgated": dG, dU from dH, G, U
@@ -207,12 +242,12 @@ def _elementwise_backward_kernel(
     if GATED:
         u = tl.load(_tile_ptrs(u_ptr, offs_m, offs_n, stride_zm, stride_zn), mask=mask, other=0.0).to(tl.float32)
         dg, du, _ = _dgated_tile(dy, z, u, ACTIVATION, ACTIVATION_GRAD)
-        tl.store(_tile_ptrs(dz_ptr, offs_m, offs_n, stride_dzm, stride_dzn), dg.to(dz_ptr.dtype.element_ty), mask=mask)
-        tl.store(_tile_ptrs(du_ptr, offs_m, offs_n, stride_dzm, stride_dzn), du.to(du_ptr.dtype.element_ty), mask=mask)
+        tl.store(_tile_ptrs(dz_ptr, offs_m, offs_n, stride_dzm, stride_dzn), to_storage(dg, dz_ptr.dtype.element_ty), mask=mask)
+        tl.store(_tile_ptrs(du_ptr, offs_m, offs_n, stride_dzm, stride_dzn), to_storage(du, du_ptr.dtype.element_ty), mask=mask)
     else:
         dz = tl.where(mask, ACTIVATION_GRAD(z, dy), 0.0)
         if STORE_DZ:
-            tl.store(_tile_ptrs(dz_ptr, offs_m, offs_n, stride_dzm, stride_dzn), dz.to(dz_ptr.dtype.element_ty),
+            tl.store(_tile_ptrs(dz_ptr, offs_m, offs_n, stride_dzm, stride_dzn), to_storage(dz, dz_ptr.dtype.element_ty),
                      mask=mask)
         if HAS_BIAS:
             _store_column_sums(part_ptr, dz, pid_m, offs_n, N)
@@ -234,6 +269,12 @@ def _part_buffer(M, N, device, block_m_min: int = 16):
     return torch.zeros((triton.cdiv(M, block_m_min), N), dtype=torch.float32, device=device)
 
 
+def _no_part(device):
+    """The split buffer's stand-in when no column sums are wanted (the autotuner zeroes it, so it
+    must be no tensor the call reads or returns)."""
+    return torch.zeros(1, dtype=torch.float32, device=device)
+
+
 def _gemm_args(a, b, out, *, a2=None, b2=None, e1=None, e2=None, bias=None, c2=None, c3=None, part=None):
     M, K = a.shape
     N = b.shape[1]
@@ -242,7 +283,7 @@ def _gemm_args(a, b, out, *, a2=None, b2=None, e1=None, e2=None, bias=None, c2=N
     e1_, e2_ = (e1 if e1 is not None else out), (e2 if e2 is not None else out)
     c3_ = c3 if c3 is not None else out
     args = (a, b, a2_, b2_, e1_, e2_, bias if bias is not None else out, out,
-            c2 if c2 is not None else out, c3_, part if part is not None else out,
+            c2 if c2 is not None else out, c3_, part if part is not None else _no_part(out.device),
             M, N, K, K2, m_bucket(M), m_bucket(N), m_bucket(K),
             a.stride(0), a.stride(1), b.stride(0), b.stride(1), a2_.stride(0), a2_.stride(1),
             b2_.stride(0), b2_.stride(1), e1_.stride(0), e1_.stride(1),
@@ -292,11 +333,11 @@ def matmul_dgated(dy, w_down, g, u, activation: str):
     return dgu, h
 
 
-def matmul_pair(a, b1, b2):
-    """(a @ b1, a @ b2), each tile of a loaded once for both."""
+def matmul_pair(a, b1, b2, out=None):
+    """(a @ b1, a @ b2), each tile of a loaded once for both; `out`: two (M, N) tensors (any
+    strides, e.g. transposed views) to write them into instead of new ones."""
     M, N = a.shape[0], b1.shape[1]
-    c1 = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    c2 = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    c1, c2 = out if out is not None else (torch.empty((M, N), dtype=a.dtype, device=a.device) for _ in range(2))
     if M > 0 and N > 0:
         _bwd_gemm_pair_kernel[_gemm_grid(M, N)](
             a, b1, b2, c1, c2, M, N, a.shape[1], m_bucket(M), m_bucket(N), m_bucket(a.shape[1]),
@@ -313,7 +354,8 @@ def _elementwise(dy, z, u, dz, du, part, activation, gated, store_dz):
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]), triton.cdiv(N, meta["BLOCK_N"]))
     dz_ = dz if dz is not None else dy
     _elementwise_backward_kernel[grid](
-        dy, z, u if u is not None else z, dz_, du if du is not None else dz_, part if part is not None else dz_,
+        dy, z, u if u is not None else z, dz_, du if du is not None else dz_,
+        part if part is not None else _no_part(dy.device),
         M, N, m_bucket(M), dy.stride(0), dy.stride(1), z.stride(0), z.stride(1), dz_.stride(0), dz_.stride(1),
         GATED=gated, HAS_BIAS=part is not None, STORE_DZ=store_dz,
         ACTIVATION=act.triton_fn, ACTIVATION_GRAD=act.triton_grad)
@@ -337,3 +379,122 @@ def dgated(dh, g, u, activation: str):
     dgu = torch.empty((M, 2 * H), dtype=dh.dtype, device=dh.device)
     _elementwise(dh, g, u, dgu[:, :H], dgu[:, H:], None, activation, True, True)
     return dgu
+
+
+# ---- the compile check's examples (fused_mlp.aot): a Llama-3-8B MLP's backward at 8192 tokens --------
+
+_TOKENS, _DIM, _HIDDEN = 8192, 4096, 14336
+
+
+def _meta(*shape, dtype):
+    return torch.empty(*shape, dtype=dtype, device="meta")
+
+
+def _gemm_constexprs(epilogue: str, activation: str, a, two_products=False, has_bias=False):
+    act = get_activation(activation)
+    return dict(EPILOGUE=_EPILOGUES[epilogue], TWO_PRODUCTS=two_products, HAS_BIAS=has_bias,
+                ACTIVATION=act.triton_fn, ACTIVATION_GRAD=act.triton_grad, **_precision(a))
+
+
+def _example_dact(dtype, activation):
+    """linear_act's recompute backward: Z = x @ W^T + b again, dZ = act'(Z) * dY and the bias sums."""
+    x, w, dy = _meta(_TOKENS, _DIM, dtype=dtype), _meta(_HIDDEN, _DIM, dtype=dtype), _meta(_TOKENS, _HIDDEN, dtype=dtype)
+    dz, bias = _meta(_TOKENS, _HIDDEN, dtype=dtype), _meta(_HIDDEN, dtype=dtype)
+    part = _part_buffer(_TOKENS, _HIDDEN, "meta")
+    args = _gemm_args(x, w.t(), dz, e1=dy, bias=bias, part=part)
+    return args, _gemm_constexprs("dact", activation, x, has_bias=True)
+
+
+def _example_dgated(dtype, activation):
+    """gated_mlp's down projection backward: dH = dY @ Wd, then dG, dU and H in the epilogue."""
+    dy, w_down = _meta(_TOKENS, _DIM, dtype=dtype), _meta(_DIM, _HIDDEN, dtype=dtype)
+    g, u, h = (_meta(_TOKENS, _HIDDEN, dtype=dtype) for _ in range(3))
+    dgu = _meta(_TOKENS, 2 * _HIDDEN, dtype=dtype)
+    args = _gemm_args(dy, w_down, dgu[:, :_HIDDEN], e1=g, e2=u, c2=dgu[:, _HIDDEN:], c3=h)
+    return args, _gemm_constexprs("dgated", activation, dy)
+
+
+def _example_dx(dtype, activation):
+    """dX = dZ @ W (linear_act)."""
+    dz, w = _meta(_TOKENS, _HIDDEN, dtype=dtype), _meta(_HIDDEN, _DIM, dtype=dtype)
+    return _gemm_args(dz, w, _meta(_TOKENS, _DIM, dtype=dtype)), _gemm_constexprs("none", activation, dz)
+
+
+def _example_dx_gated(dtype, activation):
+    """dX = dG @ Wg + dU @ Wu in one accumulator (the gated ops), dG and dU column halves of one buffer."""
+    dgu, wg, wu = _meta(_TOKENS, 2 * _HIDDEN, dtype=dtype), _meta(_HIDDEN, _DIM, dtype=dtype), _meta(_HIDDEN, _DIM, dtype=dtype)
+    args = _gemm_args(dgu[:, :_HIDDEN], wg, _meta(_TOKENS, _DIM, dtype=dtype), a2=dgu[:, _HIDDEN:], b2=wu)
+    return args, _gemm_constexprs("none", activation, dgu, two_products=True)
+
+
+def _example_dw(dtype, activation):
+    """dW = dZ^T @ x: a transposed view as A, the token count as K."""
+    dz, x = _meta(_TOKENS, _HIDDEN, dtype=dtype), _meta(_TOKENS, _DIM, dtype=dtype)
+    return _gemm_args(dz.t(), x, _meta(_HIDDEN, _DIM, dtype=dtype)), _gemm_constexprs("none", activation, dz)
+
+
+def _pair_args(a, b1, b2, c1, c2):
+    M, N = a.shape[0], b1.shape[1]
+    return (a, b1, b2, c1, c2, M, N, a.shape[1], m_bucket(M), m_bucket(N), m_bucket(a.shape[1]),
+            a.stride(0), a.stride(1), b1.stride(0), b1.stride(1), b2.stride(0), b2.stride(1),
+            c1.stride(0), c1.stride(1), c2.stride(0), c2.stride(1))
+
+
+def _example_pair_dw(dtype, activation):
+    """dWg^T = x^T @ dG and dWu^T = x^T @ dU from one pass over x, stored into (hidden, dim) weights."""
+    x, dgu = _meta(_TOKENS, _DIM, dtype=dtype), _meta(_TOKENS, 2 * _HIDDEN, dtype=dtype)
+    dwg, dwu = _meta(_HIDDEN, _DIM, dtype=dtype), _meta(_HIDDEN, _DIM, dtype=dtype)
+    return _pair_args(x.t(), dgu[:, :_HIDDEN], dgu[:, _HIDDEN:], dwg.t(), dwu.t()), _precision(x)
+
+
+def _example_pair_recompute(dtype, activation):
+    """recompute=True: G = x @ Wg^T and U = x @ Wu^T again, from one pass over x."""
+    x, wg, wu = _meta(_TOKENS, _DIM, dtype=dtype), _meta(_HIDDEN, _DIM, dtype=dtype), _meta(_HIDDEN, _DIM, dtype=dtype)
+    g, u = _meta(_TOKENS, _HIDDEN, dtype=dtype), _meta(_TOKENS, _HIDDEN, dtype=dtype)
+    return _pair_args(x, wg.t(), wu.t(), g, u), _precision(x)
+
+
+def _elementwise_args(dy, z, u, dz, du, part):
+    M, N = dy.shape
+    return (dy, z, u, dz, du, part, M, N, m_bucket(M), dy.stride(0), dy.stride(1), z.stride(0), z.stride(1),
+            dz.stride(0), dz.stride(1))
+
+
+def _example_elementwise_dact(dtype, activation):
+    """dZ = act'(Z) * dY and its column sums (linear_act's default backward, with a bias)."""
+    dy, z, dz = (_meta(_TOKENS, _HIDDEN, dtype=dtype) for _ in range(3))
+    act = get_activation(activation)
+    args = _elementwise_args(dy, z, z, dz, dz, _part_buffer(_TOKENS, _HIDDEN, "meta"))
+    return args, dict(GATED=False, HAS_BIAS=True, STORE_DZ=True, ACTIVATION=act.triton_fn, ACTIVATION_GRAD=act.triton_grad)
+
+
+def _example_elementwise_dgated(dtype, activation):
+    """dG, dU from dH and the saved G, U (gated_up alone)."""
+    dh, g, u = (_meta(_TOKENS, _HIDDEN, dtype=dtype) for _ in range(3))
+    dgu = _meta(_TOKENS, 2 * _HIDDEN, dtype=dtype)
+    act = get_activation(activation)
+    args = _elementwise_args(dh, g, u, dgu[:, :_HIDDEN], dgu[:, _HIDDEN:], _no_part("meta"))
+    return args, dict(GATED=True, HAS_BIAS=False, STORE_DZ=True, ACTIVATION=act.triton_fn, ACTIVATION_GRAD=act.triton_grad)
+
+
+_ELEMENTWISE_DTYPES = ("bf16", "fp16", "fp32")  # no dot: tf32 compiles as fp32
+KERNELS = (
+    KernelSpec("backward_gemm", "dact", _bwd_gemm_kernel, backward_candidates(), _example_dact, _SHARED, _EXCLUDED,
+               activations=tuple(a for a in ACTIVATIONS if a != "none")),
+    KernelSpec("backward_gemm", "dgated", _bwd_gemm_kernel, backward_candidates(), _example_dgated, _SHARED, _EXCLUDED),
+    # no activation in these epilogues: the dact variant's every-activation compile covers the code
+    KernelSpec("backward_gemm", "dx", _bwd_gemm_kernel, backward_candidates(), _example_dx, _SHARED, _EXCLUDED,
+               epilogue_covered_by="dact"),
+    KernelSpec("backward_gemm", "dx_gated", _bwd_gemm_kernel, backward_candidates(), _example_dx_gated, _SHARED, _EXCLUDED,
+               epilogue_covered_by="dact"),
+    KernelSpec("backward_gemm", "dw", _bwd_gemm_kernel, backward_candidates(), _example_dw, _SHARED, _EXCLUDED,
+               epilogue_covered_by="dact"),
+    KernelSpec("backward_gemm_pair", "dw", _bwd_gemm_pair_kernel, backward_candidates(PAIR_TILES), _example_pair_dw,
+               _SHARED_PAIR),
+    KernelSpec("backward_gemm_pair", "recompute", _bwd_gemm_pair_kernel, backward_candidates(PAIR_TILES),
+               _example_pair_recompute, _SHARED_PAIR, epilogue_covered_by="dw"),
+    KernelSpec("backward_elementwise", "dact", _elementwise_backward_kernel, _elementwise_candidates(),
+               _example_elementwise_dact, _no_shared, dtypes=_ELEMENTWISE_DTYPES, tensor_cores=False),
+    KernelSpec("backward_elementwise", "dgated", _elementwise_backward_kernel, _elementwise_candidates(),
+               _example_elementwise_dgated, _no_shared, dtypes=_ELEMENTWISE_DTYPES, tensor_cores=False),
+)

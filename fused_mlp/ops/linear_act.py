@@ -12,7 +12,7 @@ from ._autograd import refuse_double_backward, trains
 from ._kernel_spec import KernelSpec
 from ._gemm_launch import launch, num_sms, tma_ok
 from ._matmul_common import (check_activation_input, grouped_tile, k_step, m_bucket, rows_view,
-                             split_columns)
+                             split_columns, to_storage)
 from ._tile_loads import load_k_tiles, tile_pointers
 from ._tuning import (PERSISTENT_DTYPES, Exclusion, device_pruner, gemm_candidates, gemm_configs,
                       gemm_shared_bytes, persistent_candidates)
@@ -64,11 +64,11 @@ def _tile_program(
     mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
     acc = _add_bias(acc, b_ptr, stride_b, offs_n, N, HAS_BIAS)
     if STORE_PRE:  # training: the pre-activation, for the backward
-        tl.store(z_ptr + offs_m[:, None] * stride_zm + offs_n[None, :] * stride_zn, acc.to(z_ptr.dtype.element_ty),
+        tl.store(z_ptr + offs_m[:, None] * stride_zm + offs_n[None, :] * stride_zn, to_storage(acc, z_ptr.dtype.element_ty),
                  mask=mask)
     acc = ACTIVATION(acc)
     out_ptrs = out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on
-    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+    tl.store(out_ptrs, to_storage(acc, out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -78,8 +78,8 @@ def _store_part(acc, out_desc, z_desc, b_ptr, stride_b, off_m, off_n, N,
     (and of its pre-activation, for training)."""
     acc = _add_bias(acc, b_ptr, stride_b, off_n + tl.arange(0, WIDTH), N, HAS_BIAS)
     if STORE_PRE:
-        z_desc.store([off_m, off_n], acc.to(z_desc.dtype))
-    out_desc.store([off_m, off_n], ACTIVATION(acc).to(out_desc.dtype))
+        z_desc.store([off_m, off_n], to_storage(acc, z_desc.dtype))
+    out_desc.store([off_m, off_n], to_storage(ACTIVATION(acc), out_desc.dtype))
 
 
 @triton.jit

@@ -18,8 +18,10 @@ from .. import _validate as v
 from .._triton_compat import INTERPRETER, autotune, dot_upcast_needed
 from ..activations import get_activation
 from ._kernel_spec import KernelSpec
-from ._matmul_common import m_bucket, rows_view
+from ._matmul_common import m_bucket, rows_view, saved_rows, to_storage
 from ._tuning import Exclusion, device_pruner
+from . import narrow_mlp_backward
+from ._autograd import refuse_double_backward, trains
 from .linear_act import linear_act
 
 MAX_WIDTH = 128
@@ -59,11 +61,13 @@ _EXCLUDED = (
           prune=device_pruner(_shared_bytes, "x_ptr", _EXCLUDED))
 @triton.jit
 def _narrow_mlp_kernel(
-    x_ptr, w_ptr, b_ptr, out_ptr,
+    # x (M, IN_FEATURES), packed weights (layers, WIDTH, WIDTH), biases (layers, WIDTH), out (M, OUT_FEATURES);
+    # z (NUM_SAVED, M, WIDTH): the pre-activations a training forward saves
+    x_ptr, w_ptr, b_ptr, out_ptr, z_ptr,
     M, IN_FEATURES, OUT_FEATURES, M_BUCKET,
     stride_xm, stride_xk, stride_om, stride_on,
     NUM_LAYERS: tl.constexpr, WIDTH: tl.constexpr, OUT_WIDTHS: tl.constexpr, HAS_BIAS: tl.constexpr,
-    ACTIVATION: tl.constexpr, OUTPUT_ACTIVATION: tl.constexpr,
+    ACTIVATION: tl.constexpr, OUTPUT_ACTIVATION: tl.constexpr, NUM_SAVED: tl.constexpr,
     DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr,
 ):
@@ -86,12 +90,15 @@ def _narrow_mlp_kernel(
         acc = tl.dot(a, w, input_precision=INPUT_PRECISION)
         if HAS_BIAS:
             acc += tl.load(b_ptr + layer * WIDTH + offs_w).to(tl.float32)[None, :]
+        if layer < NUM_SAVED:  # training: the pre-activation, for the backward
+            tl.store(saved_rows(z_ptr, offs_m, M, layer, WIDTH) + offs_w[None, :], to_storage(acc, z_ptr.dtype.element_ty),
+                     mask=row_mask)
         if layer < NUM_LAYERS - 1:
             acc = ACTIVATION(acc)
         else:
             acc = OUTPUT_ACTIVATION(acc)
         # Round to the storage dtype between layers, as a framework MLP in that dtype does.
-        h = acc.to(out_ptr.dtype.element_ty)
+        h = to_storage(acc, out_ptr.dtype.element_ty)
         if layer < NUM_LAYERS - 1:
             if OUT_WIDTHS[layer] < WIDTH:
                 # Padded lanes back to zero: an Inf in a real lane times a padding zero made them
@@ -183,19 +190,66 @@ def _layer_by_layer(x2, packed: PackedMLP, activation: str, output_activation: s
     return h
 
 
-def _kernel_args(x2, packed: PackedMLP, out, activation: str, output_activation: str | None) -> tuple[tuple, dict]:
-    """The kernel's arguments and constexprs (shared with the compile check, fused_mlp.aot)."""
+def _kernel_args(x2, packed: PackedMLP, out, activation: str, output_activation: str | None,
+                 z=None) -> tuple[tuple, dict]:
+    """The kernel's arguments and constexprs (shared with the compile check, fused_mlp.aot). `z`:
+    the (saved layers, M, W) buffer a training forward stores pre-activations in (None: inference)."""
     num_layers, width, _ = packed.weights.shape
     M, in_features = x2.shape
+    saved = z.shape[0] if z is not None else 0
     args = (x2, packed.weights, packed.biases if packed.biases is not None else packed.weights, out,
+            z if saved else out,
             M, in_features, out.shape[1], m_bucket(M),
             x2.stride(0), x2.stride(1), out.stride(0), out.stride(1))
     constexprs = dict(NUM_LAYERS=num_layers, WIDTH=width, OUT_WIDTHS=tuple(packed.widths[1:]),
                       HAS_BIAS=packed.biases is not None,
                       ACTIVATION=get_activation(activation).triton_fn,
                       OUTPUT_ACTIVATION=get_activation(output_activation or "none", "output_activation").triton_fn,
+                      NUM_SAVED=saved,
                       DOT_UPCAST=dot_upcast_needed(x2.dtype), INPUT_PRECISION=v.dot_precision(x2.dtype))
     return args, constexprs
+
+
+def _forward(x2, packed: PackedMLP, activation: str, output_activation: str | None, store_pre: bool = False):
+    """The one-kernel MLP on a 2-D x: (out, the saved pre-activations or None)."""
+    M, width = x2.shape[0], packed.weights.shape[-1]
+    out = torch.empty((M, packed.widths[-1]), dtype=x2.dtype, device=x2.device)
+    z = None
+    if store_pre:
+        saved = narrow_mlp_backward.num_saved(len(packed.widths) - 1, output_activation)
+        z = torch.empty((saved, M, width), dtype=x2.dtype, device=x2.device)
+    if M > 0:
+        args, constexprs = _kernel_args(x2, packed, out, activation, output_activation, z)
+        grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]),)  # noqa: E731
+        _narrow_mlp_kernel[grid](*args, **constexprs)
+    return out, z
+
+
+class _NarrowMLP(torch.autograd.Function):
+    """The one-kernel MLP for training (float16, bfloat16). Saves x and every needed layer's
+    pre-activation (see narrow_mlp_backward); gradients come back for the packed buffers, and
+    from them through pack_layers' copies to each layer's own weight and bias."""
+
+    @staticmethod
+    def forward(ctx, x2, weights, biases, widths, activation, output_activation):
+        packed = PackedMLP(weights, biases, widths)
+        out, z = _forward(x2, packed, activation, output_activation, store_pre=True)
+        ctx.meta = (widths, activation, output_activation, biases is not None)
+        ctx.save_for_backward(x2, weights, z)
+        return out
+
+    @staticmethod
+    def backward(ctx, dy):
+        refuse_double_backward("narrow_mlp")
+        x2, weights, z = ctx.saved_tensors
+        widths, activation, output_activation, has_bias = ctx.meta
+        if x2.shape[0] == 0:
+            dw = torch.zeros_like(weights) if ctx.needs_input_grad[1] else None
+            db = torch.zeros(weights.shape[:2], dtype=weights.dtype, device=weights.device) if has_bias else None
+            return x2.new_empty(0, widths[0]), dw, db, None, None, None
+        dx, dw, db = narrow_mlp_backward.narrow_mlp_backward(
+            dy, x2, weights, has_bias, z, widths, activation, output_activation, ctx.needs_input_grad[:3])
+        return dx, dw, db, None, None, None
 
 
 def _check_packed(packed) -> None:
@@ -226,22 +280,19 @@ def narrow_mlp_packed(x: torch.Tensor, packed: PackedMLP, activation: str = "rel
     _check_packed(packed)
     v.check_same("x", x, **{"packed.weights": packed.weights})
     v.check_runnable_device("x", x)
-    v.check_forward_only(x, packed.weights, packed.biases)
     in_features, out_features = packed.widths[0], packed.widths[-1]
     if x.shape[-1] != in_features:
         raise ValueError(
             f"x has shape {tuple(x.shape)}; its last dim must be the MLP's in_features = {in_features}"
         )
     x2 = rows_view(x)
-    if x.dtype == torch.float32:
-        return _layer_by_layer(x2, packed, activation, output_activation).reshape(*x.shape[:-1], out_features)
-    M = x2.shape[0]
-    out = torch.empty((M, out_features), dtype=x.dtype, device=x.device)
-    if M > 0:
-        args, constexprs = _kernel_args(x2, packed, out, activation, output_activation)
-        grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]),)
-        _narrow_mlp_kernel[grid](*args, **constexprs)
-    return out.reshape(*x.shape[:-1], out_features)
+    if x.dtype == torch.float32:  # linear_act per layer: its autograd carries the gradients
+        out = _layer_by_layer(x2, packed, activation, output_activation)
+    elif trains(x, packed.weights, packed.biases):
+        out = _NarrowMLP.apply(x2, packed.weights, packed.biases, packed.widths, activation, output_activation)
+    else:
+        out, _ = _forward(x2, packed, activation, output_activation)
+    return out if x.dim() == 2 else out.reshape(*x.shape[:-1], out_features)
 
 
 def narrow_mlp(x: torch.Tensor, weights: Sequence[torch.Tensor],
