@@ -14,7 +14,8 @@ imported only when a fused case is measured (`harness.implementations.library`).
 
 A new Case benchmark class (bench_ops.py's, or a training-mode one) subclasses _CaseBenchmark,
 sets `op`, `params` (and `param_names` beyond case and impl) and, where its call is not the
-forward one, overrides the hooks `prepared_call` and `result_problem`.
+forward one, overrides the hooks `prepared_call` and `result_problem`, or `measure_metrics`
+where the whole measurement differs (bench_training's Steps).
 """
 
 import hashlib
@@ -151,7 +152,7 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
         options = dict(zip(self.param_names[2:], rest))
         try:
             return {"metrics": self._measure(Case.from_key(case_key), impl, options)}
-        except Skipped as e:
+        except (Skipped, NotImplementedError) as e:  # NotImplementedError: the suite's (and asv's) skip
             return {"skip": str(e)}
         except torch.cuda.OutOfMemoryError as e:
             return {"skip": f"does not fit in device memory: {e}"}
@@ -160,6 +161,12 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
 
     def _measure(self, case: Case, impl: str, options: dict) -> dict:
         device = "cuda" if torch.cuda.is_available() else "cpu"
+        return self.measure_metrics(case, impl, device, **options)
+
+    def measure_metrics(self, case: Case, impl: str, device: str, **options) -> dict:
+        """{metric: value or {"skip": why}} of one case x implementation in the forward mode (a
+        hook: bench_training measures a training Step instead). Raises Skipped (or
+        NotImplementedError) for what cannot run here, anything else for a failure."""
         reason = implementations.unavailable_reason(case, impl, device)
         if reason:
             raise Skipped(reason)

@@ -1,6 +1,8 @@
 """The asv suite: `asv check`, and a real CPU run of the tiny grid whose result files are read
 back (names, params, samples; skipped = NaN, failed = null)."""
 
+import importlib
+import itertools
 import math
 
 import pytest
@@ -11,7 +13,7 @@ from benchmarks.harness.ops import OPS
 from benchmarks.harness.workloads import Case
 from dashboard.data import load_results
 
-from tests.suite_run import asv_env as _asv_env, asv_project as _asv_project, asv as _asv, run_tiny_suite
+from tests.suite_run import ROOT, asv_env as _asv_env, asv_project as _asv_project, asv as _asv, run_tiny_suite
 
 
 @pytest.mark.slow
@@ -208,3 +210,37 @@ def test_every_timed_op_has_its_class_written_out_in_bench_ops():
         cls = getattr(bench_ops, OPS[op].benchmark_class)
         assert cls.op == op and cls.params == common._CaseBenchmark.grid_params(op)
         assert cls.__doc__.startswith(op)
+
+
+def _asv_call(name: str, param_idx: int, cache_dir, monkeypatch):
+    """One benchmark process as asv_runner makes it: setup_cache's folder first, then the
+    params, into setup and the track_ method (what `asv run` does, without the subprocess)."""
+    from asv_runner.discovery import get_benchmark_from_name
+
+    monkeypatch.chdir(cache_dir)  # asv runs setup_cache in its per-run cache folder
+    bench = get_benchmark_from_name(str(ROOT / "benchmarks"), f"{name}-{param_idx}")
+    bench.set_cache(bench.do_setup_cache())
+    if bench.do_setup():
+        return "skipped"
+    try:
+        return bench.do_run()
+    except NotImplementedError as e:  # asv_runner's SkipNotImplemented is one
+        return f"skipped: {e}"
+
+
+def test_training_classes_run_the_way_asv_calls_them(tmp_path, monkeypatch):
+    """bench_training's classes take asv's setup_cache folder like bench_ops' (a signature
+    without it fails every training benchmark in a real run) and share one measuring pass."""
+    from benchmarks import bench_training
+
+    monkeypatch.setenv(common.GRID_ENV, "tiny")
+    params = list(itertools.product(*importlib.reload(bench_training).LinearActTraining.params))
+    idx = params.index((grid("tiny")["linear_act"][0].key, "eager", "backward"))
+    calls = []
+    real = common._CaseBenchmark._measure
+    monkeypatch.setattr(common._CaseBenchmark, "_measure", lambda self, *a: calls.append(a) or real(self, *a))
+    latency = _asv_call("bench_training.LinearActTraining.track_latency", idx, tmp_path, monkeypatch)
+    assert latency["number"] == 1 and len(latency["samples"]) == common._CaseBenchmark.samples
+    memory = _asv_call("bench_training.LinearActTraining.track_peak_memory", idx, tmp_path, monkeypatch)
+    assert memory == "skipped: peak memory is read from the CUDA allocator"
+    assert len(calls) == 1  # the second metric read what the first filed
