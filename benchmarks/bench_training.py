@@ -26,6 +26,10 @@ class _TrainingBenchmark(_CaseBenchmark):
 
     param_names = ["case", "impl", "mode"]
     timeout = 1800  # cold max-autotune of a training graph tunes every forward and backward GEMM
+    # A step is three forwards' work (milliseconds at the grid's sizes): 50 samples after 10
+    # warm-up steps settle its median, at half the GPU time of the forward's 100 + 25.
+    samples = 50
+    warmup = 10
 
     def prepared_step(self, case, impl, inputs, mode):
         """The Step to measure (a hook: the suite's own tests plant a wrong one)."""

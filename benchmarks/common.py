@@ -8,6 +8,13 @@ samples, peak memory, kernels per call) and files them in asv's setup_cache fold
 run, removed by asv when the run ends); the other metrics' processes read that file. A skip or
 a failure is filed too, so every metric of the combination reports it without measuring again.
 
+That first process then measures and files the case's other implementations too (every one but
+fused, the library under test, which always has a process of its own): CUDA's start, the
+profiler's and Inductor's imports are paid once per case instead of once per implementation (on
+the GPU runner most of the suite's time outside compiles). Dynamo's caches are reset between
+them, as between processes. A crash that kills that process (not an exception: those are filed
+as the implementation's failure) costs the metric it ran for; the others measure themselves.
+
 Import stays cheap: no CUDA initialisation and no tensors at module level (asv imports the suite
 for discovery on machines without a GPU, and forkserver forks after import). fused_mlp itself is
 imported only when a fused case is measured (`harness.implementations.library`).
@@ -109,11 +116,26 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
         else:
             filed = self.measure_all(*params)
             _file(folder, name, filed)
+            self._measure_siblings(folder, params)
         if "skip" in filed:
             raise NotImplementedError(filed["skip"])
         if "failed" in filed:
             raise AssertionError(filed["failed"])
         self.measured = filed["metrics"]
+
+    def _measure_siblings(self, folder, params) -> None:
+        """File every other implementation of this case (and mode) not filed yet, fused excepted."""
+        case_key, impl, *rest = params
+        params = getattr(self, "params", ())
+        impls = params[1] if isinstance(params, (list, tuple)) and len(params) > 1 else ()
+        for other in impls:
+            name = _filed_name(type(self).__name__, (case_key, other, *rest))
+            if other in (impl, implementations.FUSED) or os.path.exists(os.path.join(folder, name)):
+                continue
+            implementations.reset_compiled()  # as a fresh process would start
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            _file(folder, name, self.measure_all(case_key, other, *rest))
 
     def _metric(self, name):
         value = self.measured[name]

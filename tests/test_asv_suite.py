@@ -124,12 +124,19 @@ def test_grid_names_and_errors(monkeypatch):
 
 
 def test_default_grid_covers_what_the_issue_asks():
+    """Real model shapes at decode and prefill, every dtype and the activations of real MLPs,
+    within the GPU budget (tests/test_suite_cost.py): fp16 is the narrow MLP's (it compiles and
+    runs as bf16 does), "none" (no epilogue) and fp16 linear_act are in the full grid."""
     cases = grid("default")
     linear = cases["linear_act"]
     assert {c.M for c in linear} == {1, 16, 128, 2048, 8192}
     assert {(c.K, c.N) for c in linear} >= {(768, 3072), (3072, 768), (4096, 14336), (14336, 4096)}
-    assert {c.dtype for c in linear} == {"bf16", "fp16", "fp32"}
-    assert {c.activation for c in linear} == {"relu", "gelu", "gelu_tanh", "silu", "none"}
+    assert {c.dtype for c in linear} == {"bf16", "fp32"}
+    assert {c.dtype for op_cases in cases.values() for c in op_cases} == {"bf16", "fp16", "fp32"}
+    assert {c.activation for c in linear} == {"relu", "gelu", "gelu_tanh", "silu"}
+    full = grid("full")["linear_act"]
+    assert {c.activation for c in full} == {"relu", "gelu", "gelu_tanh", "silu", "none"}
+    assert {c.dtype for c in full} == {"bf16", "fp16", "fp32"}
     gated = {(c.M, c.K, c.N, c.activation) for c in cases["gated_mlp"]}
     assert {(8192, 768, 3072, "gelu_tanh"), (8192, 4096, 14336, "silu"), (16, 4096, 14336, "silu")} <= gated
     narrow = cases["narrow_mlp"]
@@ -169,13 +176,19 @@ class TestMeasuringPass:
             with pytest.raises(AssertionError, match="computes a wrong result"):
                 Wrong().setup(str(tmp_path), key, "eager")
 
-    def test_one_pass_serves_every_metric(self, tmp_path, monkeypatch):
-        """The first metric's process measures; the others read what it filed (no second setup)."""
+    def test_one_pass_serves_every_metric_and_the_case_s_other_implementations(self, tmp_path, monkeypatch):
+        """The first metric's process measures its combination, then files the case's other
+        implementations except fused (one CUDA start per case); every later process reads."""
         key = grid("tiny")["narrow_mlp"][0].key
         calls = []
         real = common._CaseBenchmark._measure
-        monkeypatch.setattr(common._CaseBenchmark, "_measure",
-                            lambda self, *a: calls.append(a) or real(self, *a))
+        stand_in = {"latency": {"samples": [1e-3], "number": 1}, "peak_memory": 1, "kernels_per_call": 1}
+
+        def measure(self, case, impl, options):  # eager for real; the others stand-ins, to keep this fast
+            calls.append(impl)
+            return real(self, case, impl, options) if impl == "eager" else stand_in
+
+        monkeypatch.setattr(common._CaseBenchmark, "_measure", measure)
         monkeypatch.chdir(tmp_path)  # asv runs setup_cache in its per-run cache folder
         folder = common._CaseBenchmark().setup_cache()
         assert folder == str(tmp_path / "measurements")
@@ -187,21 +200,28 @@ class TestMeasuringPass:
                 results[metric] = getattr(bench, metric)(folder, key, "eager")
             except NotImplementedError as e:
                 results[metric] = str(e)
-        assert len(calls) == 1
+        impls = bench_ops.NarrowMLP.params[1]
+        assert calls == ["eager"] + [i for i in impls if i not in ("eager", "fused")]
         out = results["track_latency"]
         assert out["number"] == 1 and len(out["samples"]) == common._CaseBenchmark.samples
         assert all(0 < s < 1 for s in out["samples"])
         assert results["track_peak_memory"] == "peak memory is read from the CUDA allocator"
-        other = bench_ops.NarrowMLP()
-        other.setup(folder, key, "compile")  # another combination is measured on its own
-        assert len(calls) == 2
+        compiled = bench_ops.NarrowMLP()
+        compiled.setup(folder, key, "compile")  # filed by eager's process
+        assert compiled.track_kernels_per_call(folder, key, "compile") == 1 and len(calls) == len(impls) - 1
+        bench_ops.NarrowMLP().setup(folder, key, "fused")  # the library under test: its own process
+        assert calls[-1] == "fused" and len(calls) == len(impls)
 
     def test_a_skip_is_filed_for_every_metric(self, tmp_path, monkeypatch):
         monkeypatch.setenv("TRITON_INTERPRET", "0")
         key = grid("tiny")["linear_act"][0].key
+
+        class CublasltOnly(bench_ops.LinearAct):  # no sibling implementations to file
+            params = ([key], ["cublaslt"])
+
         for _ in range(2):
             with pytest.raises(NotImplementedError, match="cublaslt needs a CUDA device"):
-                bench_ops.LinearAct().setup(str(tmp_path), key, "cublaslt")
+                CublasltOnly().setup(str(tmp_path), key, "cublaslt")
         assert len(list(tmp_path.iterdir())) == 1
 
 
@@ -238,9 +258,17 @@ def test_training_classes_run_the_way_asv_calls_them(tmp_path, monkeypatch):
     idx = params.index((grid("tiny")["linear_act"][0].key, "eager", "backward"))
     calls = []
     real = common._CaseBenchmark._measure
-    monkeypatch.setattr(common._CaseBenchmark, "_measure", lambda self, *a: calls.append(a) or real(self, *a))
+    stand_in = {"latency": {"samples": [1e-3], "number": 1}, "peak_memory": 1, "kernels_per_call": 1}
+
+    def measure(self, case, impl, options):  # eager for real; its siblings stand-ins, to keep this fast
+        calls.append((impl, options["mode"]))
+        return real(self, case, impl, options) if impl == "eager" else stand_in
+
+    monkeypatch.setattr(common._CaseBenchmark, "_measure", measure)
     latency = _asv_call("bench_training.LinearActTraining.track_latency", idx, tmp_path, monkeypatch)
-    assert latency["number"] == 1 and len(latency["samples"]) == common._CaseBenchmark.samples
+    assert latency["number"] == 1 and len(latency["samples"]) == bench_training.LinearActTraining.samples
+    assert calls[0] == ("eager", "backward") and all(mode == "backward" for _, mode in calls)
+    measured = len(calls)
     memory = _asv_call("bench_training.LinearActTraining.track_peak_memory", idx, tmp_path, monkeypatch)
     assert memory == "skipped: peak memory is read from the CUDA allocator"
-    assert len(calls) == 1  # the second metric read what the first filed
+    assert len(calls) == measured  # the second metric read what the first filed
