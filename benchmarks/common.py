@@ -28,12 +28,13 @@ where the whole measurement differs (bench_training's Steps).
 import hashlib
 import json
 import os
+import re
 import traceback
 
 import torch
 
 from .harness import cost, implementations, timing  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
-from .harness.grids import GRID_ENV, GRIDS, grid
+from .harness.grids import BENCH_ENV, GRID_ENV, GRIDS, grid
 from .harness.references import mismatch, reference
 from .harness.tensors import make_inputs, torch_dtype
 from .harness.tolerances import tolerance
@@ -124,18 +125,32 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
         self.measured = filed["metrics"]
 
     def _measure_siblings(self, folder, params) -> None:
-        """File every other implementation of this case (and mode) not filed yet, fused excepted."""
+        """File every other implementation of this case (and mode) that this asv run selects and
+        that is not filed yet, fused excepted."""
         case_key, impl, *rest = params
         params = getattr(self, "params", ())
         impls = params[1] if isinstance(params, (list, tuple)) and len(params) > 1 else ()
         for other in impls:
             name = _filed_name(type(self).__name__, (case_key, other, *rest))
-            if other in (impl, implementations.FUSED) or os.path.exists(os.path.join(folder, name)):
+            if (other in (impl, implementations.FUSED) or os.path.exists(os.path.join(folder, name))
+                    or not self._selected((case_key, other, *rest))):
                 continue
             implementations.reset_compiled()  # as a fresh process would start
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
             _file(folder, name, self.measure_all(case_key, other, *rest))
+
+    def _selected(self, params) -> bool:
+        """Whether this asv run runs some metric of this combination: $FUSED_MLP_BENCH holds the
+        run's -b regex (benchmarks.run sets it), matched as asv matches it, against
+        `module.Class.metric(param reprs)`; unset, every combination is selected."""
+        regex = os.environ.get(BENCH_ENV)
+        if not regex:
+            return True
+        cls = type(self)
+        prefix = f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}"
+        args = ", ".join(map(repr, params))
+        return any(re.search(regex, f"{prefix}.{metric}({args})") for metric in dir(cls) if metric.startswith("track_"))
 
     def _metric(self, name):
         value = self.measured[name]

@@ -38,7 +38,7 @@ import tempfile
 from pathlib import Path
 
 from .checkout import uncommitted_code_changes
-from .harness.grids import GRID_ENV, GRIDS
+from .harness.grids import BENCH_ENV, GRID_ENV, GRIDS
 
 REPO = Path(__file__).resolve().parents[1]
 # Static compile metrics (bench_compile) need no GPU: a runner's time goes to the timings only.
@@ -130,6 +130,8 @@ def register_machine(python: str, machine: str) -> int:
 def run_asv(python: str, config: Path, machine: str, commit: str, library_path: Path, extra: list[str]) -> int:
     env = {**os.environ, "ASV_PYTHONPATH": os.pathsep.join(
         [str(library_path), *filter(None, [os.environ.get("ASV_PYTHONPATH")])])}
+    if "-b" in extra:  # a case's first process measures only the implementations this run selects
+        env[BENCH_ENV] = extra[extra.index("-b") + 1]
     cmd = [python, "-m", "asv", "--config", str(config), "run", "-E", f"existing:{python}",
            "--set-commit-hash", commit, "--record-samples", "--machine", machine, *extra]
     print("==", commit, flush=True)

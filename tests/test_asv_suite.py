@@ -212,6 +212,22 @@ class TestMeasuringPass:
         bench_ops.NarrowMLP().setup(folder, key, "fused")  # the library under test: its own process
         assert calls[-1] == "fused" and len(calls) == len(impls)
 
+    def test_only_the_implementations_the_run_selects_are_filed(self, tmp_path, monkeypatch):
+        """With asv's -b in $FUSED_MLP_BENCH (benchmarks.run sets it), the case's first process
+        measures the selected siblings only: a run of one implementation measures one."""
+        key = grid("tiny")["narrow_mlp"][0].key
+        calls = []
+        stand_in = {"latency": {"samples": [1e-3], "number": 1}, "peak_memory": 1, "kernels_per_call": 1}
+        monkeypatch.setattr(common._CaseBenchmark, "_measure", lambda self, case, impl, options: calls.append(impl)
+                            or stand_in)
+        monkeypatch.setenv(common.BENCH_ENV, r"^bench_ops\.NarrowMLP\.track_latency\(.*'(eager|compile)'\)$")
+        bench_ops.NarrowMLP().setup(str(tmp_path), key, "eager")
+        assert calls == ["eager", "compile"]
+        monkeypatch.setenv(common.BENCH_ENV, "bench_ops.LinearAct")  # no NarrowMLP sibling selected
+        (tmp_path / "other").mkdir()
+        bench_ops.NarrowMLP().setup(str(tmp_path / "other"), key, "fused")
+        assert calls == ["eager", "compile", "fused"]
+
     def test_a_skip_is_filed_for_every_metric(self, tmp_path, monkeypatch):
         monkeypatch.setenv("TRITON_INTERPRET", "0")
         key = grid("tiny")["linear_act"][0].key
