@@ -42,6 +42,9 @@ def asv_project(tmp: Path, extra_benchmark: str | None = None) -> Path:
     conf = asv_util.load_json(ROOT / "asv.conf.json", js_comments=True)
     bench_dir = tmp / "benchmarks"
     shutil.copytree(ROOT / "benchmarks", bench_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    # asv imports the config's plugins (its environment type) from the config's directory
+    shutil.copytree(ROOT / "tools" / "asv_plugins", tmp / "tools" / "asv_plugins",
+                    ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
     if extra_benchmark:
         (bench_dir / "bench_broken.py").write_text(extra_benchmark)
     conf.update(repo=str(ROOT), benchmark_dir=str(bench_dir), results_dir=str(tmp / "results"),
