@@ -34,7 +34,8 @@ import traceback
 import torch
 
 from .harness import cost, implementations, timing  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
-from .harness.grids import BENCH_ENV, GRID_ENV, GRIDS, grid
+from . import skip_reasons
+from .harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV, grid
 from .harness.references import mismatch, reference
 from .harness.tensors import make_inputs, torch_dtype
 from .harness.tolerances import tolerance
@@ -117,6 +118,7 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
         else:
             filed = self.measure_all(*params)
             _file(folder, name, filed)
+            self._record_reasons(params, filed)
             self._measure_siblings(folder, params)
         if "skip" in filed:
             raise NotImplementedError(filed["skip"])
@@ -138,7 +140,32 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
             implementations.reset_compiled()  # as a fresh process would start
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
-            _file(folder, name, self.measure_all(case_key, other, *rest))
+            filed = self.measure_all(case_key, other, *rest)
+            _file(folder, name, filed)
+            self._record_reasons((case_key, other, *rest), filed)
+
+    def _benchmark_prefix(self) -> str:
+        """asv's name for this class: module (within the suite) and class."""
+        cls = type(self)
+        return f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}"
+
+    def _record_reasons(self, params, filed: dict) -> None:
+        """Why each metric of this combination is NaN or null, into $FUSED_MLP_OUTCOMES when set
+        (benchmarks/skip_reasons.py: asv stores no reason)."""
+        folder = os.environ.get(OUTCOMES_ENV)
+        if not folder:
+            return
+        named = dict(zip(self.param_names, params))
+        whole = ("skipped", filed["skip"]) if "skip" in filed else ("failed", filed["failed"]) if "failed" in filed else None
+        entries = []
+        for metric in METRICS:
+            value = filed.get("metrics", {}).get(metric)
+            status = whole or (("skipped", value["skip"]) if isinstance(value, dict) and "skip" in value else None)
+            if status:
+                entries.append(skip_reasons.entry(f"{self._benchmark_prefix()}.track_{metric}", named, *status))
+        measured = [[f"{self._benchmark_prefix()}.track_{metric}", named] for metric in METRICS]
+        os.makedirs(folder, exist_ok=True)
+        _file(folder, _filed_name(self._benchmark_prefix(), params), {"entries": entries, "measured": measured})
 
     def _selected(self, params) -> bool:
         """Whether this asv run runs some metric of this combination: $FUSED_MLP_BENCH holds the
@@ -147,10 +174,9 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
         regex = os.environ.get(BENCH_ENV)
         if not regex:
             return True
-        cls = type(self)
-        prefix = f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}"
-        args = ", ".join(map(repr, params))
-        return any(re.search(regex, f"{prefix}.{metric}({args})") for metric in dir(cls) if metric.startswith("track_"))
+        prefix, args = self._benchmark_prefix(), ", ".join(map(repr, params))
+        return any(re.search(regex, f"{prefix}.{metric}({args})") for metric in dir(type(self))
+                   if metric.startswith("track_"))
 
     def _metric(self, name):
         value = self.measured[name]

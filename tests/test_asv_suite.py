@@ -3,17 +3,18 @@ back (names, params, samples; skipped = NaN, failed = null)."""
 
 import importlib
 import itertools
+import json
 import math
 
 import pytest
 
-from benchmarks import bench_ops, common
+from benchmarks import bench_ops, common, skip_reasons
 from benchmarks.harness.grids import GRIDS, benchmarked_ops, grid
 from benchmarks.harness.ops import OPS
 from benchmarks.harness.workloads import Case
 from dashboard.data import load_results
 
-from tests.suite_run import ROOT, asv_env as _asv_env, asv_project as _asv_project, asv as _asv, run_tiny_suite
+from tests.suite_run import OUTCOMES_DIRNAME, ROOT, asv_env as _asv_env, asv_project as _asv_project, asv as _asv, run_tiny_suite
 
 
 @pytest.mark.slow
@@ -89,6 +90,31 @@ def test_static_compile_metrics_are_recorded(tiny_run):
     spills = _column(doc, "result", "bench_compile.KernelResources.track_spill_bytes")
     assert all(0 < r <= 255 for r in registers), registers
     assert all(s > 1024 for s in shared) and all(s == 0 for s in spills)
+
+
+@pytest.mark.slow
+def test_every_nan_and_null_of_a_case_benchmark_has_its_reason_kept(tiny_run):
+    """The reasons asv does not store, as benchmarks.run keeps them (benchmarks/skip_reasons.py)."""
+    _, doc, results_dir = tiny_run
+    entries, _ = skip_reasons.collect(results_dir.parent / OUTCOMES_DIRNAME)
+    reasons = {(e["benchmark"], json.dumps(e["params"], sort_keys=True)): e for e in entries}
+    checked = 0
+    for name, row in doc["results"].items():
+        if not name.startswith(("bench_ops.", "bench_training.", "bench_broken.")):
+            continue
+        cols = dict(zip(doc["result_columns"], row))
+        params = [dict(zip(["case", "impl", "mode"], map(eval, combo))) for combo in itertools.product(*cols["params"])]
+        for value, combo in zip(cols["result"], params):
+            if value is None or math.isnan(value):
+                entry = reasons[(name, json.dumps(combo, sort_keys=True))]
+                assert entry["status"] == ("failed" if value is None else "skipped") and entry["reason"], entry
+                checked += 1
+    assert checked > 20
+    cublaslt = next(e for e in entries if e["benchmark"] == "bench_ops.LinearAct.track_latency"
+                    and e["params"]["impl"] == "cublaslt")
+    assert cublaslt["reason"] == "cublaslt needs a CUDA device"
+    broken = next(e for e in entries if e["benchmark"] == "bench_broken.BrokenGate.track_latency")
+    assert broken["status"] == "failed" and "computes a wrong result" in broken["reason"]
 
 
 @pytest.mark.slow

@@ -35,6 +35,9 @@ GRID_ENV = "FUSED_MLP_GRID"  # the grid an asv run uses (default: "default")
 # The asv run's -b regex (benchmarks.run sets it), so that a case's first measuring process files
 # only the implementations the run selects (common._CaseBenchmark).
 BENCH_ENV = "FUSED_MLP_BENCH"
+# A folder where each measured combination files why it was skipped or failed (benchmarks.run
+# sets it and keeps the reasons beside the results: benchmarks/skip_reasons.py).
+OUTCOMES_ENV = "FUSED_MLP_OUTCOMES"
 
 
 def benchmarked_ops() -> list[str]:
