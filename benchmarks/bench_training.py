@@ -8,12 +8,9 @@ cannot train (fused_mlp before its backward, cuBLASLt's epilogue, a peer not ins
 with the reason. The logic lives in harness/training_case.py; these classes only bind it to asv.
 """
 
-import torch
-
-from .common import _CaseBenchmark, grid_name, skip
+from .common import _CaseBenchmark, grid_name
 from .harness import implementations, training, training_case  # modules: asv takes track_* names
 from .harness.grids import training_grid
-from .harness.workloads import Case
 
 
 def _params(op: str):
@@ -21,40 +18,35 @@ def _params(op: str):
 
 
 class _TrainingBenchmark(_CaseBenchmark):
-    """params = (case key, implementation, mode); subclasses set `op` and `params`."""
+    """params = (case key, implementation, mode); subclasses set `op` and `params`. The metrics
+    come from _CaseBenchmark's one measuring pass per combination, which calls measure_metrics.
+
+    track_peak_memory here: for `backward` the backward's own peak, for `full` the activations
+    saved for backward plus it (training.peak_memory)."""
 
     param_names = ["case", "impl", "mode"]
     timeout = 1800  # cold max-autotune of a training graph tunes every forward and backward GEMM
-
-    def setup(self, case_key: str, impl: str, mode: str):
-        self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        self.step = training_case.set_up(Case.from_key(case_key), impl, mode, self.device, self.prepared_step)
+    # A step is three forwards' work (milliseconds at the grid's sizes): 50 samples after 10
+    # warm-up steps settle its median, at half the GPU time of the forward's 100 + 25.
+    samples = 50
+    warmup = 10
 
     def prepared_step(self, case, impl, inputs, mode):
         """The Step to measure (a hook: the suite's own tests plant a wrong one)."""
         return implementations.prepare(case, impl, inputs, mode)
 
-    def track_latency(self, case_key, impl, mode):
-        interpreted = impl == implementations.FUSED and self.device == "cpu"
+    def measure_metrics(self, case, impl, device, mode):
+        step = training_case.set_up(case, impl, mode, device, self.prepared_step)
+        interpreted = impl == implementations.FUSED and device == "cpu"
         samples, warmup = (self.interpreter_samples, 1) if interpreted else (self.samples, self.warmup)
-        return training_case.latency(self.step, self.device, samples, warmup)
-
-    track_latency.unit = "seconds"
-
-    def track_peak_memory(self, case_key, impl, mode):
-        """backward: the backward's own peak; full: the activations saved for backward plus it."""
-        if self.device != "cuda":
-            skip("peak memory is read from the CUDA allocator")
-        return training.peak_memory(self.step)
-
-    track_peak_memory.unit = "bytes"
-
-    def track_kernels_per_call(self, case_key, impl, mode):
-        if self.device != "cuda":
-            skip("device kernels are counted on CUDA")
-        return training_case.kernels(self.step)
-
-    track_kernels_per_call.unit = "kernels"
+        metrics = {"latency": training_case.latency(step, device, samples, warmup)}
+        if device != "cuda":
+            metrics["peak_memory"] = {"skip": "peak memory is read from the CUDA allocator"}
+            metrics["kernels_per_call"] = {"skip": "device kernels are counted on CUDA"}
+            return metrics
+        metrics["peak_memory"] = training.peak_memory(step)
+        metrics["kernels_per_call"] = training_case.kernels(step)  # torch.profiler: last
+        return metrics
 
 
 class LinearActTraining(_TrainingBenchmark):

@@ -8,24 +8,34 @@ samples, peak memory, kernels per call) and files them in asv's setup_cache fold
 run, removed by asv when the run ends); the other metrics' processes read that file. A skip or
 a failure is filed too, so every metric of the combination reports it without measuring again.
 
+That first process then measures and files the case's other implementations too (every one but
+fused, the library under test, which always has a process of its own): CUDA's start, the
+profiler's and Inductor's imports are paid once per case instead of once per implementation (on
+the GPU runner most of the suite's time outside compiles). Dynamo's caches are reset between
+them, as between processes. A crash that kills that process (not an exception: those are filed
+as the implementation's failure) costs the metric it ran for; the others measure themselves.
+
 Import stays cheap: no CUDA initialisation and no tensors at module level (asv imports the suite
 for discovery on machines without a GPU, and forkserver forks after import). fused_mlp itself is
 imported only when a fused case is measured (`harness.implementations.library`).
 
 A new Case benchmark class (bench_ops.py's, or a training-mode one) subclasses _CaseBenchmark,
 sets `op`, `params` (and `param_names` beyond case and impl) and, where its call is not the
-forward one, overrides the hooks `prepared_call` and `result_problem`.
+forward one, overrides the hooks `prepared_call` and `result_problem`, or `measure_metrics`
+where the whole measurement differs (bench_training's Steps).
 """
 
 import hashlib
 import json
 import os
+import re
 import traceback
 
 import torch
 
 from .harness import cost, implementations, timing  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
-from .harness.grids import GRID_ENV, GRIDS, grid
+from . import skip_reasons
+from .harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV, grid
 from .harness.references import mismatch, reference
 from .harness.tensors import make_inputs, torch_dtype
 from .harness.tolerances import tolerance
@@ -108,11 +118,65 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
         else:
             filed = self.measure_all(*params)
             _file(folder, name, filed)
+            self._record_reasons(params, filed)
+            self._measure_siblings(folder, params)
         if "skip" in filed:
             raise NotImplementedError(filed["skip"])
         if "failed" in filed:
             raise AssertionError(filed["failed"])
         self.measured = filed["metrics"]
+
+    def _measure_siblings(self, folder, params) -> None:
+        """File every other implementation of this case (and mode) that this asv run selects and
+        that is not filed yet, fused excepted."""
+        case_key, impl, *rest = params
+        params = getattr(self, "params", ())
+        impls = params[1] if isinstance(params, (list, tuple)) and len(params) > 1 else ()
+        for other in impls:
+            name = _filed_name(type(self).__name__, (case_key, other, *rest))
+            if (other in (impl, implementations.FUSED) or os.path.exists(os.path.join(folder, name))
+                    or not self._selected((case_key, other, *rest))):
+                continue
+            implementations.reset_compiled()  # as a fresh process would start
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+            filed = self.measure_all(case_key, other, *rest)
+            _file(folder, name, filed)
+            self._record_reasons((case_key, other, *rest), filed)
+
+    def _benchmark_prefix(self) -> str:
+        """asv's name for this class: module (within the suite) and class."""
+        cls = type(self)
+        return f"{cls.__module__.rsplit('.', 1)[-1]}.{cls.__name__}"
+
+    def _record_reasons(self, params, filed: dict) -> None:
+        """Why each metric of this combination is NaN or null, into $FUSED_MLP_OUTCOMES when set
+        (benchmarks/skip_reasons.py: asv stores no reason)."""
+        folder = os.environ.get(OUTCOMES_ENV)
+        if not folder:
+            return
+        named = dict(zip(self.param_names, params))
+        whole = ("skipped", filed["skip"]) if "skip" in filed else ("failed", filed["failed"]) if "failed" in filed else None
+        entries = []
+        for metric in METRICS:
+            value = filed.get("metrics", {}).get(metric)
+            status = whole or (("skipped", value["skip"]) if isinstance(value, dict) and "skip" in value else None)
+            if status:
+                entries.append(skip_reasons.entry(f"{self._benchmark_prefix()}.track_{metric}", named, *status))
+        measured = [[f"{self._benchmark_prefix()}.track_{metric}", named] for metric in METRICS]
+        os.makedirs(folder, exist_ok=True)
+        _file(folder, _filed_name(self._benchmark_prefix(), params), {"entries": entries, "measured": measured})
+
+    def _selected(self, params) -> bool:
+        """Whether this asv run runs some metric of this combination: $FUSED_MLP_BENCH holds the
+        run's -b regex (benchmarks.run sets it), matched as asv matches it, against
+        `module.Class.metric(param reprs)`; unset, every combination is selected."""
+        regex = os.environ.get(BENCH_ENV)
+        if not regex:
+            return True
+        prefix, args = self._benchmark_prefix(), ", ".join(map(repr, params))
+        return any(re.search(regex, f"{prefix}.{metric}({args})") for metric in dir(type(self))
+                   if metric.startswith("track_"))
 
     def _metric(self, name):
         value = self.measured[name]
@@ -151,7 +215,7 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
         options = dict(zip(self.param_names[2:], rest))
         try:
             return {"metrics": self._measure(Case.from_key(case_key), impl, options)}
-        except Skipped as e:
+        except (Skipped, NotImplementedError) as e:  # NotImplementedError: the suite's (and asv's) skip
             return {"skip": str(e)}
         except torch.cuda.OutOfMemoryError as e:
             return {"skip": f"does not fit in device memory: {e}"}
@@ -160,6 +224,12 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
 
     def _measure(self, case: Case, impl: str, options: dict) -> dict:
         device = "cuda" if torch.cuda.is_available() else "cpu"
+        return self.measure_metrics(case, impl, device, **options)
+
+    def measure_metrics(self, case: Case, impl: str, device: str, **options) -> dict:
+        """{metric: value or {"skip": why}} of one case x implementation in the forward mode (a
+        hook: bench_training measures a training Step instead). Raises Skipped (or
+        NotImplementedError) for what cannot run here, anything else for a failure."""
         reason = implementations.unavailable_reason(case, impl, device)
         if reason:
             raise Skipped(reason)

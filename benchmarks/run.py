@@ -5,6 +5,7 @@ checkout's suite, against each commit's fused_mlp.
     python -m benchmarks.run --machine h200-runner --grid quick          # smoke run
     python -m benchmarks.run --machine h200-runner --commits A..B        # every commit of A..B, oldest first
     python -m benchmarks.run --machine h200-runner --commits "A B C"     # these commits
+    python -m benchmarks.run --machine h200-runner --commits NEW         # those after the machine's newest result
 
 It uses asv's `existing` environment: the Python given by --python (default: this one), with its
 own torch and triton, so nothing is built or installed per commit and no network is needed. For
@@ -38,7 +39,8 @@ import tempfile
 from pathlib import Path
 
 from .checkout import uncommitted_code_changes
-from .harness.grids import GRID_ENV, GRIDS
+from . import skip_reasons
+from .harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV
 
 REPO = Path(__file__).resolve().parents[1]
 # Static compile metrics (bench_compile) need no GPU: a runner's time goes to the timings only.
@@ -52,8 +54,27 @@ def _git(*args: str, repo: Path = REPO) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout.strip()
 
 
-def resolve_commits(spec: str, repo: Path = REPO) -> list[str]:
-    """Full hashes, oldest first: 'A..B' is a range, anything else a list of commits."""
+NEW = "NEW"  # asv's name for "the commits since the last one measured"
+NEW_AT_MOST = 50  # how far back NEW looks for a measured commit
+
+
+def unmeasured_commits(results: Path, machine: str, repo: Path = REPO, at_most: int = NEW_AT_MOST) -> list[str]:
+    """HEAD's first-parent commits after the newest one with a result file of `machine` in
+    `results` (oldest first; HEAD alone when none of the last `at_most` has one). CI measures
+    these, so a run that was cancelled while pending leaves no pushed commit unmeasured."""
+    line = _git("rev-list", "--first-parent", f"--max-count={at_most}", "HEAD", repo=repo).split()
+    measured = {p.name.split("-", 1)[0] for p in (Path(results) / machine).glob("*-*.json")}
+    for i, sha in enumerate(line):
+        if sha[:8] in measured:
+            return list(reversed(line[:i]))
+    return line[:1]
+
+
+def resolve_commits(spec: str, repo: Path = REPO, results: Path | None = None, machine: str = "") -> list[str]:
+    """Full hashes, oldest first: 'A..B' is a range, 'NEW' the commits since the machine's last
+    result (unmeasured_commits), anything else a list of commits."""
+    if spec == NEW:
+        return unmeasured_commits(results if results is not None else REPO / "results", machine, repo=repo)
     try:
         if ".." in spec:
             commits = _git("rev-list", "--reverse", "--first-parent", spec, repo=repo).split()  # as asv reads A..B
@@ -130,10 +151,18 @@ def register_machine(python: str, machine: str) -> int:
 def run_asv(python: str, config: Path, machine: str, commit: str, library_path: Path, extra: list[str]) -> int:
     env = {**os.environ, "ASV_PYTHONPATH": os.pathsep.join(
         [str(library_path), *filter(None, [os.environ.get("ASV_PYTHONPATH")])])}
+    if "-b" in extra:  # a case's first process measures only the implementations this run selects
+        env[BENCH_ENV] = extra[extra.index("-b") + 1]
     cmd = [python, "-m", "asv", "--config", str(config), "run", "-E", f"existing:{python}",
            "--set-commit-hash", commit, "--record-samples", "--machine", machine, *extra]
     print("==", commit, flush=True)
-    return subprocess.run(cmd, cwd=REPO, env=env).returncode
+    with tempfile.TemporaryDirectory(prefix="fused-mlp-reasons-") as outcomes:
+        env[OUTCOMES_ENV] = outcomes  # each combination files why it was skipped or failed
+        status = subprocess.run(cmd, cwd=REPO, env=env).returncode
+        entries, measured = skip_reasons.collect(Path(outcomes))
+    if entries or measured:  # asv stores no reasons: kept beside the results (benchmarks/skip_reasons.py)
+        skip_reasons.merge(results_dir(config), machine, commit, entries, measured)
+    return status
 
 
 def main(argv=None) -> int:
@@ -141,7 +170,8 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--machine", required=True, help="runner name; asv keeps one results folder per machine")
     parser.add_argument("--grid", default=os.environ.get(GRID_ENV, "default"), choices=GRIDS)
-    parser.add_argument("--commits", help="'A..B' (a range) or 'A B C' (commits); default: HEAD, which must be clean")
+    parser.add_argument("--commits", help="'A..B' (a range), 'A B C' (commits) or NEW (every first-parent commit "
+                                          "after the machine's newest result); default: HEAD, which must be clean")
     parser.add_argument("--python", default=sys.executable, help="the Python with torch, triton and asv")
     parser.add_argument("--config", type=Path, default=REPO / "asv.conf.json")
     parser.add_argument("--bench", "-b", default=TIMINGS_ONLY,
@@ -154,9 +184,12 @@ def main(argv=None) -> int:
         parser.error(problem)
     if args.commits:
         try:
-            commits = resolve_commits(args.commits)
+            commits = resolve_commits(args.commits, results=results_dir(args.config), machine=args.machine)
         except ValueError as e:
             parser.error(str(e))
+        if not commits:
+            print(f"--commits {NEW}: every commit up to HEAD has results for {args.machine!r}; nothing to run")
+            return 0
     else:
         if uncommitted_code_changes():
             parser.error("the working tree has uncommitted changes: results would be filed under HEAD but "

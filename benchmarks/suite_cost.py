@@ -4,36 +4,56 @@
     python -m benchmarks.suite_cost --grid default --caches cold
 
 The counts come from the suite itself: every timing class's params (bench_*.py, bench_compile
-left out: static metrics are recorded on their own machine), so a new class or grid case
-updates the model. Per asv run: discovery and the forkserver (each imports torch). Per process:
-asv's fork and bookkeeping. Per measured case x implementation (one measuring pass serves its
-three metrics, common._CaseBenchmark): CUDA init, the float64 reference, warm-up and samples
-with the L2 flush, peak memory, the profiler; a cold torch.compile per compile case; for fused,
-the autotuner: every offered config compiled once per specialisation (dtype, activation, bias)
-and benchmarked once per autotune key (M bucket, N, K, dtype). INPUTS names where each number
-comes from; "assumed" ones are what the GPU must still measure.
+left out: static metrics are recorded on their own machine) and the grids' rules for where each
+implementation runs (harness/grids.py `left_out`), so a new class, case or implementation
+updates the model; tests/test_suite_cost.py holds quick to 3 minutes and default to 10 with cold
+caches. One asv run (discovery and the forkserver each import torch), a fork per process, and
+one measuring process per case (common._CaseBenchmark: CUDA and the profiler start once) that
+measures each implementation: the float64 reference, warm-up and samples with the L2 flush,
+peak memory, kernels per call. Caches on disk are filled by the first process that meets a key
+and serve the later ones (`_Session`): torch.compile per graph (a training step: forward and
+backward; its two modes share them), max-autotune per GEMM shape, Triton's autotuners (fused_mlp's
+and Liger's) compile every config once per specialisation and benchmark it once per autotune key.
+INPUTS names where each number comes from; "assumed" ones are what the GPU must still measure.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import itertools
 import math
+import os
 import pkgutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # (value, source). H200 numbers are from the runner measurements in docs/design.md.
 INPUTS = {
     "import_torch_s": (4.9, "measured on the H200 runner"),
     "cuda_init_s": (0.36, "measured on the H200 runner"),
+    "asv_run_s": (10.8, "one asv run: discovery and the forkserver each import torch (2 x import_torch_s), +1 s "
+                        "of asv itself (assumed); tools/gpu_runner/session.sh's run per class pays it per class"),
     "process_s": (0.04, "measured here: asv 0.6.6 forkserver, 40 more trivial track processes cost 1.6 s (2 shared cores)"),
     "triton_compile_s": (1.04, "measured here: fused_mlp.aot, 16 sm_90 linear_act configs in 16.7 s, Triton 3.9, one core"),
     "autotune_bench_s": (0.125, "Triton's autotuner benchmarks each config for warmup 25 ms + rep 100 ms"),
     "torch_compile_cold_s": (10.0, "assumed (Inductor, one small graph, cold caches); measure on the GPU"),
-    "torch_compile_warm_s": (2.0, "assumed (FX graph and Triton caches warm); measure on the GPU"),
+    "torch_compile_warm_s": (2.0, "assumed (Inductor's on-disk FX graph and Triton caches hit: the same graph and "
+                                  "shapes compiled by an earlier process of the session, or a previous call); measure on the GPU"),
+    "max_autotune_gemm_s": (20.0, "assumed: Inductor's max-autotune tunes a GEMM shape once (~20 Triton template "
+                                  "configs compiled in parallel workers, each benchmarked ~0.125 s, against cuBLAS); "
+                                  "its autotune cache on disk serves every later process; measure on the GPU"),
+    "training_graphs": (2, "torch.compile of a training step compiles a forward and a backward graph (AOTAutograd)"),
+    "training_calls": (3.0, "a training step: the forward and two GEMMs per forward GEMM in the backward (dX, dW), "
+                            "3x the forward's flops; the backward mode runs its forward too, untimed"),
+    "fused_backward_configs": (8, "fused_mlp's backward GEMMs autotune over its 8 tile candidates "
+                                  "(fused_mlp/ops/_tuning.py GEMM_TILES): one plain-matmul kernel for every dX and dW "
+                                  "(compiled once per dtype), one with the activation's derivative in its epilogue per "
+                                  "op, dtype and activation; counted for every op whether or not the commit's library "
+                                  "trains it yet, so a library that learns to train cannot outgrow the budget unseen"),
     "profiler_s": (1.0, "assumed (torch.profiler start and one profiled call)"),
+    "profiler_again_s": (0.2, "assumed: a later torch.profiler pass in the same process (CUPTI started)"),
     "flush_s": (0.12e-3, "256 MB memset per sample at ~2.1 TB/s write (half the 4270 GB/s copy ceiling)"),
     "call_over_floor": (1.5, "anchors in docs/design.md: 1.0-3.3x the roofline floor"),
     "copy_gbps": (4270.0, "measured on the H200 (device copy, read + write)"),
@@ -41,6 +61,16 @@ INPUTS = {
                "bf16 measured on the H200; fp16 as bf16; fp32 (no TF32) the H200's spec; fp8 assumed 2x bf16 (the datasheet's ratio)"),
     "fp64_tflops": (60.0, "the H200's FP64 tensor-core spec, for the float64 reference"),
     "ceiling_process_s": (1.0, "assumed: one 2 GiB copy or 8192^3 matmul, 23 calls"),
+}
+
+# Liger-Kernel's kernels per peer and pass: (kernel, autotuned configs) from Liger 0.8.5's source
+# (ops/mlp.py: 32-config autotuners keyed on dim, hidden_dim and an M bucket; ops/swiglu.py and
+# geglu.py: one elementwise kernel each way, no autotune).
+LIGER_KERNELS = {
+    ("liger_mlp", "forward"): [("liger_mlp_fwd_inference", 32)],
+    ("liger_mlp", "training"): [("liger_mlp_fwd", 32), ("liger_mlp_bwd_dI", 32), ("liger_mlp_bwd_dW", 1)],
+    ("liger_glu", "forward"): [("liger_glu_fwd", 1)],
+    ("liger_glu", "training"): [("liger_glu_fwd", 1), ("liger_glu_bwd", 1)],
 }
 
 
@@ -53,30 +83,63 @@ class Cost:
     asv_runs: int = 0
     processes: int = 0
     measured: int = 0
-    torch_compiles: int = 0
+    torch_compiles: int = 0  # cold ones (a warm one hits the on-disk caches)
     autotune_keys: int = 0
     autotune_configs: int = 0
     triton_compiles: int = 0
-    seconds: float = 0.0
+    max_autotune_gemms: int = 0  # GEMM shapes Inductor's max-autotune tunes cold
+    parts: dict = field(default_factory=dict)  # seconds per stage of the work (PARTS)
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.parts.values())
+
+    def spend(self, part: str, seconds: float) -> None:
+        if part not in PARTS:
+            raise ValueError(f"unknown part {part!r}; expected one of {PARTS}")
+        self.parts[part] = self.parts.get(part, 0.0) + seconds
 
     def add(self, other: "Cost") -> "Cost":
-        return Cost(*(getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__))
+        counts = {f: getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__ if f != "parts"}
+        parts = {p: self.parts.get(p, 0.0) + other.parts.get(p, 0.0) for p in PARTS if p in self.parts or p in other.parts}
+        return Cost(**counts, parts=parts)
+
+
+# Where the time goes, in the order of a table's columns.
+PARTS = ("asv", "measuring", "torch.compile", "max-autotune", "Triton compile", "Triton autotune")
+
+
+@contextlib.contextmanager
+def _grid_selected(grid: str):
+    """$FUSED_MLP_GRID = grid while the model reads the suite (the asv classes' params and the
+    implementations' grid rules follow it), then as it was, with the suite's modules re-read."""
+    from .harness.grids import GRID_ENV
+
+    before = os.environ.get(GRID_ENV)
+    os.environ[GRID_ENV] = grid
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(GRID_ENV, None)
+        else:
+            os.environ[GRID_ENV] = before
+        for module in _bench_modules():
+            importlib.reload(module)
+
+
+def _bench_modules() -> list:
+    import benchmarks
+
+    return [importlib.import_module(f"benchmarks.{info.name}") for info in pkgutil.iter_modules(benchmarks.__path__)
+            if info.name.startswith("bench_") and info.name != "bench_compile"]
 
 
 def timing_classes(grid: str) -> list[type]:
-    """Every asv class of the timing modules (bench_compile left out), imported under `grid`."""
-    import os
-
-    from .harness.grids import GRID_ENV
-
-    os.environ[GRID_ENV] = grid
-    import benchmarks
-
+    """Every asv class of the timing modules (bench_compile left out), imported under `grid`
+    (call inside _grid_selected(grid))."""
     classes = []
-    for info in pkgutil.iter_modules(benchmarks.__path__):
-        if not info.name.startswith("bench_") or info.name == "bench_compile":
-            continue
-        module = importlib.reload(importlib.import_module(f"benchmarks.{info.name}"))
+    for module in map(importlib.reload, _bench_modules()):
         classes += [obj for name, obj in vars(module).items()
                     if isinstance(obj, type) and not name.startswith("_") and obj.__module__ == module.__name__
                     and hasattr(obj, "params")]
@@ -99,6 +162,22 @@ def _gemm_kernels(case) -> list[tuple]:
         width = 64 if max(case.widths) <= 64 else 128
         return [(f"narrow_mlp/width={width}", M, case.widths[-1], case.K, case.dtype, case.activation, case.bias)]
     raise ValueError(f"no launch model for op {case.op!r}: add it to benchmarks.suite_cost._gemm_kernels")
+
+
+def _gemm_shapes(case, training: bool) -> list[tuple]:
+    """(M, N, K, dtype) of every GEMM the unfused forward runs (and, training, its backward's
+    dX and dW GEMMs): what Inductor's max-autotune tunes, one shape at a time."""
+    if case.op == "narrow_mlp":
+        forward = [(case.M, o, i) for i, o in case.layer_pairs]
+    elif case.op == "gated_mlp":
+        forward = [(case.M, case.N, case.K), (case.M, case.K, case.N)]  # gate and up share a shape, then down
+    else:
+        forward = [(case.M, case.N, case.K)]
+    shapes = list(forward)
+    if training:
+        for M, N, K in forward:
+            shapes += [(M, K, N), (N, K, M)]  # dX = dY @ W, dW = dY.T @ X
+    return [(*shape, case.dtype) for shape in shapes]
 
 
 def _offered_configs() -> dict[tuple[str, str], int]:
@@ -128,55 +207,146 @@ def _call_seconds(case) -> float:
     return floor * value("call_over_floor")
 
 
+class _Session:
+    """What the on-disk caches hold so far in one session (Triton's kernels and autotune
+    results, Inductor's FX graphs and max-autotune choices): the first process to meet a key
+    pays for it cold, later ones find it; `warm`: a previous call filled them all."""
+
+    def __init__(self, warm: bool):
+        self.warm = warm
+        self.seen: set = set()
+
+    def first(self, key) -> bool:
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+    def torch_compile(self, c: Cost, key, graphs: int = 1) -> None:
+        if self.first(("graph", key)) and not self.warm:
+            c.torch_compiles += graphs
+            c.spend("torch.compile", graphs * value("torch_compile_cold_s"))
+        else:
+            c.spend("torch.compile", graphs * value("torch_compile_warm_s"))
+
+    def max_autotune(self, c: Cost, shapes) -> None:
+        for shape in shapes:
+            if self.first(("max_autotune", shape)) and not self.warm:
+                c.max_autotune_gemms += 1
+                c.spend("max-autotune", value("max_autotune_gemm_s"))
+
+    def triton_autotune(self, c: Cost, compile_key, tune_key, n_configs: int, call: float) -> None:
+        """A Triton autotuner: every config compiled once per specialisation and benchmarked once
+        per autotune key (the disk cache serves later processes)."""
+        if self.first(("tune", tune_key)):
+            c.autotune_keys += 1
+            c.autotune_configs += n_configs
+            if not self.warm:
+                c.spend("Triton autotune", n_configs * max(value("autotune_bench_s"), 10 * call))
+        if self.first(("compile", compile_key)):
+            c.triton_compiles += n_configs
+            c.spend("Triton compile", n_configs * (0.05 if self.warm else value("triton_compile_s")))
+
+
+def _training_class(cls) -> bool:
+    return "mode" in getattr(cls, "param_names", ())
+
+
+def _measured_seconds(cls, case, training: bool, mode: str | None, first_in_process: bool) -> float:
+    """One measuring pass without compiles and autotuning: the float64 reference, warm-up and
+    samples with the L2 flush, peak memory, the profiler (twice for a backward's kernels); CUDA's
+    and the profiler's start for the first pass of a process (one per case: common._CaseBenchmark)."""
+    from .harness import cost as workload_cost
+
+    calls = value("training_calls") if training else 1.0
+    call = calls * _call_seconds(case)
+    reference = calls * workload_cost.flops(case) / (value("fp64_tflops") * 1e12)
+    profiles = 2 if mode == "backward" else 1
+    start = value("cuda_init_s") + value("profiler_s") - value("profiler_again_s") if first_in_process else 0.0
+    return (start + reference + (cls.warmup + cls.samples + 2) * (call + value("flush_s"))
+            + profiles * value("profiler_again_s"))
+
+
 def model(grid: str, warm: bool) -> dict[str, Cost]:
     """Modelled cost per class of `grid` on one H200; `warm`: Triton/Inductor caches kept from a
     previous call (compiles nearly free; autotune results cached on disk: no benchmarking)."""
+    with _grid_selected(grid):
+        return _model(grid, warm)
+
+
+def _model(grid: str, warm: bool) -> dict[str, Cost]:
     from .common import _CaseBenchmark
-    from .harness import cost as workload_cost
     from .harness import implementations
+    from .harness.modes import FORWARD
     from .harness.workloads import Case
 
     offered = _offered_configs()
-    seen_keys, seen_compiles = set(), set()
-    per_class = {}
+    session = _Session(warm)
+    per_class = {"asv run": Cost(asv_runs=1)}  # one asv run for the grid, as benchmarks.run makes it
+    per_class["asv run"].spend("asv", value("asv_run_s"))
     for cls in timing_classes(grid):
         combos = list(itertools.product(*cls.params))
-        c = Cost(asv_runs=1, processes=len(combos) * len(_metrics(cls)))
-        c.seconds = 2 * value("import_torch_s") + 1.0 + c.processes * value("process_s")
-        if not issubclass(cls, _CaseBenchmark):  # the device ceilings
-            c.measured = sum(1 for _ in combos)
-            c.seconds += c.measured * value("ceiling_process_s")
+        c = Cost(processes=len(combos) * len(_metrics(cls)))
+        c.spend("asv", c.processes * value("process_s"))
+        if not issubclass(cls, _CaseBenchmark):  # the device ceilings: the GPU sizes run, the CPU ones skip
+            from . import bench_device
+
+            c.measured = sum(1 for combo in combos if {bench_device.GPU_COPY_BYTES, bench_device.GPU_MATMUL_N} & set(combo))
+            c.spend("measuring", c.measured * value("ceiling_process_s"))
             per_class[f"{cls.__module__}.{cls.__name__}"] = c
             continue
-        for key, impl, *_ in combos:
+        training = _training_class(cls)
+        for key, impl, *rest in combos:
+            mode = rest[0] if training else FORWARD
             case = Case.from_key(key)
-            if impl != implementations.FUSED and implementations.unavailable_reason(case, impl, "cuda"):
+            # fused's backward is not probed here (that needs the GPU): counted as if it trains
+            if not (impl == implementations.FUSED or not implementations.unavailable_reason(case, impl, "cuda", mode)):
                 continue
             c.measured += 1
             call = _call_seconds(case)
-            c.seconds += (value("cuda_init_s") + workload_cost.flops(case) / (value("fp64_tflops") * 1e12)
-                          + (cls.warmup + cls.samples + 2) * (call + value("flush_s")) + value("profiler_s"))
-            if impl == implementations.COMPILE:
-                c.torch_compiles += 1
-                c.seconds += value("torch_compile_warm_s" if warm else "torch_compile_cold_s")
+            c.spend("measuring", _measured_seconds(cls, case, training, mode, session.first(("process", cls, key, mode))))
+            graph = "training" if training else "inference"  # backward and full modes share one graph
+            if impl in implementations.COMPILE_MODES:
+                session.torch_compile(c, (impl, case, graph), value("training_graphs") if training else 1)
+                if impl == implementations.COMPILE_MAX_AUTOTUNE:
+                    session.max_autotune(c, _gemm_shapes(case, training))
+            for kernel, n_configs in LIGER_KERNELS.get((impl, "training" if training else "forward"), []):
+                session.triton_autotune(c, (kernel, case.dtype), (kernel, *_tune_key(case)), n_configs, call)
             if impl != implementations.FUSED:
                 continue
             for kernel, M, N, K, dtype, activation, bias in _gemm_kernels(case):
                 n_configs = offered.get((kernel, dtype), 0)
-                tune_key = (kernel, 2 ** math.ceil(math.log2(max(M, 1))), N, K, dtype)
-                if tune_key not in seen_keys:  # the disk cache serves later processes
-                    seen_keys.add(tune_key)
-                    c.autotune_keys += 1
-                    c.autotune_configs += n_configs
-                    if not warm:
-                        c.seconds += n_configs * max(value("autotune_bench_s"), 10 * call)
-                compile_key = (kernel, dtype, activation, bias)
-                if compile_key not in seen_compiles:
-                    seen_compiles.add(compile_key)
-                    c.triton_compiles += n_configs
-                    c.seconds += n_configs * (0.05 if warm else value("triton_compile_s"))
+                bucket = 2 ** math.ceil(math.log2(max(M, 1)))
+                session.triton_autotune(c, (kernel, dtype, activation, bias), (kernel, bucket, N, K, dtype), n_configs, call)
+                if training:
+                    n_bwd = value("fused_backward_configs")
+                    if activation != "none" or kernel == "gated_up":  # the derivative's epilogue (dgated for gated_up)
+                        session.triton_autotune(c, ("backward/dact", kernel, dtype, activation),
+                                                ("backward/dact", kernel, bucket, N, K, dtype, activation), n_bwd, call)
+                    for dims in ((bucket, K, N), (N, K, bucket)):  # dX = dZ @ W, dW = dZ.T @ X
+                        session.triton_autotune(c, ("backward/matmul", dtype), ("backward/matmul", *dims, dtype), n_bwd, call)
         per_class[f"{cls.__module__}.{cls.__name__}"] = c
     return per_class
+
+
+def _tune_key(case) -> tuple:
+    return case.K, case.N, 2 ** math.ceil(math.log2(max(case.M, 1))), case.dtype
+
+
+def total(grid: str, warm: bool) -> Cost:
+    """The whole grid's modelled cost (every class together)."""
+    out = Cost()
+    for c in model(grid, warm).values():
+        out = out.add(c)
+    return out
+
+
+def _row(grid, caches, name, c: Cost, bold=False) -> str:
+    b = "**" if bold else ""
+    seconds = f"{b}{c.seconds:.0f} s = {c.seconds / 60:.1f} min{b}" if bold else f"{c.seconds:.0f}"
+    parts = " | ".join(f"{c.parts.get(p, 0.0):.0f}" for p in PARTS)
+    return (f"| {grid} | {caches} | {b}{name}{b} | {c.processes} | {c.measured} | {c.torch_compiles} | "
+            f"{c.max_autotune_gemms} | {c.autotune_keys} / {c.autotune_configs} | {c.triton_compiles} | {parts} | {seconds} |")
 
 
 def main(argv=None) -> int:
@@ -185,19 +355,18 @@ def main(argv=None) -> int:
     parser.add_argument("--grid", action="append", choices=("tiny", "quick", "default", "full"))
     parser.add_argument("--caches", choices=("cold", "warm", "both"), default="both")
     args = parser.parse_args(argv)
-    print("| grid | caches | class | asv processes | measured combos | torch.compiles | autotune keys / configs | Triton compiles | modelled s |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| grid | caches | class | asv processes | measured combos | cold torch.compiles | max-autotune GEMM shapes "
+          "| Triton autotune keys / configs | Triton compiles | " + " | ".join(f"{p} s" for p in PARTS) + " | modelled s |")
+    print("|" + " --- |" * (10 + len(PARTS)))
     for grid in args.grid or ["quick", "default"]:
         for warm in {"cold": [False], "warm": [True], "both": [False, True]}[args.caches]:
+            caches = "warm" if warm else "cold"
             per_class = model(grid, warm)
-            total = Cost()
+            whole = Cost()
             for name, c in per_class.items():
-                total = total.add(c)
-                print(f"| {grid} | {'warm' if warm else 'cold'} | {name} | {c.processes} | {c.measured} | {c.torch_compiles} | "
-                      f"{c.autotune_keys} / {c.autotune_configs} | {c.triton_compiles} | {c.seconds:.0f} |")
-            print(f"| {grid} | {'warm' if warm else 'cold'} | **total** | {total.processes} | {total.measured} | "
-                  f"{total.torch_compiles} | {total.autotune_keys} / {total.autotune_configs} | {total.triton_compiles} | "
-                  f"**{total.seconds:.0f} s = {total.seconds / 60:.1f} min** |")
+                whole = whole.add(c)
+                print(_row(grid, caches, name.removeprefix("benchmarks."), c))
+            print(_row(grid, caches, "total", whole, bold=True))
     print("\nInputs:")
     for name, (val, source) in INPUTS.items():
         print(f"- {name} = {val}: {source}")

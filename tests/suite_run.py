@@ -13,8 +13,11 @@ from pathlib import Path
 
 from asv import util as asv_util
 
+from benchmarks.harness.grids import OUTCOMES_ENV
+
 ROOT = Path(__file__).resolve().parents[1]
 MACHINE = "ci-cpu"
+OUTCOMES_DIRNAME = "outcomes"  # beside the results: what the measuring passes filed as reasons
 BROKEN_BENCHMARK = '''
 from .common import _CaseBenchmark
 from .harness import implementations
@@ -42,6 +45,9 @@ def asv_project(tmp: Path, extra_benchmark: str | None = None) -> Path:
     conf = asv_util.load_json(ROOT / "asv.conf.json", js_comments=True)
     bench_dir = tmp / "benchmarks"
     shutil.copytree(ROOT / "benchmarks", bench_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    # asv imports the config's plugins (its environment type) from the config's directory
+    shutil.copytree(ROOT / "tools" / "asv_plugins", tmp / "tools" / "asv_plugins",
+                    ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
     if extra_benchmark:
         (bench_dir / "bench_broken.py").write_text(extra_benchmark)
     conf.update(repo=str(ROOT), benchmark_dir=str(bench_dir), results_dir=str(tmp / "results"),
@@ -68,7 +74,7 @@ def run_tiny_suite(base_tmp: Path):
     tmp = Path(base_tmp) / "asv-tiny-run"
     tmp.mkdir(parents=True, exist_ok=True)
     conf = asv_project(tmp, BROKEN_BENCHMARK)
-    env = asv_env(tmp, "tiny")
+    env = {**asv_env(tmp, "tiny"), OUTCOMES_ENV: str(tmp / OUTCOMES_DIRNAME)}  # the skip reasons
     machine = subprocess.run([sys.executable, "-m", "benchmarks.harness.environment", "--machine", MACHINE],
                              env=env, capture_output=True, text=True, cwd=ROOT)
     assert machine.returncode == 0, machine.stderr

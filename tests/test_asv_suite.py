@@ -1,17 +1,20 @@
 """The asv suite: `asv check`, and a real CPU run of the tiny grid whose result files are read
 back (names, params, samples; skipped = NaN, failed = null)."""
 
+import importlib
+import itertools
+import json
 import math
 
 import pytest
 
-from benchmarks import bench_ops, common
+from benchmarks import bench_ops, common, skip_reasons
 from benchmarks.harness.grids import GRIDS, benchmarked_ops, grid
 from benchmarks.harness.ops import OPS
 from benchmarks.harness.workloads import Case
 from dashboard.data import load_results
 
-from tests.suite_run import asv_env as _asv_env, asv_project as _asv_project, asv as _asv, run_tiny_suite
+from tests.suite_run import OUTCOMES_DIRNAME, ROOT, asv_env as _asv_env, asv_project as _asv_project, asv as _asv, run_tiny_suite
 
 
 @pytest.mark.slow
@@ -90,6 +93,31 @@ def test_static_compile_metrics_are_recorded(tiny_run):
 
 
 @pytest.mark.slow
+def test_every_nan_and_null_of_a_case_benchmark_has_its_reason_kept(tiny_run):
+    """The reasons asv does not store, as benchmarks.run keeps them (benchmarks/skip_reasons.py)."""
+    _, doc, results_dir = tiny_run
+    entries, _ = skip_reasons.collect(results_dir.parent / OUTCOMES_DIRNAME)
+    reasons = {(e["benchmark"], json.dumps(e["params"], sort_keys=True)): e for e in entries}
+    checked = 0
+    for name, row in doc["results"].items():
+        if not name.startswith(("bench_ops.", "bench_training.", "bench_broken.")):
+            continue
+        cols = dict(zip(doc["result_columns"], row))
+        params = [dict(zip(["case", "impl", "mode"], map(eval, combo))) for combo in itertools.product(*cols["params"])]
+        for value, combo in zip(cols["result"], params):
+            if value is None or math.isnan(value):
+                entry = reasons[(name, json.dumps(combo, sort_keys=True))]
+                assert entry["status"] == ("failed" if value is None else "skipped") and entry["reason"], entry
+                checked += 1
+    assert checked > 20
+    cublaslt = next(e for e in entries if e["benchmark"] == "bench_ops.LinearAct.track_latency"
+                    and e["params"]["impl"] == "cublaslt")
+    assert cublaslt["reason"] == "cublaslt needs a CUDA device"
+    broken = next(e for e in entries if e["benchmark"] == "bench_broken.BrokenGate.track_latency")
+    assert broken["status"] == "failed" and "computes a wrong result" in broken["reason"]
+
+
+@pytest.mark.slow
 def test_ceilings_are_recorded_as_times(tiny_run):
     _, doc, _ = tiny_run
     copy = _column(doc, "result", "bench_device.CopyCeiling.track_copy_seconds")
@@ -122,12 +150,19 @@ def test_grid_names_and_errors(monkeypatch):
 
 
 def test_default_grid_covers_what_the_issue_asks():
+    """Real model shapes at decode and prefill, every dtype and the activations of real MLPs,
+    within the GPU budget (tests/test_suite_cost.py): fp16 is the narrow MLP's (it compiles and
+    runs as bf16 does), "none" (no epilogue) and fp16 linear_act are in the full grid."""
     cases = grid("default")
     linear = cases["linear_act"]
     assert {c.M for c in linear} == {1, 16, 128, 2048, 8192}
     assert {(c.K, c.N) for c in linear} >= {(768, 3072), (3072, 768), (4096, 14336), (14336, 4096)}
-    assert {c.dtype for c in linear} == {"bf16", "fp16", "fp32", "fp8", "w8a16"}  # fp8, w8a16: harness/fp8.py
-    assert {c.activation for c in linear} == {"relu", "gelu", "gelu_tanh", "silu", "none"}
+    assert {c.dtype for c in linear} == {"bf16", "fp32", "fp8", "w8a16"}  # fp8, w8a16: harness/fp8.py
+    assert {c.dtype for op_cases in cases.values() for c in op_cases} == {"bf16", "fp16", "fp32", "fp8", "w8a16"}
+    assert {c.activation for c in linear} == {"relu", "gelu", "gelu_tanh", "silu"}
+    full = grid("full")["linear_act"]
+    assert {c.activation for c in full} == {"relu", "gelu", "gelu_tanh", "silu", "none"}
+    assert {c.dtype for c in full} >= {"bf16", "fp16", "fp32"}
     gated = {(c.M, c.K, c.N, c.activation) for c in cases["gated_mlp"]}
     assert {(8192, 768, 3072, "gelu_tanh"), (8192, 4096, 14336, "silu"), (16, 4096, 14336, "silu")} <= gated
     narrow = cases["narrow_mlp"]
@@ -167,13 +202,19 @@ class TestMeasuringPass:
             with pytest.raises(AssertionError, match="computes a wrong result"):
                 Wrong().setup(str(tmp_path), key, "eager")
 
-    def test_one_pass_serves_every_metric(self, tmp_path, monkeypatch):
-        """The first metric's process measures; the others read what it filed (no second setup)."""
+    def test_one_pass_serves_every_metric_and_the_case_s_other_implementations(self, tmp_path, monkeypatch):
+        """The first metric's process measures its combination, then files the case's other
+        implementations except fused (one CUDA start per case); every later process reads."""
         key = grid("tiny")["narrow_mlp"][0].key
         calls = []
         real = common._CaseBenchmark._measure
-        monkeypatch.setattr(common._CaseBenchmark, "_measure",
-                            lambda self, *a: calls.append(a) or real(self, *a))
+        stand_in = {"latency": {"samples": [1e-3], "number": 1}, "peak_memory": 1, "kernels_per_call": 1}
+
+        def measure(self, case, impl, options):  # eager for real; the others stand-ins, to keep this fast
+            calls.append(impl)
+            return real(self, case, impl, options) if impl == "eager" else stand_in
+
+        monkeypatch.setattr(common._CaseBenchmark, "_measure", measure)
         monkeypatch.chdir(tmp_path)  # asv runs setup_cache in its per-run cache folder
         folder = common._CaseBenchmark().setup_cache()
         assert folder == str(tmp_path / "measurements")
@@ -185,21 +226,44 @@ class TestMeasuringPass:
                 results[metric] = getattr(bench, metric)(folder, key, "eager")
             except NotImplementedError as e:
                 results[metric] = str(e)
-        assert len(calls) == 1
+        impls = bench_ops.NarrowMLP.params[1]
+        assert calls == ["eager"] + [i for i in impls if i not in ("eager", "fused")]
         out = results["track_latency"]
         assert out["number"] == 1 and len(out["samples"]) == common._CaseBenchmark.samples
         assert all(0 < s < 1 for s in out["samples"])
         assert results["track_peak_memory"] == "peak memory is read from the CUDA allocator"
-        other = bench_ops.NarrowMLP()
-        other.setup(folder, key, "compile")  # another combination is measured on its own
-        assert len(calls) == 2
+        compiled = bench_ops.NarrowMLP()
+        compiled.setup(folder, key, "compile")  # filed by eager's process
+        assert compiled.track_kernels_per_call(folder, key, "compile") == 1 and len(calls) == len(impls) - 1
+        bench_ops.NarrowMLP().setup(folder, key, "fused")  # the library under test: its own process
+        assert calls[-1] == "fused" and len(calls) == len(impls)
+
+    def test_only_the_implementations_the_run_selects_are_filed(self, tmp_path, monkeypatch):
+        """With asv's -b in $FUSED_MLP_BENCH (benchmarks.run sets it), the case's first process
+        measures the selected siblings only: a run of one implementation measures one."""
+        key = grid("tiny")["narrow_mlp"][0].key
+        calls = []
+        stand_in = {"latency": {"samples": [1e-3], "number": 1}, "peak_memory": 1, "kernels_per_call": 1}
+        monkeypatch.setattr(common._CaseBenchmark, "_measure", lambda self, case, impl, options: calls.append(impl)
+                            or stand_in)
+        monkeypatch.setenv(common.BENCH_ENV, r"^bench_ops\.NarrowMLP\.track_latency\(.*'(eager|compile)'\)$")
+        bench_ops.NarrowMLP().setup(str(tmp_path), key, "eager")
+        assert calls == ["eager", "compile"]
+        monkeypatch.setenv(common.BENCH_ENV, "bench_ops.LinearAct")  # no NarrowMLP sibling selected
+        (tmp_path / "other").mkdir()
+        bench_ops.NarrowMLP().setup(str(tmp_path / "other"), key, "fused")
+        assert calls == ["eager", "compile", "fused"]
 
     def test_a_skip_is_filed_for_every_metric(self, tmp_path, monkeypatch):
         monkeypatch.setenv("TRITON_INTERPRET", "0")
         key = grid("tiny")["linear_act"][0].key
+
+        class CublasltOnly(bench_ops.LinearAct):  # no sibling implementations to file
+            params = ([key], ["cublaslt"])
+
         for _ in range(2):
             with pytest.raises(NotImplementedError, match="cublaslt needs a CUDA device"):
-                bench_ops.LinearAct().setup(str(tmp_path), key, "cublaslt")
+                CublasltOnly().setup(str(tmp_path), key, "cublaslt")
         assert len(list(tmp_path.iterdir())) == 1
 
 
@@ -208,3 +272,45 @@ def test_every_timed_op_has_its_class_written_out_in_bench_ops():
         cls = getattr(bench_ops, OPS[op].benchmark_class)
         assert cls.op == op and cls.params == common._CaseBenchmark.grid_params(op)
         assert cls.__doc__.startswith(op)
+
+
+def _asv_call(name: str, param_idx: int, cache_dir, monkeypatch):
+    """One benchmark process as asv_runner makes it: setup_cache's folder first, then the
+    params, into setup and the track_ method (what `asv run` does, without the subprocess)."""
+    from asv_runner.discovery import get_benchmark_from_name
+
+    monkeypatch.chdir(cache_dir)  # asv runs setup_cache in its per-run cache folder
+    bench = get_benchmark_from_name(str(ROOT / "benchmarks"), f"{name}-{param_idx}")
+    bench.set_cache(bench.do_setup_cache())
+    if bench.do_setup():
+        return "skipped"
+    try:
+        return bench.do_run()
+    except NotImplementedError as e:  # asv_runner's SkipNotImplemented is one
+        return f"skipped: {e}"
+
+
+def test_training_classes_run_the_way_asv_calls_them(tmp_path, monkeypatch):
+    """bench_training's classes take asv's setup_cache folder like bench_ops' (a signature
+    without it fails every training benchmark in a real run) and share one measuring pass."""
+    from benchmarks import bench_training
+
+    monkeypatch.setenv(common.GRID_ENV, "tiny")
+    params = list(itertools.product(*importlib.reload(bench_training).LinearActTraining.params))
+    idx = params.index((grid("tiny")["linear_act"][0].key, "eager", "backward"))
+    calls = []
+    real = common._CaseBenchmark._measure
+    stand_in = {"latency": {"samples": [1e-3], "number": 1}, "peak_memory": 1, "kernels_per_call": 1}
+
+    def measure(self, case, impl, options):  # eager for real; its siblings stand-ins, to keep this fast
+        calls.append((impl, options["mode"]))
+        return real(self, case, impl, options) if impl == "eager" else stand_in
+
+    monkeypatch.setattr(common._CaseBenchmark, "_measure", measure)
+    latency = _asv_call("bench_training.LinearActTraining.track_latency", idx, tmp_path, monkeypatch)
+    assert latency["number"] == 1 and len(latency["samples"]) == bench_training.LinearActTraining.samples
+    assert calls[0] == ("eager", "backward") and all(mode == "backward" for _, mode in calls)
+    measured = len(calls)
+    memory = _asv_call("bench_training.LinearActTraining.track_peak_memory", idx, tmp_path, monkeypatch)
+    assert memory == "skipped: peak memory is read from the CUDA allocator"
+    assert len(calls) == measured  # the second metric read what the first filed

@@ -128,12 +128,15 @@ def test_heads_suite_runs_against_an_older_library(tmp_path):
     shutil.copytree(ROOT / "fused_mlp", older / "fused_mlp", ignore=shutil.ignore_patterns("__pycache__"))
     (older / "fused_mlp" / "__init__.py").write_text(OLDER_LIBRARY_INIT)
     conf = asv_project(tmp_path)
-    env = {**asv_env(tmp_path, "tiny"), "TRITON_INTERPRET": "1", "ASV_PYTHONPATH": str(older)}
+    # fused, eager and compile's latency: what this test asks (max-autotune's CPU autotuning and the
+    # peers' skips would only add minutes to CI)
+    bench = r"bench_ops\..*\.track_latency\(.*'(fused|eager|compile)'\)$"
+    env = {**asv_env(tmp_path, "tiny"), "TRITON_INTERPRET": "1", "ASV_PYTHONPATH": str(older), "FUSED_MLP_BENCH": bench}
     machine = subprocess.run([sys.executable, "-m", "benchmarks.harness.environment", "--machine", "older"],
                              env=env, capture_output=True, text=True, cwd=ROOT)
     assert machine.returncode == 0, machine.stderr
     done = asv(conf, env, "run", "-E", "existing:same", "--set-commit-hash", "HEAD", "--record-samples",
-               "--machine", "older", "-b", r"bench_ops\..*\.track_latency")
+               "--machine", "older", "-b", bench)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     (result,) = [p for p in (tmp_path / "results" / "older").glob("*.json") if p.name != "machine.json"]
     import json
@@ -149,7 +152,8 @@ def test_heads_suite_runs_against_an_older_library(tmp_path):
     for op, values in recorded.items():
         for impl in ("eager", "compile") + (() if op == "GatedMLP" else ("fused",)):
             assert values[impl] is not None and values[impl] > 0, (op, impl, values)
-        assert all(v is not None for v in values.values()), (op, values)  # nothing failed
+        selected = {impl: v for impl, v in values.items() if impl in ("fused", "eager", "compile")}
+        assert all(v is not None for v in selected.values()), (op, values)  # nothing failed
 
 
 def test_the_dashboard_extra_installs_no_torch():

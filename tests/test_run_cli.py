@@ -108,3 +108,45 @@ def test_the_default_selection_is_every_timing_but_not_compile_metrics():
     assert pick.search("bench_ops.LinearAct.track_latency") and pick.search("bench_device.CopyCeiling.track_copy_seconds")
     assert pick.search("bench_training.Training.track_latency")
     assert not pick.search("bench_compile.KernelResources.track_registers")
+
+
+def test_new_is_every_commit_after_the_machine_s_newest_result(tmp_path):
+    """What CI measures on a push: a run cancelled while pending leaves its commits to the next."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    for i in range(4):
+        _git(repo, "commit", "-q", "--allow-empty", "-m", f"c{i}")
+    line = _git(repo, "rev-list", "--first-parent", "--reverse", "main").split()
+    results = tmp_path / "results"
+    (results / "m").mkdir(parents=True)
+    assert run.resolve_commits("NEW", repo=repo, results=results, machine="m") == line[-1:]  # none yet: HEAD
+    (results / "m" / f"{line[1][:8]}-existing-py.json").write_text("{}")
+    (results / "other").mkdir()
+    (results / "other" / f"{line[2][:8]}-existing-py.json").write_text("{}")  # another machine's: not ours
+    assert run.resolve_commits("NEW", repo=repo, results=results, machine="m") == line[2:]
+    (results / "m" / f"{line[3][:8]}-existing-py.json").write_text("{}")
+    assert run.resolve_commits("NEW", repo=repo, results=results, machine="m") == []
+
+
+def test_run_asv_keeps_the_reasons_the_benchmarks_filed(tmp_path, monkeypatch):
+    """The benchmark processes file into $FUSED_MLP_OUTCOMES; benchmarks.run merges it into
+    results/reasons/<machine>/<commit>.json (benchmarks/skip_reasons.py)."""
+    from benchmarks import skip_reasons
+    from benchmarks.harness.grids import BENCH_ENV, OUTCOMES_ENV
+
+    config = tmp_path / "asv.conf.json"
+    config.write_text('{"version": 1, "results_dir": "results"}')
+    seen = {}
+    why = skip_reasons.entry("bench_ops.LinearAct.track_latency", {"case": "c", "impl": "cublaslt"}, "skipped", "no CUDA")
+
+    def fake_asv(cmd, cwd, env):  # one benchmark process filing a skip
+        seen.update(env)
+        Path(env[OUTCOMES_ENV], "x.json").write_text(json.dumps({"entries": [why], "measured": []}))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(run.subprocess, "run", fake_asv)
+    assert run.run_asv("python", config, "m", "a" * 40, ROOT, ["-b", "LinearAct"]) == 0
+    assert seen[BENCH_ENV] == "LinearAct"
+    doc = skip_reasons.read(tmp_path / "results" / "reasons" / "m" / f"{'a' * 40}.json")
+    assert doc["entries"] == [why] and not Path(seen[OUTCOMES_ENV]).exists()  # the temporary folder is gone

@@ -1,15 +1,22 @@
-"""The CI workflow a team copies (.github/workflows/) passes actionlint, with shellcheck on its
-scripts where shellcheck is installed (tools/test.sh installs it as root). Linted, not run."""
+"""The CI workflows a team copies (.github/workflows/) pass actionlint, with shellcheck on their
+scripts where shellcheck is installed (tools/test.sh installs it as root), and do what a team
+with self-hosted GPU runners needs: shards pinned to a host and a GPU, named by both, balanced on
+the modelled GPU time of the real benchmark list; static compile metrics on a CPU job; every
+pushed commit measured even when a pending run is cancelled; results on a branch of their own;
+a label-triggered asv continuous with a pull-request comment. Linted and read, not run."""
 
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.y*ml"))
+PUSH, PR = ROOT / ".github/workflows/benchmarks.yml", ROOT / ".github/workflows/pr-benchmarks.yml"
 
 
 def actionlint() -> str:
@@ -25,26 +32,98 @@ def lint(*paths: Path) -> subprocess.CompletedProcess:
                            *map(str, paths)], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
+def workflow(path: Path) -> dict:
+    doc = yaml.safe_load(path.read_text())
+    doc["on"] = doc.pop(True, doc.get("on"))  # YAML 1.1 reads the key `on` as True
+    return doc
+
+
 def test_the_workflows_pass_actionlint():
-    assert [p.name for p in WORKFLOWS] == ["benchmarks.yml"]
+    assert {p.name for p in WORKFLOWS} >= {"benchmarks.yml", "pr-benchmarks.yml"}
     done = lint(*WORKFLOWS)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_actionlint_really_checks(tmp_path):
     """A broken copy of the workflow fails, so the check above can fail too."""
-    text = WORKFLOWS[0].read_text()
+    text = PUSH.read_text()
     broken = tmp_path / "broken.yml"
-    broken.write_text(text.replace("needs: bench", "needs: benchmark-suite", 1)
-                      .replace("runs-on: [self-hosted, linux, gpu]", "runs-on: [self-hosted, linux, gpus]", 1))
+    broken.write_text(text.replace("needs: [bench,", "needs: [benchmark-suite,", 1)
+                      .replace("runs-on: [self-hosted, linux, gpu,", "runs-on: [self-hosted, linux, gpus,", 1))
     done = lint(broken)
     assert done.returncode == 1
     assert 'job "publish-and-gate" needs job "benchmark-suite" which does not exist' in done.stdout, done.stdout
     assert 'label "gpus" is unknown' in done.stdout, done.stdout
 
 
-def test_the_workflow_runs_the_suite_commits_results_and_gates():
-    text = WORKFLOWS[0].read_text()
+def test_the_workflow_runs_the_suite_pushes_results_to_their_branch_and_gates():
+    text = PUSH.read_text()
     assert '-m benchmarks.run --machine "$MACHINE"' in text and '--bench "$BENCH"' in text
-    assert "git push origin HEAD:main" in text and "git add results" in text
+    assert "git add results" in text and 'git push origin "HEAD:$RESULTS_BRANCH"' in text
+    assert "HEAD:main" not in text  # main's branch protection stays: results live on their own branch
+    assert workflow(PUSH)["env"]["RESULTS_BRANCH"] == "results"
     assert "python -m dashboard.regressions" in text and '--base "$BEFORE..$GITHUB_SHA"' in text
+
+
+def _shards():
+    bench = workflow(PUSH)["jobs"]["bench"]
+    return bench, bench["strategy"]["matrix"]["include"]
+
+
+def test_each_shard_is_pinned_to_one_host_and_gpu_and_named_by_both():
+    bench, shards = _shards()
+    assert "${{ matrix.host }}" in bench["runs-on"] and "gpu" in bench["runs-on"]
+    assert bench["env"]["MACHINE"] == "${{ matrix.host }}-gpu${{ matrix.gpu }}"
+    assert bench["env"]["CUDA_VISIBLE_DEVICES"] == "${{ matrix.gpu }}"
+    places = [(s["host"], s["gpu"]) for s in shards]
+    assert len(set(places)) == len(places), places  # two shards never share a GPU or a machine name
+    labels = yaml.safe_load((ROOT / ".github/actionlint.yaml").read_text())["self-hosted-runner"]["labels"]
+    assert {s["host"] for s in shards} <= set(labels)
+
+
+def test_shards_cover_every_timing_benchmark_once_and_balance_its_gpu_time():
+    """Against the real benchmark list and the H200 model (benchmarks.suite_cost), cold caches:
+    each timing class in exactly one shard (the device ceilings in every one), the slowest shard
+    at most 1.3x the fastest."""
+    from benchmarks import suite_cost
+
+    _, shards = _shards()
+    per_class = suite_cost.model("default", warm=False)
+    cost = {shard["shard"]: 0.0 for shard in shards}
+    for name, c in per_class.items():
+        if name == "asv run":
+            continue
+        bench_name = name.removeprefix("benchmarks.") + ".track_x"
+        owners = [s["shard"] for s in shards if re.search(s["bench"], bench_name)]
+        if name.startswith("benchmarks.bench_device."):
+            assert len(owners) == len(shards), (name, owners)
+        else:
+            assert len(owners) == 1, (name, owners)
+        for owner in owners:
+            cost[owner] += c.seconds
+    assert max(cost.values()) <= 1.3 * min(cost.values()), cost
+
+
+def test_no_pushed_commit_goes_unmeasured_and_compile_metrics_run_on_a_cpu():
+    doc = workflow(PUSH)
+    assert doc["concurrency"]["cancel-in-progress"] is False
+    for job in ("bench", "compile-metrics"):  # every commit since the machine's last result
+        assert "--commits NEW" in " ".join(step.get("run", "") for step in doc["jobs"][job]["steps"]), job
+    compile_job = doc["jobs"]["compile-metrics"]
+    assert compile_job["runs-on"] == "ubuntu-latest"
+    steps = " ".join(step.get("run", "") for step in compile_job["steps"])
+    assert "-b KernelResources" in steps and "compile_check.sh" in steps
+    assert doc["jobs"]["publish-and-gate"]["needs"] == ["bench", "compile-metrics"]
+
+
+def test_a_labelled_pull_request_gets_asv_continuous_and_a_comment():
+    doc = workflow(PR)
+    assert doc["on"]["pull_request"]["types"] == ["labeled", "synchronize"]
+    continuous = doc["jobs"]["continuous"]
+    assert "'benchmark'" in continuous["if"] and "head.repo.full_name == github.repository" in continuous["if"]
+    assert "gpu" in continuous["runs-on"] and continuous["permissions"] == {"contents": "read"}
+    steps = " ".join(step.get("run", "") for step in continuous["steps"])
+    assert '-m asv continuous' in steps and '"$BASE_SHA" "$HEAD_SHA"' in steps
+    comment = doc["jobs"]["comment"]
+    assert comment["permissions"] == {"pull-requests": "write"} and comment["runs-on"] == "ubuntu-latest"
+    assert "gh pr comment" in " ".join(step.get("run", "") for step in comment["steps"])

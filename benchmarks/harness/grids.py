@@ -7,10 +7,20 @@ default  the grid the history is kept on: real model shapes at decode and prefil
 full     the full products, for investigations.
 
 Each grid also has training cases (`training_grid`, bench_training's backward and full modes):
-tiny one per op on the CPU, quick one per op, default Llama-3-8B's projections at 4096 and 8192
-tokens and the seed GeGLU at 8192 tokens, in bf16. compile_max_autotune autotunes minutes per
-GEMM shape, so in the forward grids it runs only on the shapes the training cases autotune
-anyway (`autotuned`): the GPU budgets hold, and its forward and training share one autotune cache.
+tiny and quick one per op, default Llama-3-8B's up projection and SwiGLU MLP and the seed GeGLU at
+8192 tokens, and the narrow MLP, in bf16.
+
+The GPU budgets (quick <= 3 min, default <= 10 min on one H200 with cold caches, modelled by
+`python -m benchmarks.suite_cost` from these grids; tests/test_suite_cost.py fails when a grid
+outgrows them) decide where the costly implementations run (`left_out`):
+- compile_max_autotune tunes every GEMM shape it meets (~20 s each, assumed) and compiles a
+  training step's two graphs: in the forward grids it runs only on the shapes the grid's
+  training cases tune anyway (`autotuned`, one autotune cache for both), and not in quick.
+- compile (default mode) costs a cold Inductor compile (~10 s, assumed) per case and graph: in
+  the default forward grid it runs on the op's main dtype and activation at the decode and
+  prefill ends (M <= 16, M >= 8192), where it answers "what does torch.compile make of the
+  unfused code"; the dtype and activation variants in between compare fused with eager. The
+  quick grid's training modes leave both compiles out (the default grid has them).
 """
 
 from __future__ import annotations
@@ -23,6 +33,12 @@ from .workloads import Case
 
 GRIDS = ("tiny", "quick", "default", "full")
 GRID_ENV = "FUSED_MLP_GRID"  # the grid an asv run uses (default: "default")
+# The asv run's -b regex (benchmarks.run sets it), so that a case's first measuring process files
+# only the implementations the run selects (common._CaseBenchmark).
+BENCH_ENV = "FUSED_MLP_BENCH"
+# A folder where each measured combination files why it was skipped or failed (benchmarks.run
+# sets it and keeps the reasons beside the results: benchmarks/skip_reasons.py).
+OUTCOMES_ENV = "FUSED_MLP_OUTCOMES"
 
 
 def benchmarked_ops() -> list[str]:
@@ -62,3 +78,55 @@ def autotuned(case: Case, name: str) -> bool:
     if name not in GRIDS or case not in OPS[case.op].cases(name):
         return True
     return _gemm_shape(case) in {_gemm_shape(c) for c in OPS[case.op].training_cases(name)}
+
+
+# Where the compiles run (tiny and full: everywhere). max-autotune, default grid: Llama-3-8B's
+# projections (4096 <-> 14336) at the training shapes, forward, and trained on the SwiGLU MLP: the
+# forward, dX and dW GEMMs make 4 shapes to tune in all (the linear up projection and the SwiGLU
+# MLP share them). torch.compile, default grid: the forward only, of each op's main case (its first
+# default case's dtype, activation and shape) at M=16 and M>=8192, of the seed GeGLU and where
+# max-autotune runs. Quick: the gated MLP's forward only (the seed article's question: what
+# torch.compile's GELU x mul fusion brings), and the full training step only.
+MAX_AUTOTUNE_DIMS = {(4096, 14336), (14336, 4096)}
+MAX_AUTOTUNE_TRAINING_OP = "gated_mlp"  # Llama's SwiGLU: fused against LigerMLP and max-autotune, trained
+SEED_GEGLU = Case("gated_mlp", 8192, 768, 3072, "bf16", "gelu_tanh")
+
+
+def _main_case(case: Case) -> bool:
+    first = OPS[case.op].cases("default")[0]
+    return (case.dtype, case.activation, case.K, case.N) == (first.dtype, first.activation, first.K, first.N)
+
+
+def _in_grid(case: Case, mode: str, name: str) -> bool:
+    return case in (OPS[case.op].cases(name) if mode == "forward" else OPS[case.op].training_cases(name))
+
+
+def left_out(case: Case, impl: str, mode: str, name: str) -> str | None:
+    """Why grid `name` leaves implementation `impl` out of `case` in `mode` (its GPU budget), or
+    None. Cases outside the grid (tests, profiling) are never left out; nor is anything in the
+    tiny and full grids."""
+    if name not in ("quick", "default") or not _in_grid(case, mode, name):
+        return None
+    training = mode != "forward"
+    if name == "quick":
+        if mode == "backward":
+            return "the quick grid times the full training step only (the default grid has the backward alone)"
+        if impl == "compile_max_autotune":
+            return "compile_max_autotune is left out of the quick grid (minutes of autotuning; the default grid has it)"
+        if impl == "compile" and (training or case.op != "gated_mlp"):
+            return "compile runs in the quick grid on the gated MLP's forward only (the default grid has the rest)"
+        return None
+    max_autotuned = (case.K, case.N) in MAX_AUTOTUNE_DIMS and autotuned(case, name) and (
+        not training or case.op == MAX_AUTOTUNE_TRAINING_OP)
+    if impl == "compile_max_autotune" and not max_autotuned:
+        return (f"compile_max_autotune runs in the default grid on Llama-3-8B's projections at the training shapes "
+                f"(trained: the {MAX_AUTOTUNE_TRAINING_OP} only); autotuning every GEMM shape would exceed the GPU budget")
+    if impl == "compile":
+        if training:
+            return ("compile is left out of the default grid's training modes (two cold graphs per case would exceed "
+                    "the GPU budget; eager is the unfused baseline there, compile_max_autotune the compiled peer)")
+        if not (max_autotuned or case == SEED_GEGLU or (_main_case(case) and (case.M == 16 or case.M >= 8192))):
+            return ("compile runs in the default grid's forward on each op's main case at M=16 and M>=8192, the "
+                    "seed GeGLU and where compile_max_autotune runs (a cold Inductor compile per case would exceed "
+                    "the GPU budget)")
+    return None

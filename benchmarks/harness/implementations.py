@@ -75,9 +75,9 @@ def unavailable_reason(case: Case, name: str, device, mode: str = FORWARD) -> st
         if not callable(getattr(library(), case.op, None)):
             return f"fused_mlp at this commit has no public {case.op}()"
         return None if mode == FORWARD else fused_backward_missing(case, str(device))
-    if name == COMPILE_MAX_AUTOTUNE and mode == FORWARD and not grids.autotuned(case, grids.current_grid()):
-        return (f"compile_max_autotune runs only on the {grids.current_grid()} grid's training shapes "
-                "(minutes of autotuning per GEMM shape would exceed the GPU budget)")
+    left_out = grids.left_out(case, name, mode, grids.current_grid())  # the grid's GPU budget
+    if left_out:
+        return left_out
     peer = spec.peers.get(name)
     if peer is None:  # eager and the compiled ones: torch's autograd covers them
         return None

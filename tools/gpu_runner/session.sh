@@ -4,7 +4,7 @@
 # packs whatever exists (results/, logs, gpu_check.json, the stage table) into $OUT whatever
 # happens (a stage cut short, a crash, the call's own limit).
 #
-#   1. quick  asv quick grid at HEAD, bench_ops and bench_device, one asv run per class (asv
+#   1. quick  asv quick grid at HEAD, bench_device, bench_ops and bench_training, one asv run per class (asv
 #             writes a result file only when a run ends: a cut-short stage keeps the classes done)
 #   2. check  benchmarks.gpu_check, bf16 first, gpu_check.json rewritten after every case
 #   3. native the kernel tests that force each GEMM variant natively (tests/test_persistent.py)
@@ -91,11 +91,12 @@ fi
 python3 -c "import asv, torch, triton; print('asv', asv.__version__, 'torch', torch.__version__, 'triton', triton.__version__)" \
   | tee -a "$OUT/session.log" || exit 1
 
-# The asv grid, one class per asv run: each run writes its result file when it ends, and asv
-# merges runs of one commit into one file.
+# The asv grid, one class per asv run (the training modes together): each run writes its result
+# file when it ends, and asv merges runs of one commit into one file. Each extra run costs ~11 s
+# (discovery and the forkserver import torch), beside benchmarks.run's one run per grid.
 asv_by_class() {  # GRID [--commits C]
   local g=$1 rc=0 b; shift
-  for b in 'bench_device\.' 'bench_ops\.GatedMLP\.' 'bench_ops\.NarrowMLP\.' 'bench_ops\.LinearAct\.'; do
+  for b in 'bench_device\.' 'bench_ops\.GatedMLP\.' 'bench_ops\.NarrowMLP\.' 'bench_ops\.LinearAct\.' 'bench_training\.'; do
     python3 -m benchmarks.run --machine "$machine" --grid "$g" --bench "$b" "$@" >>"$OUT/asv.log" 2>&1 || rc=$?
     log "  $g $b: exit $rc"
   done

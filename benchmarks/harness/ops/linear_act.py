@@ -81,14 +81,18 @@ class LinearAct(OpSpec):
     def cases(self, grid):
         if grid == "tiny":
             return [_case(64, 128, 256, "fp32")]
-        if grid == "quick":
-            return [_case(M, 4096, 14336) for M in (16, 8192)]
-        if grid == "default":
-            cases = [_case(M, K, N) for M, (K, N) in product(TOKENS, MODEL_PROJECTIONS)]
-            cases += [_case(M, K, N, dtype) for dtype, M, (K, N)
-                      in product(("fp16", "fp32"), (16, 2048), [(768, 3072), (4096, 14336)])]
-            cases += [_case(M, 4096, 14336, "bf16", act)
-                      for act, M in product([a for a in ACTIVATIONS if a != "gelu_tanh"], (16, 2048))]
+        if grid == "quick":  # prefill on Llama's up projection (the default grid has decode)
+            return [_case(8192, 4096, 14336)]
+        if grid == "default":  # sized for the GPU budget (grids.py): every M on Llama's up projection,
+            # its down projection at decode and prefill, the seed GeGLU's at prefill, and fp32 and the
+            # other activations at M=2048 on the up projection (each new dtype or activation compiles
+            # every autotune config of the kernel again: ~17 s)
+            up, down = MODEL_PROJECTIONS[2], MODEL_PROJECTIONS[3]
+            cases = [_case(M, *up) for M in TOKENS]
+            cases += [_case(M, *down) for M in (16, 8192)]
+            cases += [_case(8192, K, N) for K, N in MODEL_PROJECTIONS[:2]]
+            cases += [_case(2048, *up, "fp32")]  # fp16 compiles and runs as bf16 does (the narrow MLP has fp16)
+            cases += [_case(2048, *up, "bf16", act) for act in ("relu", "gelu", "silu")]  # "none": in full
             return cases
         if grid == "full":
             return [_case(M, K, N, dtype, act) for M, (K, N), dtype, act
@@ -98,9 +102,11 @@ class LinearAct(OpSpec):
     def training_cases(self, grid):
         if grid == "tiny":
             return self.cases("tiny")
-        if grid == "quick":  # the forward quick grid's prefill case
+        if grid == "quick":  # the forward quick grid's case
+            return self.cases("quick")
+        if grid == "default":  # Llama-3-8B's up projection at prefill (sized for the GPU budget, grids.py)
             return [_case(8192, 4096, 14336)]
-        if grid in ("default", "full"):  # Llama-3-8B's up and down projections, prefill sizes
+        if grid == "full":  # Llama-3-8B's up and down projections, prefill sizes
             return [_case(M, K, N) for M, (K, N) in product((4096, 8192), [(4096, 14336), (14336, 4096)])]
         return []
 

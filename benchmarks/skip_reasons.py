@@ -1,0 +1,87 @@
+"""Why a value is NaN (skipped) or null (failed): asv stores neither reason (only `asv run
+--show-stderr` prints them), so the suite keeps them beside the results, torch-free:
+
+    results/reasons/<machine>/<commit>.json
+    {"version": 1, "machine": "h200-runner", "commit": "<40 hex>",
+     "entries": [{"benchmark": "bench_ops.LinearAct.track_latency",
+                  "params": {"case": "linear_act M=16 ...", "impl": "cublaslt"},
+                  "status": "skipped",            # or "failed"
+                  "reason": "cublaslt has no gelu epilogue (only ['gelu_tanh', 'relu'])"}]}
+
+`benchmark` and `params` are asv's benchmark name and the combination's parameter values (not
+their repr), so a reader pairs an entry with asv's value directly. The benchmark processes file
+one file per measured combination into $FUSED_MLP_OUTCOMES (common._CaseBenchmark); benchmarks.run
+sets it per asv run and merges what was filed into the commit's file here (a later run of the
+same commit and machine replaces what it measured again, with a reason or without, and keeps the
+rest). The dashboard's loaders ignore this folder: it holds no asv result files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+VERSION = 1
+DIRNAME = "reasons"
+STATUSES = ("skipped", "failed")
+MAX_REASON_CHARS = 4000  # a failure's traceback, cut: enough to say where
+
+
+def path(results_dir: Path, machine: str, commit: str) -> Path:
+    return Path(results_dir) / DIRNAME / machine / f"{commit}.json"
+
+
+def entry(benchmark: str, params: dict, status: str, reason: str) -> dict:
+    if status not in STATUSES:
+        raise ValueError(f"status {status!r}; expected one of {list(STATUSES)}")
+    return {"benchmark": benchmark, "params": params, "status": status, "reason": str(reason)[:MAX_REASON_CHARS]}
+
+
+def collect(folder: Path) -> tuple[list[dict], set[tuple]]:
+    """(every entry the benchmark processes filed into `folder`, the keys of every combination
+    they measured, with a reason or without); files that are not ours are ignored."""
+    entries, measured = [], set()
+    for filed in sorted(Path(folder).glob("*.json")):
+        try:
+            doc = json.loads(filed.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(doc, dict):
+            continue
+        entries += [e for e in doc.get("entries", []) if isinstance(e, dict) and e.get("status") in STATUSES]
+        measured |= {_key({"benchmark": b, "params": p}) for b, p in doc.get("measured", [])}
+    return entries, measured
+
+
+def read(file: Path) -> dict:
+    """A reasons file; ValueError naming the problem when it is not one."""
+    try:
+        doc = json.loads(Path(file).read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{file}: not a readable reasons file ({e})") from None
+    if not isinstance(doc, dict) or doc.get("version") != VERSION or not isinstance(doc.get("entries"), list):
+        raise ValueError(f"{file}: not a reasons file of this suite (version {VERSION} with an 'entries' list)")
+    return doc
+
+
+def _key(e: dict) -> tuple:
+    return e["benchmark"], json.dumps(e["params"], sort_keys=True)
+
+
+def merge(results_dir: Path, machine: str, commit: str, new: list[dict], measured: set[tuple]) -> Path:
+    """Write the commit's file: the entries before, less those of the combinations this run
+    measured again (`measured`, from collect), plus `new`."""
+    target = path(results_dir, machine, commit)
+    try:
+        before = read(target)["entries"] if target.exists() else []
+    except ValueError:
+        before = []  # an unreadable old file is replaced, never merged into
+    again = measured | {_key(e) for e in new}
+    doc = {"version": VERSION, "machine": machine, "commit": commit,
+           "entries": sorted([e for e in before if _key(e) not in again] + new, key=_key)}
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    os.replace(tmp, target)
+    return target

@@ -1,0 +1,77 @@
+"""Why a value is NaN or null, kept beside asv's results (benchmarks/skip_reasons.py): filed by
+the measuring pass per combination and metric, merged per machine and commit by benchmarks.run."""
+
+import json
+
+import pytest
+
+from benchmarks import bench_ops, common, skip_reasons
+from benchmarks.harness.grids import OUTCOMES_ENV, grid
+
+KEY = grid("tiny")["linear_act"][0].key
+
+
+def _by_benchmark(entries):
+    return {(e["benchmark"], e["params"]["impl"]): e for e in entries}
+
+
+def test_the_measuring_pass_files_every_skip_and_failure_with_its_reason(tmp_path, monkeypatch):
+    out = tmp_path / "outcomes"
+    monkeypatch.setenv(OUTCOMES_ENV, str(out))
+    monkeypatch.setenv("TRITON_INTERPRET", "0")  # fused skips: no CUDA
+
+    class Only(bench_ops.LinearAct):  # the implementations of this test, no more
+        params = ([KEY], ["fused", "eager"])
+
+    class Wrong(bench_ops.LinearAct):
+        params = ([KEY], ["eager"])
+
+        def prepared_call(self, case, impl, inputs):
+            real = super().prepared_call(case, impl, inputs)
+            return lambda: real() + 1.0
+
+    (tmp_path / "m1").mkdir()
+    (tmp_path / "m2").mkdir()
+    with pytest.raises(NotImplementedError):
+        Only().setup(str(tmp_path / "m1"), KEY, "fused")  # files eager too, its sibling
+    with pytest.raises(AssertionError):
+        Wrong().setup(str(tmp_path / "m2"), KEY, "eager")
+    entries, measured = skip_reasons.collect(out)
+    found = _by_benchmark(entries)
+    prefix = "test_skip_reasons"
+    for metric in common.METRICS:
+        e = found[(f"{prefix}.Only.track_{metric}", "fused")]
+        assert e["status"] == "skipped" and "need CUDA" in e["reason"] and e["params"] == {"case": KEY, "impl": "fused"}
+        w = found[(f"{prefix}.Wrong.track_{metric}", "eager")]
+        assert w["status"] == "failed" and "computes a wrong result" in w["reason"]
+    # eager measured its latency: no entry for it; its GPU-only metrics skipped, with the reason
+    assert (f"{prefix}.Only.track_latency", "eager") not in found
+    assert found[(f"{prefix}.Only.track_peak_memory", "eager")]["reason"] == "peak memory is read from the CUDA allocator"
+    assert (f"{prefix}.Only.track_latency", json.dumps({"case": KEY, "impl": "eager"}, sort_keys=True)) in measured
+
+
+def test_merge_keeps_what_a_run_did_not_measure_and_replaces_what_it_did(tmp_path):
+    a = skip_reasons.entry("bench_ops.LinearAct.track_latency", {"case": KEY, "impl": "cublaslt"}, "skipped", "no")
+    b = skip_reasons.entry("bench_ops.GatedMLP.track_latency", {"case": "g", "impl": "fused"}, "failed", "boom")
+    target = skip_reasons.merge(tmp_path, "m", "c" * 40, [a, b], set())
+    assert target == tmp_path / "reasons" / "m" / f"{'c' * 40}.json"
+    again = {skip_reasons._key(b)}  # measured again, fine this time: its old failure goes
+    doc = skip_reasons.read(skip_reasons.merge(tmp_path, "m", "c" * 40, [], again))
+    assert doc["version"] == 1 and doc["machine"] == "m" and doc["entries"] == [a]
+    with pytest.raises(ValueError, match="status"):
+        skip_reasons.entry("x", {}, "slow", "why")
+    (tmp_path / "bad.json").write_text("[1]")
+    with pytest.raises(ValueError, match="not a reasons file"):
+        skip_reasons.read(tmp_path / "bad.json")
+
+
+def test_nothing_is_filed_without_the_folder(tmp_path, monkeypatch):
+    monkeypatch.delenv(OUTCOMES_ENV, raising=False)
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+
+    class Only(bench_ops.LinearAct):
+        params = ([KEY], ["cublaslt"])
+
+    with pytest.raises(NotImplementedError):
+        Only().setup(str(tmp_path), KEY, "cublaslt")
+    assert [p.name for p in tmp_path.iterdir()] != [] and not (tmp_path / "outcomes").exists()

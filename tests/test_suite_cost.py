@@ -1,0 +1,118 @@
+"""The H200 time model (benchmarks.suite_cost) on the suite's real grids: quick and default fit
+their budgets with cold caches, a grid that grows past them fails here, and the counts are the
+suite's own (asv processes, measured combinations, one compile per cache key)."""
+
+import itertools
+import math
+
+import pytest
+
+from benchmarks import suite_cost
+from benchmarks.harness import grids, implementations
+from benchmarks.harness.ops import OPS
+from benchmarks.harness.workloads import Case
+
+BUDGET_S = {"quick": 180, "default": 600}  # issue 20: one H200, cold caches
+
+
+@pytest.fixture(scope="module")
+def cold():
+    return {grid: suite_cost.model(grid, warm=False) for grid in BUDGET_S}
+
+
+def _total(per_class):
+    whole = suite_cost.Cost()
+    for c in per_class.values():
+        whole = whole.add(c)
+    return whole
+
+
+@pytest.mark.parametrize("grid", list(BUDGET_S))
+def test_the_grid_fits_its_gpu_budget_with_cold_caches(cold, grid):
+    total = _total(cold[grid])
+    assert total.seconds <= BUDGET_S[grid], (
+        f"{grid}: modelled {total.seconds:.0f} s > {BUDGET_S[grid]} s; parts {total.parts} "
+        "(python -m benchmarks.suite_cost; choose the cases that fit, harness/grids.py)")
+    assert total.seconds == pytest.approx(sum(total.parts.values())) and set(total.parts) <= set(suite_cost.PARTS)
+
+
+def test_a_grid_that_grows_breaks_the_budget(monkeypatch):
+    """The default grid with linear_act's full product: the check above would fail."""
+    spec = OPS["linear_act"]
+    real = type(spec).cases
+    monkeypatch.setattr(type(spec), "cases", lambda self, g: real(self, "full") if g == "default" else real(self, g))
+    assert _total(suite_cost.model("default", warm=False)).seconds > BUDGET_S["default"]
+
+
+def test_the_counts_are_the_suite_s_own(cold):
+    """asv processes: every combination x metric of every timing class; measured: the
+    combinations whose implementation the grid runs (CUDA assumed; fused counted as it may train)."""
+    with suite_cost._grid_selected("default"):
+        classes = suite_cost.timing_classes("default")
+        names = {f"{c.__module__}.{c.__name__}" for c in classes}
+        assert names == set(cold["default"]) - {"asv run"}
+        assert {n.split(".")[1] for n in names} == {"bench_device", "bench_ops", "bench_training"}
+        for cls in classes:
+            combos = list(itertools.product(*cls.params))
+            c = cold["default"][f"{cls.__module__}.{cls.__name__}"]
+            assert c.processes == len(combos) * len(suite_cost._metrics(cls))
+            if not hasattr(cls, "op"):
+                continue
+            mode = lambda rest: rest[0] if rest else "forward"  # noqa: E731
+            runs = [(k, i, r) for k, i, *r in combos
+                    if i == implementations.FUSED or not implementations.unavailable_reason(Case.from_key(k), i, "cuda", mode(r))]
+            assert c.measured == len(runs) > 0
+
+
+def test_caches_are_paid_once(cold):
+    """Backward and full share a training graph; the linear up projection's max-autotune GEMM
+    shapes are the SwiGLU MLP's, so the default grid tunes 4 shapes in all."""
+    default = cold["default"]
+    training = default["benchmarks.bench_training.GatedMLPTraining"]
+    assert training.torch_compiles == 2  # compile_max_autotune: forward + backward graph, once for two modes
+    assert _total(default).max_autotune_gemms == 4
+    warm = _total(suite_cost.model("quick", warm=True))
+    assert warm.torch_compiles == warm.max_autotune_gemms == 0 and warm.seconds < _total(cold["quick"]).seconds
+
+
+def test_every_part_of_the_model_is_sourced():
+    for name, (val, source) in suite_cost.INPUTS.items():
+        assert source and (isinstance(val, dict) or math.isfinite(val)), name
+    with pytest.raises(ValueError, match="unknown part"):
+        suite_cost.Cost().spend("coffee", 1.0)
+
+
+class TestLeftOut:
+    """Where the grids' budgets leave an implementation out, with the reason (a skip, NaN)."""
+
+    def test_quick_has_no_max_autotune_and_times_the_full_step_only(self):
+        case = OPS["gated_mlp"].training_cases("quick")[0]
+        assert "left out of the quick grid" in grids.left_out(case, "compile_max_autotune", "full", "quick")
+        assert "full training step only" in grids.left_out(case, "eager", "backward", "quick")
+        assert grids.left_out(case, "eager", "full", "quick") is None
+        forward = OPS["gated_mlp"].cases("quick")[0]
+        assert grids.left_out(forward, "compile", "forward", "quick") is None  # the seed question
+        linear = OPS["linear_act"].cases("quick")[0]
+        assert "gated MLP's forward only" in grids.left_out(linear, "compile", "forward", "quick")
+
+    def test_default_compiles_where_the_question_is(self):
+        up_8192 = Case("linear_act", 8192, 4096, 14336, "bf16", "gelu_tanh", bias=True)
+        fp32 = Case("linear_act", 2048, 4096, 14336, "fp32", "gelu_tanh", bias=True)
+        assert up_8192 in OPS["linear_act"].cases("default") and fp32 in OPS["linear_act"].cases("default")
+        assert grids.left_out(up_8192, "compile", "forward", "default") is None
+        assert grids.left_out(up_8192, "compile_max_autotune", "forward", "default") is None
+        assert "main case" in grids.left_out(fp32, "compile", "forward", "default")
+        assert "Llama-3-8B" in grids.left_out(fp32, "compile_max_autotune", "forward", "default")
+        assert "training modes" in grids.left_out(up_8192, "compile", "full", "default")
+        swiglu = OPS["gated_mlp"].training_cases("default")[0]
+        assert grids.left_out(swiglu, "compile_max_autotune", "backward", "default") is None
+        assert grids.left_out(grids.SEED_GEGLU, "compile", "forward", "default") is None
+
+    def test_tiny_full_and_cases_outside_a_grid_run_everything(self):
+        tiny = OPS["linear_act"].cases("tiny")[0]
+        outside = Case("linear_act", 7, 4096, 14336, "fp32", "gelu_tanh", bias=True)
+        for impl in ("compile", "compile_max_autotune"):
+            for mode in ("forward", "backward"):
+                assert grids.left_out(tiny, impl, mode, "tiny") is None
+                assert grids.left_out(outside, impl, mode, "default") is None
+        assert grids.left_out(OPS["linear_act"].cases("full")[-1], "compile", "forward", "full") is None
