@@ -8,8 +8,9 @@ import types
 import pytest
 import torch
 
+from benchmarks import bench_training, common
 from benchmarks.harness import implementations, liger, training
-from benchmarks.harness.grids import grid
+from benchmarks.harness.grids import grid, training_grid
 from benchmarks.harness.ops import op_spec
 from benchmarks.harness.references import mismatch, reference
 from benchmarks.harness.tensors import make_inputs, torch_dtype
@@ -242,3 +243,79 @@ def test_reference_gradients_match_autograd_of_eager_in_float64():
     grads = torch.autograd.grad(out, list(training.named_tensors(wide).values()), grad_out.double())
     for (name, r), g in zip(ref.items(), grads):
         torch.testing.assert_close(r, g, msg=name)
+
+
+TINY_TRAINING = {op: cases[0].key for op, cases in training_grid("tiny").items()}
+
+
+class TestTrainingMeasuringPass:
+    """bench_training's classes on the one measuring pass bench_ops uses (common._CaseBenchmark)."""
+
+    def test_every_class_is_the_ops_training_grid_times_every_implementation_and_mode(self):
+        for cls in (bench_training.LinearActTraining, bench_training.GatedMLPTraining,
+                    bench_training.NarrowMLPTraining):
+            assert cls.param_names == ["case", "impl", "mode"]
+            assert cls.params == ([c.key for c in training_grid(common.grid_name())[cls.op]], implementations.names(cls.op),
+                                  ["backward", "full"])
+            assert issubclass(cls, common._CaseBenchmark) and cls.setup is common._CaseBenchmark.setup
+
+    @pytest.mark.parametrize("mode", training.TRAINING_MODES)
+    def test_one_pass_checks_the_gradients_then_serves_every_metric(self, tmp_path, monkeypatch, mode):
+        key = TINY_TRAINING["gated_mlp"]
+        checked = []
+        real = training.gradients_problem
+        monkeypatch.setattr(training, "gradients_problem", lambda *a: checked.append(a) or real(*a))
+        bench = bench_training.GatedMLPTraining()
+        bench.setup(str(tmp_path), key, "eager", mode)
+        out = bench.track_latency(str(tmp_path), key, "eager", mode)
+        assert len(checked) == 1 and out["number"] == 1 and len(out["samples"]) == bench.samples
+        with pytest.raises(NotImplementedError, match="CUDA allocator"):
+            bench.track_peak_memory(str(tmp_path), key, "eager", mode)
+        monkeypatch.setattr(common._CaseBenchmark, "_measure", lambda *a: pytest.fail("measured twice"))
+        again = bench_training.GatedMLPTraining()  # another metric's process reads what was filed
+        again.setup(str(tmp_path), key, "eager", mode)
+        assert again.track_latency(str(tmp_path), key, "eager", mode) == out
+
+    def test_the_backward_mode_samples_only_the_backward(self, monkeypatch):
+        """The forward of the backward mode runs before every sample, outside the timed region."""
+        timed = []
+        real = training.Step.timed
+        monkeypatch.setattr(training.Step, "timed", lambda self, state: timed.append(state is not None)
+                            or real(self, state))
+        filed = bench_training.LinearActTraining().measure_all(TINY_TRAINING["linear_act"], "eager", "backward")
+        assert "metrics" in filed and timed and all(timed)
+
+    @pytest.mark.parametrize("mode", training.TRAINING_MODES)
+    def test_a_wrong_gradient_fails_every_metric_before_timing(self, tmp_path, mode):
+        class WrongGradient(bench_training.LinearActTraining):
+            def prepared_call(self, case, impl, inputs, mode):
+                step = super().prepared_call(case, impl, inputs, mode)
+                real = step.forward
+                step.forward = lambda: real() * 1.01  # the forward is wrong: so is every gradient
+                return step
+
+        key = TINY_TRAINING["linear_act"]
+        filed = WrongGradient().measure_all(key, "eager", mode)
+        assert "metrics" not in filed
+        assert f"computes a wrong result for {key} ({mode}): gradient of x: relative error" in filed["failed"]
+        with pytest.raises(AssertionError, match="wrong result"):
+            WrongGradient().setup(str(tmp_path), key, "eager", mode)
+
+    def test_what_cannot_train_skips_with_the_reason(self, tmp_path, monkeypatch):
+        forward_only = types.SimpleNamespace(linear_act=lambda x, *a, **k: (_ for _ in ()).throw(
+            ValueError("fused_mlp is forward-only")) if x.requires_grad else op_spec("linear_act").eager(x, *a, **k))
+        monkeypatch.setattr(implementations, "library", lambda: forward_only)
+        implementations.fused_backward_missing.cache_clear()
+        key = TINY_TRAINING["linear_act"]
+        try:
+            for impl, reason in (("fused", "fused_mlp at this commit has no backward (fused_mlp is forward-only)"),
+                                 ("cublaslt", "cublaslt needs a CUDA device")):
+                assert bench_training.LinearActTraining().measure_all(key, impl, "full") == {"skip": reason}
+                with pytest.raises(NotImplementedError, match="no backward|CUDA"):
+                    bench_training.LinearActTraining().setup(str(tmp_path), key, impl, "full")
+        finally:
+            implementations.fused_backward_missing.cache_clear()
+
+    def test_a_training_call_too_large_for_the_cpu_skips(self):
+        big = training_grid("default")["gated_mlp"][0].key
+        assert "too large for a CPU run" in bench_training.GatedMLPTraining().measure_all(big, "eager", "full")["skip"]

@@ -116,7 +116,15 @@ def gradient_mismatch(case: Case, step: Step, inputs: dict) -> str | None:
             grads = step()
     except RuntimeError as e:  # e.g. an input the output does not depend on
         return f"no gradient: {str(e).splitlines()[0]}"
-    expected = reference_gradients(case, inputs, step.grad_out)
+    return gradients_problem(case, inputs, step.grad_out, grads)
+
+
+def gradients_problem(case: Case, inputs: dict, grad_out: torch.Tensor, grads) -> str | None:
+    """Why `grads` (one Step call's result, in `named_tensors(inputs)` order) are not the
+    gradients of `case` for the upstream gradient `grad_out`, or None."""
+    expected = reference_gradients(case, inputs, grad_out)
+    if not isinstance(grads, (tuple, list)) or len(grads) != len(expected):
+        return f"expected {len(expected)} gradients ({', '.join(expected)}), got {type(grads).__name__}"
     dtype = torch_dtype(case)
     for (name, ref), grad in zip(expected.items(), grads):
         problem = mismatch(grad.detach(), ref, dtype)
@@ -169,3 +177,12 @@ def peak_memory(step: Step) -> int:
     peak = torch.cuda.max_memory_allocated() - base
     del grads, state
     return peak
+
+
+def kernels_per_step(step: Step) -> float:
+    """Device kernels of the timed part: the whole step for `full`, the step less its forward
+    for `backward` (CUDA only)."""
+    from .profiling import kernels_per_call
+
+    total = kernels_per_call(step)
+    return total - kernels_per_call(step.forward) if step.mode == BACKWARD else total
