@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .ops import spec_of
 from .workloads import Case
 
 
@@ -43,12 +44,12 @@ def matmul_tflops(n: int, seconds: float) -> float:
 def flops(case: Case) -> int:
     """Floating-point operations of the matmuls (2 per multiply-add); the bias, activation and
     gating add O(M*N) work, under 1% at every shape in the grids, and are left out."""
-    return case.spec.flops(case)
+    return spec_of(case).flops(case)
 
 
 def min_bytes(case: Case) -> int:
     """Bytes a perfectly fused implementation must read and write."""
-    return case.spec.min_elements(case) * case.itemsize
+    return spec_of(case).min_elements(case) * case.itemsize
 
 
 def arithmetic_intensity(case: Case) -> float:

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from . import grids, modes
 from .library import interpreter_requested, library
 from .modes import FORWARD
-from .ops import OPS, op_spec
+from .ops import OPS, op_spec, spec_of
 from .workloads import Case
 
 FUSED, EAGER, COMPILE, COMPILE_MAX_AUTOTUNE = "fused", "eager", "compile", "compile_max_autotune"
@@ -63,7 +63,7 @@ def unavailable_reason(case: Case, name: str, device, mode: str = FORWARD) -> st
     check_name(case.op, name)
     modes.check_mode(mode)
     device_type = str(device).split(":")[0]
-    spec = op_spec(case.op)
+    spec = spec_of(case)
     if name == FUSED:
         if device_type == "cpu" and not interpreter_requested():
             return "the Triton kernels need CUDA (or TRITON_INTERPRET=1 on the CPU, a pipeline check only)"
@@ -95,7 +95,7 @@ def fused_backward_missing(case: Case, device: str) -> str | None:
     training.require_grad(inputs)
     try:
         with torch.enable_grad():
-            out = op_spec(case.op).fused(library(), inputs)()
+            out = spec_of(case).fused(library(), inputs)()
     except (ValueError, TypeError, RuntimeError, NotImplementedError) as e:
         return f"fused_mlp at this commit has no backward ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
     if not isinstance(out, torch.Tensor) or out.grad_fn is None:
@@ -116,7 +116,7 @@ def prepare(case: Case, name: str, inputs: dict, mode: str = FORWARD):
 
     tensors = training.require_grad(inputs) if mode != FORWARD else None
     if name == FUSED:
-        forward = op_spec(case.op).fused(library(), inputs)
+        forward = spec_of(case).fused(library(), inputs)
     else:
         fn = get(case.op, name)
         forward = lambda: fn(**inputs)  # noqa: E731

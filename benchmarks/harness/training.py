@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from .modes import BACKWARD, FORWARD, FULL, MODES, TRAINING_MODES, check_mode  # noqa: F401 (re-exported)
-from .ops import op_spec
+from .ops import output_features, spec_of
 from .references import mismatch
 from .tensors import torch_dtype
 from .workloads import Case
@@ -52,7 +52,7 @@ def require_grad(inputs: dict) -> dict[str, torch.Tensor]:
 def upstream_gradient(case: Case, device, seed: int = 1) -> torch.Tensor:
     """The fixed gradient of the loss w.r.t. the op's output (N(0, 1), the output's dtype)."""
     gen = torch.Generator(device=device).manual_seed(seed)
-    shape = (case.M, op_spec(case.op).output_features(case))
+    shape = (case.M, output_features(case))
     return torch.randn(*shape, generator=gen, device=device, dtype=torch.float32).to(torch_dtype(case))
 
 
@@ -103,7 +103,7 @@ def reference_gradients(case: Case, inputs: dict, grad_out: torch.Tensor) -> dic
     inputs64 = {name: widened(value) for name, value in inputs.items()}
     tensors64 = named_tensors(inputs64)
     with torch.enable_grad():
-        ref = op_spec(case.op).reference(**inputs64)
+        ref = spec_of(case).reference(**inputs64)
         grads = torch.autograd.grad(ref, list(tensors64.values()), grad_out.double())
     return dict(zip(tensors64, grads))
 

@@ -65,7 +65,7 @@ class NarrowMLP(OpSpec):
         return []
 
     def reference(self, x, weights, biases=None, activation="relu", output_activation=None):
-        from ..tensors import activation_fn, f64, rounded
+        from ..numerics import activation_fn, f64, rounded
 
         biases = biases if biases is not None else [None] * len(weights)
         h = f64(x)
@@ -79,7 +79,7 @@ class NarrowMLP(OpSpec):
         return h
 
     def eager(self, x, weights, biases=None, activation="relu", output_activation=None):
-        from ..tensors import F, activation_fn
+        from ..numerics import F, activation_fn
 
         hidden_act, out_act = activation_fn(activation), activation_fn(output_activation or "none")
         biases = biases if biases is not None else [None] * len(weights)
