@@ -22,7 +22,7 @@ import dataclasses
 import functools
 from collections.abc import Callable
 
-from . import grids, modes
+from . import grids, inductor, modes
 from .library import interpreter_requested, library
 from .modes import FORWARD
 from .ops import OPS, op_spec, spec_of
@@ -31,7 +31,7 @@ from .workloads import Case
 FUSED, EAGER, COMPILE, COMPILE_MAX_AUTOTUNE = "fused", "eager", "compile", "compile_max_autotune"
 # torch.compile's modes, by implementation name. No CUDA graphs: the suite times single calls
 # with their launch overhead, as every other implementation is timed.
-COMPILE_MODES = {COMPILE: None, COMPILE_MAX_AUTOTUNE: "max-autotune-no-cudagraphs"}
+COMPILE_MODES = {COMPILE: None, COMPILE_MAX_AUTOTUNE: inductor.MAX_AUTOTUNE_MODE}
 
 
 def names(op: str) -> list[str]:
@@ -132,10 +132,13 @@ def compiled(op: str, mode: str | None = None) -> Callable:
     """torch.compile of the eager code for `op` in torch.compile's `mode` (None: the default),
     built once per process (shapes are specialised by Dynamo's own guards, one graph per shape
     and activation). Inductor's FX-graph and autotune caches live on disk
-    (TORCHINDUCTOR_CACHE_DIR), so a second process compiles and autotunes nothing again."""
+    (TORCHINDUCTOR_CACHE_DIR, inductor.use_disk_caches), so a second process compiles and
+    autotunes nothing again; the Inductor flags the mode relies on are checked first."""
     import torch
 
     if (op, mode) not in _compiled:
+        inductor.use_disk_caches()
+        inductor.check_config(mode)
         _compiled[op, mode] = torch.compile(op_spec(op).eager, mode=mode, dynamic=False)
     return _compiled[op, mode]
 
