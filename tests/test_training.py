@@ -231,6 +231,57 @@ def test_liger_glu_adapter_wires_the_gemms_and_the_gradients(monkeypatch):
         liger.glu(inputs["x"], inputs["x"], "relu")
 
 
+class _TorchMLP(torch.autograd.Function):
+    """Stand-in for LigerMLPFunction with its call convention: apply(x[B, S, dim], Wg, Wu, Wd)."""
+
+    @staticmethod
+    def forward(ctx, x, w_gate, w_up, w_down):
+        with torch.enable_grad():
+            leaves = [t.detach().requires_grad_() for t in (x, w_gate, w_up, w_down)]
+            out = op_spec("gated_mlp").eager(*leaves, activation="silu")
+        ctx.graph = (leaves, out)
+        return out.detach()
+
+    @staticmethod
+    def backward(ctx, grad):
+        leaves, out = ctx.graph
+        return torch.autograd.grad(out, leaves, grad)
+
+
+def _torch_gemm_swiglu(x, w_gate, w_up, gate_multiplier, store_preact=True):
+    """Stand-in for liger_kernel.ops.mlp.gemm_swiglu's inference path: (silu(x Wg^T) * x Wu^T, None)."""
+    assert gate_multiplier == 1.0 and store_preact is False and x.dim() == 3
+    return op_spec("gated_up").eager(x, w_gate, w_up, activation="silu"), None
+
+
+@pytest.mark.skipif(bool(liger.not_installed()), reason="liger-kernel is not installed (.[peers])")
+def test_liger_mlp_adapters_wire_the_call_and_the_gradients(monkeypatch):
+    """liger_mlp's adapters (the [B, S, dim] view Liger wants, which weight goes where) with
+    Liger's CUDA-only functions replaced by torch stand-ins of the same convention."""
+    import liger_kernel.ops.mlp as liger_mlp
+
+    monkeypatch.setattr(liger_mlp, "LigerMLPFunction", _TorchMLP)
+    monkeypatch.setattr(liger_mlp, "gemm_swiglu", _torch_gemm_swiglu)
+    mlp = Case("gated_mlp", 8, 32, 64, "fp32", "silu")
+    inputs = make_inputs(mlp)
+    assert mismatch(liger.mlp_gated_mlp(**inputs), reference(mlp, inputs), torch.float32) is None
+    step = training.prepare_step(mlp, lambda: liger.mlp_gated_mlp(**inputs), training.require_grad(inputs), "full")
+    assert training.gradient_mismatch(mlp, step, inputs) is None
+    up = Case("gated_up", 8, 32, 64, "fp32", "silu")
+    inputs = make_inputs(up)
+    assert mismatch(liger.mlp_gated_up(**inputs), reference(up, inputs), torch.float32) is None
+    with pytest.raises(ValueError, match="SwiGLU only"):
+        liger.mlp_gated_mlp(**{**make_inputs(mlp), "activation": "gelu_tanh"})
+
+
+def test_liger_mlp_on_the_cpu_skips_saying_why(device):
+    if device != "cpu":
+        pytest.skip("the CPU's reason")
+    reason = implementations.unavailable_reason(GATED, "liger_mlp", device, "full")
+    if not liger.not_installed():
+        assert "asserts CUDA tensors" in reason and "interpreter" in reason
+
+
 def test_reference_gradients_match_autograd_of_eager_in_float64():
     case = Case.from_widths("narrow_mlp", 8, (16, 32, 8), "fp32", "relu")
     inputs = make_inputs(case)
