@@ -145,6 +145,41 @@ def test_a_library_that_trains_is_measured_with_no_edit(monkeypatch, device):
     assert training.gradient_mismatch(case, step, inputs) is None
 
 
+def test_a_narrow_mlp_that_trains_is_called_unpacked_in_training(monkeypatch, device):
+    """The forward mode packs the layers once (as a deployment does at load time); a training
+    step packs inside the call (the weights change every step). A stand-in library whose packing
+    builds an autograd graph shows why: packed once, the second step could not backpropagate."""
+    eager = op_spec("narrow_mlp").eager
+    packs = []
+
+    def pack_layers(weights, biases):
+        packs.append(1)
+        return types.SimpleNamespace(widths=None, weights=[w * 1.0 for w in weights], biases=[b * 1.0 for b in biases])
+
+    def narrow_mlp_packed(x, packed, activation, output_activation=None):
+        return eager(x, packed.weights, packed.biases, activation, output_activation)
+
+    library = types.SimpleNamespace(narrow_mlp=lambda x, weights, biases=None, activation="relu",
+                                    output_activation=None: narrow_mlp_packed(
+                                        x, pack_layers(weights, biases), activation, output_activation),
+                                    pack_layers=pack_layers, narrow_mlp_packed=narrow_mlp_packed)
+    monkeypatch.setattr(implementations, "library", lambda: library)
+    implementations.fused_backward_missing.cache_clear()
+    case = next(c for c in TINY if c.op == "narrow_mlp")
+    try:
+        inputs = make_inputs(case, device)
+        forward = implementations.prepare(case, "fused", inputs)
+        forward(), forward()
+        assert len(packs) == 1  # forward: packed once, at prepare time
+        inputs = make_inputs(case, device)
+        step = implementations.prepare(case, "fused", inputs, "full")
+        assert training.gradient_mismatch(case, step, inputs) is None
+        assert training.gradient_mismatch(case, step, inputs) is None  # a second step backpropagates too
+        assert len(packs) == 3
+    finally:
+        implementations.fused_backward_missing.cache_clear()
+
+
 def test_cublaslt_trains_only_where_torch_differentiates_its_epilogue():
     case = Case("linear_act", 4, 8, 16, "bf16", "relu", bias=True)
     assert implementations.unavailable_reason(case, "cublaslt", "cuda") is None

@@ -92,9 +92,11 @@ class NarrowMLP(OpSpec):
     def fused(self, library, inputs):
         """Packs the layers once, as a deployment does at load time, where the library offers
         that; else the plain call, which packs (or, in some older commits, looks up a cache) on
-        every call."""
+        every call. Not in training: the weights change every step, so packing is part of the
+        step (and a graph built once by packing could not be backpropagated through twice)."""
         pack, run_packed = getattr(library, "pack_layers", None), getattr(library, "narrow_mlp_packed", None)
-        if not (callable(pack) and callable(run_packed)):
+        training = any(w.requires_grad for w in inputs["weights"])
+        if training or not (callable(pack) and callable(run_packed)):
             return super().fused(library, inputs)
         packed = pack(inputs["weights"], inputs["biases"])
         x, activation, output_activation = inputs["x"], inputs["activation"], inputs["output_activation"]
