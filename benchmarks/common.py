@@ -21,8 +21,10 @@ imported only when a fused case is measured (`harness.implementations.library`).
 
 A new Case benchmark class (bench_ops.py's, or a training-mode one) subclasses _CaseBenchmark,
 sets `op`, `params` (and `param_names` beyond case and impl) and, where its call is not the
-forward one, overrides the hooks `prepared_call` and `result_problem`, or `measure_metrics`
-where the whole measurement differs (bench_training's Steps).
+forward one, overrides the hooks `prepared_call` and `result_problem` and, where its call is
+measured differently, `latency_samples`, `peak_memory` and `kernels_per_call` (bench_training.py).
+A parameter named `mode` (harness.modes) is the one option this pass reads itself: it decides
+what may run (`unavailable_reason`), the CPU size limit, and whether autograd records.
 """
 
 import hashlib
@@ -33,7 +35,7 @@ import traceback
 
 import torch
 
-from .harness import cost, implementations, timing  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
+from .harness import cost, implementations, modes, timing  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
 from . import skip_reasons
 from .harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV, grid
 from .harness.references import mismatch, reference
@@ -222,39 +224,47 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
         except Exception as e:  # recorded for every metric of the combination: asv stores null
             return {"failed": f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"}
 
+    def latency_samples(self, call, device: str, samples: int, warmup: int) -> list[float]:
+        """Seconds per call (a hook: a training Step times its timed half only)."""
+        return timing.latency_samples(call, device, samples=samples, warmup=warmup)
+
+    def peak_memory(self, call) -> int:
+        """CUDA bytes one call needs beyond what exists before it (a hook, as latency_samples)."""
+        return _peak_memory(call)
+
+    def kernels_per_call(self, call) -> float:
+        """Device kernels one call launches (a hook, as latency_samples; CUDA only)."""
+        from .harness.profiling import kernels_per_call  # torch.profiler: imported when counted
+
+        return kernels_per_call(call)
+
     def _measure(self, case: Case, impl: str, options: dict) -> dict:
         device = "cuda" if torch.cuda.is_available() else "cpu"
-        return self.measure_metrics(case, impl, device, **options)
-
-    def measure_metrics(self, case: Case, impl: str, device: str, **options) -> dict:
-        """{metric: value or {"skip": why}} of one case x implementation in the forward mode (a
-        hook: bench_training measures a training Step instead). Raises Skipped (or
-        NotImplementedError) for what cannot run here, anything else for a failure."""
-        reason = implementations.unavailable_reason(case, impl, device)
+        mode = options.get("mode", modes.FORWARD)
+        reason = implementations.unavailable_reason(case, impl, device, mode)
         if reason:
             raise Skipped(reason)
-        if device == "cpu" and cost.flops(case) > CPU_MAX_FLOPS:
-            raise Skipped(f"{cost.flops(case):.2g} flops is too large for a CPU run")
+        flops = cost.flops(case) * modes.FORWARDS_PER_CALL[mode]
+        if device == "cpu" and flops > CPU_MAX_FLOPS:
+            raise Skipped(f"{flops:.2g} flops per call is too large for a CPU run")
         inputs = make_inputs(case, device)
-        with torch.inference_mode():
+        with torch.inference_mode() if mode == modes.FORWARD else torch.enable_grad():
             call = self.prepared_call(case, impl, inputs, **options)
             out = call()  # first call: compiles and autotunes
             problem = self.result_problem(case, inputs, out, **options)
             del out
             if problem:
-                raise AssertionError(f"{impl} computes a wrong result for {case.key}: {problem}")
+                raise AssertionError(f"{impl} computes a wrong result for {case.key}"
+                                     f"{'' if mode == modes.FORWARD else f' ({mode})'}: {problem}")
             interpreted = impl == implementations.FUSED and device == "cpu"
             samples, warmup = (self.interpreter_samples, 1) if interpreted else (self.samples, self.warmup)
-            metrics = {"latency": {"samples": timing.latency_samples(call, device, samples=samples, warmup=warmup),
-                                   "number": 1}}
+            metrics = {"latency": {"samples": self.latency_samples(call, device, samples, warmup), "number": 1}}
             if device != "cuda":
                 metrics["peak_memory"] = {"skip": "peak memory is read from the CUDA allocator"}
                 metrics["kernels_per_call"] = {"skip": "device kernels are counted on CUDA"}
                 return metrics
-            metrics["peak_memory"] = _peak_memory(call)
-            from .harness.profiling import kernels_per_call  # torch.profiler: last, after the timings
-
-            metrics["kernels_per_call"] = kernels_per_call(call)
+            metrics["peak_memory"] = self.peak_memory(call)
+            metrics["kernels_per_call"] = self.kernels_per_call(call)  # torch.profiler: last, after the timings
         return metrics
 
 

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.harness import cost
+from benchmarks.harness.ops import spec_of
 from benchmarks.harness.workloads import Case
 
 from dashboard.data import STATUS_OK
@@ -83,7 +84,7 @@ def _case_row(key: str) -> dict | None:
     except ValueError:
         return None  # a foreign or retired key: the row keeps its key but gets no Case fields
     return {"op": case.op, "M": case.M, "K": case.K, "N": case.N, "dtype": case.dtype,
-            "activation": case.activation, "shape": case.spec.shape_label(case), "flops": float(cost.flops(case)),
+            "activation": case.activation, "shape": spec_of(case).shape_label(case), "flops": float(cost.flops(case)),
             "min_bytes": float(cost.min_bytes(case)), "intensity": cost.arithmetic_intensity(case)}
 
 

@@ -3,6 +3,7 @@
 import pytest
 
 from benchmarks.harness.cost import Ceilings, arithmetic_intensity, flops, floor_seconds, min_bytes
+from benchmarks.harness.ops import output_features
 from benchmarks.harness.workloads import Case
 
 H200 = Ceilings(copy_gbps=4270.0, matmul_tflops={"bf16": 680.0, "fp16": 680.0, "fp32": 50.0})
@@ -45,7 +46,7 @@ def test_narrow_cost():
     assert flops(case) == 2 * 1000 * (3 * 64 + 64 * 64 + 64 * 7)
     weights = 3 * 64 + 64 * 64 + 64 * 7 + (64 + 64 + 7)
     assert min_bytes(case) == 2 * (1000 * 3 + 1000 * 7 + weights)
-    assert (case.K, case.N, case.N_out) == (3, 64, 7)
+    assert (case.K, case.N, output_features(case)) == (3, 64, 7)
 
 
 def test_ceilings_are_checked():

@@ -54,6 +54,60 @@ def test_the_suite_reaches_fused_mlp_through_one_import_only():
     assert found == {"benchmarks/harness/library.py": ["import fused_mlp"]}
 
 
+def _import_graph(package: Path) -> dict[str, set[str]]:
+    """module -> the modules of `package` it imports, at the top or inside a function (a lazy
+    import is still a dependency: it only moves the cycle to run time)."""
+    def name(path: Path) -> str:
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+    modules = {name(p): p for p in package.rglob("*.py")}
+    graph = {}
+    for module, path in modules.items():
+        here = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        deps = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = ".".join(here[:len(here) - node.level + 1] + [node.module or ""]).strip(".") \
+                    if node.level else node.module or ""
+                named = [base] + [f"{base}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                named = [a.name for a in node.names]
+            else:
+                continue
+            deps |= {n for n in named if n in modules and n != module}
+        graph[module] = deps
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every import loop, as the modules on it (each loop found from its smallest module)."""
+    found = []
+
+    def walk(path):
+        for nxt in sorted(graph[path[-1]]):
+            if nxt == path[0]:
+                found.append(path)
+            elif nxt not in path and nxt > path[0]:
+                walk(path + [nxt])
+
+    for start in sorted(graph):
+        walk([start])
+    return found
+
+
+def test_the_harness_imports_point_one_way():
+    """A Case is plain data and the op registry looks specs up: workloads.py imports no op, the
+    op specs compute with numerics.py, and tensors.py builds inputs from the registry. No module
+    of the suite imports, even lazily, a module that imports it back."""
+    graph = _import_graph(HARNESS)
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # the check can fail
+    assert _cycles(graph) == []
+    assert graph["benchmarks.harness.workloads"] == set()
+    assert "benchmarks.harness.ops" in graph["benchmarks.harness.tensors"]
+    assert "benchmarks.harness.workloads" in graph["benchmarks.harness.ops.linear_act"]
+
+
 def test_what_the_suite_looks_up_is_public():
     public = set(fused_mlp.__all__)
     assert set(OPS) <= public

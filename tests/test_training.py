@@ -8,8 +8,9 @@ import types
 import pytest
 import torch
 
+from benchmarks import bench_training, common
 from benchmarks.harness import implementations, liger, training
-from benchmarks.harness.grids import grid
+from benchmarks.harness.grids import grid, training_grid
 from benchmarks.harness.ops import op_spec
 from benchmarks.harness.references import mismatch, reference
 from benchmarks.harness.tensors import make_inputs, torch_dtype
@@ -144,6 +145,41 @@ def test_a_library_that_trains_is_measured_with_no_edit(monkeypatch, device):
     assert training.gradient_mismatch(case, step, inputs) is None
 
 
+def test_a_narrow_mlp_that_trains_is_called_unpacked_in_training(monkeypatch, device):
+    """The forward mode packs the layers once (as a deployment does at load time); a training
+    step packs inside the call (the weights change every step). A stand-in library whose packing
+    builds an autograd graph shows why: packed once, the second step could not backpropagate."""
+    eager = op_spec("narrow_mlp").eager
+    packs = []
+
+    def pack_layers(weights, biases):
+        packs.append(1)
+        return types.SimpleNamespace(widths=None, weights=[w * 1.0 for w in weights], biases=[b * 1.0 for b in biases])
+
+    def narrow_mlp_packed(x, packed, activation, output_activation=None):
+        return eager(x, packed.weights, packed.biases, activation, output_activation)
+
+    library = types.SimpleNamespace(narrow_mlp=lambda x, weights, biases=None, activation="relu",
+                                    output_activation=None: narrow_mlp_packed(
+                                        x, pack_layers(weights, biases), activation, output_activation),
+                                    pack_layers=pack_layers, narrow_mlp_packed=narrow_mlp_packed)
+    monkeypatch.setattr(implementations, "library", lambda: library)
+    implementations.fused_backward_missing.cache_clear()
+    case = next(c for c in TINY if c.op == "narrow_mlp")
+    try:
+        inputs = make_inputs(case, device)
+        forward = implementations.prepare(case, "fused", inputs)
+        forward(), forward()
+        assert len(packs) == 1  # forward: packed once, at prepare time
+        inputs = make_inputs(case, device)
+        step = implementations.prepare(case, "fused", inputs, "full")
+        assert training.gradient_mismatch(case, step, inputs) is None
+        assert training.gradient_mismatch(case, step, inputs) is None  # a second step backpropagates too
+        assert len(packs) == 3
+    finally:
+        implementations.fused_backward_missing.cache_clear()
+
+
 def test_cublaslt_trains_only_where_torch_differentiates_its_epilogue():
     case = Case("linear_act", 4, 8, 16, "bf16", "relu", bias=True)
     assert implementations.unavailable_reason(case, "cublaslt", "cuda") is None
@@ -230,6 +266,57 @@ def test_liger_glu_adapter_wires_the_gemms_and_the_gradients(monkeypatch):
         liger.glu(inputs["x"], inputs["x"], "relu")
 
 
+class _TorchMLP(torch.autograd.Function):
+    """Stand-in for LigerMLPFunction with its call convention: apply(x[B, S, dim], Wg, Wu, Wd)."""
+
+    @staticmethod
+    def forward(ctx, x, w_gate, w_up, w_down):
+        with torch.enable_grad():
+            leaves = [t.detach().requires_grad_() for t in (x, w_gate, w_up, w_down)]
+            out = op_spec("gated_mlp").eager(*leaves, activation="silu")
+        ctx.graph = (leaves, out)
+        return out.detach()
+
+    @staticmethod
+    def backward(ctx, grad):
+        leaves, out = ctx.graph
+        return torch.autograd.grad(out, leaves, grad)
+
+
+def _torch_gemm_swiglu(x, w_gate, w_up, gate_multiplier, store_preact=True):
+    """Stand-in for liger_kernel.ops.mlp.gemm_swiglu's inference path: (silu(x Wg^T) * x Wu^T, None)."""
+    assert gate_multiplier == 1.0 and store_preact is False and x.dim() == 3
+    return op_spec("gated_up").eager(x, w_gate, w_up, activation="silu"), None
+
+
+@pytest.mark.skipif(bool(liger.not_installed()), reason="liger-kernel is not installed (.[peers])")
+def test_liger_mlp_adapters_wire_the_call_and_the_gradients(monkeypatch):
+    """liger_mlp's adapters (the [B, S, dim] view Liger wants, which weight goes where) with
+    Liger's CUDA-only functions replaced by torch stand-ins of the same convention."""
+    import liger_kernel.ops.mlp as liger_mlp
+
+    monkeypatch.setattr(liger_mlp, "LigerMLPFunction", _TorchMLP)
+    monkeypatch.setattr(liger_mlp, "gemm_swiglu", _torch_gemm_swiglu)
+    mlp = Case("gated_mlp", 8, 32, 64, "fp32", "silu")
+    inputs = make_inputs(mlp)
+    assert mismatch(liger.mlp_gated_mlp(**inputs), reference(mlp, inputs), torch.float32) is None
+    step = training.prepare_step(mlp, lambda: liger.mlp_gated_mlp(**inputs), training.require_grad(inputs), "full")
+    assert training.gradient_mismatch(mlp, step, inputs) is None
+    up = Case("gated_up", 8, 32, 64, "fp32", "silu")
+    inputs = make_inputs(up)
+    assert mismatch(liger.mlp_gated_up(**inputs), reference(up, inputs), torch.float32) is None
+    with pytest.raises(ValueError, match="SwiGLU only"):
+        liger.mlp_gated_mlp(**{**make_inputs(mlp), "activation": "gelu_tanh"})
+
+
+def test_liger_mlp_on_the_cpu_skips_saying_why(device):
+    if device != "cpu":
+        pytest.skip("the CPU's reason")
+    reason = implementations.unavailable_reason(GATED, "liger_mlp", device, "full")
+    if not liger.not_installed():
+        assert "asserts CUDA tensors" in reason and "interpreter" in reason
+
+
 def test_reference_gradients_match_autograd_of_eager_in_float64():
     case = Case.from_widths("narrow_mlp", 8, (16, 32, 8), "fp32", "relu")
     inputs = make_inputs(case)
@@ -242,3 +329,79 @@ def test_reference_gradients_match_autograd_of_eager_in_float64():
     grads = torch.autograd.grad(out, list(training.named_tensors(wide).values()), grad_out.double())
     for (name, r), g in zip(ref.items(), grads):
         torch.testing.assert_close(r, g, msg=name)
+
+
+TINY_TRAINING = {op: cases[0].key for op, cases in training_grid("tiny").items()}
+
+
+class TestTrainingMeasuringPass:
+    """bench_training's classes on the one measuring pass bench_ops uses (common._CaseBenchmark)."""
+
+    def test_every_class_is_the_ops_training_grid_times_every_implementation_and_mode(self):
+        for cls in (bench_training.LinearActTraining, bench_training.GatedMLPTraining,
+                    bench_training.NarrowMLPTraining):
+            assert cls.param_names == ["case", "impl", "mode"]
+            assert cls.params == ([c.key for c in training_grid(common.grid_name())[cls.op]], implementations.names(cls.op),
+                                  ["backward", "full"])
+            assert issubclass(cls, common._CaseBenchmark) and cls.setup is common._CaseBenchmark.setup
+
+    @pytest.mark.parametrize("mode", training.TRAINING_MODES)
+    def test_one_pass_checks_the_gradients_then_serves_every_metric(self, tmp_path, monkeypatch, mode):
+        key = TINY_TRAINING["gated_mlp"]
+        checked = []
+        real = training.gradients_problem
+        monkeypatch.setattr(training, "gradients_problem", lambda *a: checked.append(a) or real(*a))
+        bench = bench_training.GatedMLPTraining()
+        bench.setup(str(tmp_path), key, "eager", mode)
+        out = bench.track_latency(str(tmp_path), key, "eager", mode)
+        assert len(checked) == 1 and out["number"] == 1 and len(out["samples"]) == bench.samples
+        with pytest.raises(NotImplementedError, match="CUDA allocator"):
+            bench.track_peak_memory(str(tmp_path), key, "eager", mode)
+        monkeypatch.setattr(common._CaseBenchmark, "_measure", lambda *a: pytest.fail("measured twice"))
+        again = bench_training.GatedMLPTraining()  # another metric's process reads what was filed
+        again.setup(str(tmp_path), key, "eager", mode)
+        assert again.track_latency(str(tmp_path), key, "eager", mode) == out
+
+    def test_the_backward_mode_samples_only_the_backward(self, monkeypatch):
+        """The forward of the backward mode runs before every sample, outside the timed region."""
+        timed = []
+        real = training.Step.timed
+        monkeypatch.setattr(training.Step, "timed", lambda self, state: timed.append(state is not None)
+                            or real(self, state))
+        filed = bench_training.LinearActTraining().measure_all(TINY_TRAINING["linear_act"], "eager", "backward")
+        assert "metrics" in filed and timed and all(timed)
+
+    @pytest.mark.parametrize("mode", training.TRAINING_MODES)
+    def test_a_wrong_gradient_fails_every_metric_before_timing(self, tmp_path, mode):
+        class WrongGradient(bench_training.LinearActTraining):
+            def prepared_call(self, case, impl, inputs, mode):
+                step = super().prepared_call(case, impl, inputs, mode)
+                real = step.forward
+                step.forward = lambda: real() * 1.01  # the forward is wrong: so is every gradient
+                return step
+
+        key = TINY_TRAINING["linear_act"]
+        filed = WrongGradient().measure_all(key, "eager", mode)
+        assert "metrics" not in filed
+        assert f"computes a wrong result for {key} ({mode}): gradient of x: relative error" in filed["failed"]
+        with pytest.raises(AssertionError, match="wrong result"):
+            WrongGradient().setup(str(tmp_path), key, "eager", mode)
+
+    def test_what_cannot_train_skips_with_the_reason(self, tmp_path, monkeypatch):
+        forward_only = types.SimpleNamespace(linear_act=lambda x, *a, **k: (_ for _ in ()).throw(
+            ValueError("fused_mlp is forward-only")) if x.requires_grad else op_spec("linear_act").eager(x, *a, **k))
+        monkeypatch.setattr(implementations, "library", lambda: forward_only)
+        implementations.fused_backward_missing.cache_clear()
+        key = TINY_TRAINING["linear_act"]
+        try:
+            for impl, reason in (("fused", "fused_mlp at this commit has no backward (fused_mlp is forward-only)"),
+                                 ("cublaslt", "cublaslt needs a CUDA device")):
+                assert bench_training.LinearActTraining().measure_all(key, impl, "full") == {"skip": reason}
+                with pytest.raises(NotImplementedError, match="no backward|CUDA"):
+                    bench_training.LinearActTraining().setup(str(tmp_path), key, impl, "full")
+        finally:
+            implementations.fused_backward_missing.cache_clear()
+
+    def test_a_training_call_too_large_for_the_cpu_skips(self):
+        big = training_grid("default")["gated_mlp"][0].key
+        assert "too large for a CPU run" in bench_training.GatedMLPTraining().measure_all(big, "eager", "full")["skip"]

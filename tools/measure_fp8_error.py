@@ -30,6 +30,7 @@ import torch  # noqa: E402
 
 from benchmarks.harness import fp8  # noqa: E402
 from benchmarks.harness.grids import GRIDS  # noqa: E402
+from benchmarks.harness.ops import spec_of  # noqa: E402
 from benchmarks.harness.references import rel_error  # noqa: E402
 from benchmarks.harness.tensors import make_inputs  # noqa: E402
 
@@ -59,7 +60,7 @@ def measure(case, rows: int) -> float:
     bf16_case = dataclasses.replace(case, dtype="bf16")
     plain = first_rows(make_inputs(bf16_case), rows)  # the same seed: the tensors fp8.make_inputs quantizes
     quantized = first_rows(make_inputs(case), rows)
-    return rel_error(fp8.reference(case, quantized), bf16_case.spec.reference(**plain))
+    return rel_error(fp8.reference(case, quantized), spec_of(bf16_case).reference(**plain))
 
 
 def main(argv=None) -> int:

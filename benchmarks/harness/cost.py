@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import fp8
+from .ops import spec_of
 from .workloads import Case
 
 
@@ -44,14 +45,14 @@ def matmul_tflops(n: int, seconds: float) -> float:
 def flops(case: Case) -> int:
     """Floating-point operations of the matmuls (2 per multiply-add); the bias, activation and
     gating add O(M*N) work, under 1% at every shape in the grids, and are left out."""
-    return case.spec.flops(case)
+    return spec_of(case).flops(case)
 
 
 def min_bytes(case: Case) -> int:
     """Bytes a perfectly fused implementation must read and write."""
     if fp8.is_fp8(case.dtype):  # one byte per e4m3 element, bf16 out
         return fp8.min_bytes(case)
-    return case.spec.min_elements(case) * case.itemsize
+    return spec_of(case).min_elements(case) * case.itemsize
 
 
 def arithmetic_intensity(case: Case) -> float:

@@ -59,10 +59,10 @@ def granularity(dtype: str) -> str:
 def min_bytes(case) -> int:
     """What a perfect FP8 kernel moves: x at X_BYTES, every weight at one byte per element, the
     bias and output in bf16, and the fp32 scales."""
-    from .ops import RandomTensor
+    from .ops import RandomTensor, output_features, spec_of
 
-    inputs = case.spec.inputs(case)
-    total = case.M * case.N_out * OUT_BYTES
+    inputs = spec_of(case).inputs(case)
+    total = case.M * output_features(case) * OUT_BYTES
     rows = 1 if granularity(case.dtype) == "tensor" else None
     for name, value in inputs.items():
         if not isinstance(value, RandomTensor):

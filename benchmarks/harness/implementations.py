@@ -22,16 +22,16 @@ import dataclasses
 import functools
 from collections.abc import Callable
 
-from . import fp8, grids, modes
+from . import fp8, grids, inductor, modes
 from .library import interpreter_requested, library
 from .modes import FORWARD
-from .ops import OPS, op_spec
+from .ops import OPS, op_spec, spec_of
 from .workloads import Case
 
 FUSED, EAGER, COMPILE, COMPILE_MAX_AUTOTUNE = "fused", "eager", "compile", "compile_max_autotune"
 # torch.compile's modes, by implementation name. No CUDA graphs: the suite times single calls
 # with their launch overhead, as every other implementation is timed.
-COMPILE_MODES = {COMPILE: None, COMPILE_MAX_AUTOTUNE: "max-autotune-no-cudagraphs"}
+COMPILE_MODES = {COMPILE: None, COMPILE_MAX_AUTOTUNE: inductor.MAX_AUTOTUNE_MODE}
 
 
 def names(op: str) -> list[str]:
@@ -63,7 +63,7 @@ def unavailable_reason(case: Case, name: str, device, mode: str = FORWARD) -> st
     check_name(case.op, name)
     modes.check_mode(mode)
     device_type = str(device).split(":")[0]
-    spec = op_spec(case.op)
+    spec = spec_of(case)
     fp8_reason = fp8.unavailable(case, name, device)
     if fp8_reason or (fp8.is_fp8(case.dtype) and mode != FORWARD):
         return fp8_reason or "the FP8 Cases are forward-only (the FP8 kernels have no backward)"
@@ -100,7 +100,7 @@ def fused_backward_missing(case: Case, device: str) -> str | None:
     training.require_grad(inputs)
     try:
         with torch.enable_grad():
-            out = op_spec(case.op).fused(library(), inputs)()
+            out = spec_of(case).fused(library(), inputs)()
     except (ValueError, TypeError, RuntimeError, NotImplementedError) as e:
         return f"fused_mlp at this commit has no backward ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
     if not isinstance(out, torch.Tensor) or out.grad_fn is None:
@@ -123,7 +123,7 @@ def prepare(case: Case, name: str, inputs: dict, mode: str = FORWARD):
         return fp8.prepare(case, name, inputs, library())
     tensors = training.require_grad(inputs) if mode != FORWARD else None
     if name == FUSED:
-        forward = op_spec(case.op).fused(library(), inputs)
+        forward = spec_of(case).fused(library(), inputs)
     else:
         fn = get(case.op, name)
         forward = lambda: fn(**inputs)  # noqa: E731
@@ -139,10 +139,13 @@ def compiled(op: str, mode: str | None = None) -> Callable:
     """torch.compile of the eager code for `op` in torch.compile's `mode` (None: the default),
     built once per process (shapes are specialised by Dynamo's own guards, one graph per shape
     and activation). Inductor's FX-graph and autotune caches live on disk
-    (TORCHINDUCTOR_CACHE_DIR), so a second process compiles and autotunes nothing again."""
+    (TORCHINDUCTOR_CACHE_DIR, inductor.use_disk_caches), so a second process compiles and
+    autotunes nothing again; the Inductor flags the mode relies on are checked first."""
     import torch
 
     if (op, mode) not in _compiled:
+        inductor.use_disk_caches()
+        inductor.check_config(mode)
         _compiled[op, mode] = torch.compile(op_spec(op).eager, mode=mode, dynamic=False)
     return _compiled[op, mode]
 

@@ -12,6 +12,19 @@ asserts CUDA tensors, wants one dtype among fp16/bf16/fp32, and row strides that
 16 bytes (TMA); its gate/up kernel has a backward only inside the whole MLP. The elementwise
 kernels take one row per program, at most 65536 columns. No bias anywhere. A case outside these
 is a skip with the reason. liger-kernel is imported only here and only when a peer is used.
+
+Under Triton's CPU interpreter (TRITON_INTERPRET=1; liger-kernel 0.8.5, Triton 3.9) none of the
+kernels these peers use runs, so on the CPU both peers skip with the reason, and their adapters
+are tested with torch stand-ins of Liger's functions (tests/test_training.py):
+    _swiglu_forward_kernel (LigerSiLUMulFunction)  casts its scalar argument gate_multiplier
+        with .to(tl.float32); the interpreter passes a Python float, which has no .to
+    _geglu_tanh_forward_kernel (LigerGELUMulFunction)  calls libdevice's tanh, which has no
+        interpreter implementation
+    _swiglu_kernel_forward[_inference] (LigerMLP's gate/up)  @triton.autotune'd: choosing a config
+        times each one through the GPU driver, which the interpreter has none of; and
+        LigerMLPFunction asserts CUDA tensors before any kernel
+The elementwise ones are probed (a tiny call), so a Triton or Liger release that fixes them is
+used on the CPU with no edit here.
 """
 
 from __future__ import annotations
@@ -135,7 +148,8 @@ def mlp_unavailable(case: Case, device: str) -> str | None:
     if not_installed():
         return not_installed()
     if device != "cuda":
-        return "liger_mlp needs CUDA: LigerMLPFunction asserts CUDA tensors (its TMA kernel has no CPU path)"
+        return ("liger_mlp needs CUDA: LigerMLPFunction asserts CUDA tensors, and its autotuned gate/up "
+                "kernel times its configs through the GPU driver, which Triton's CPU interpreter has none of")
     return None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from . import fp8
+from .ops import spec_of
 from .workloads import Case
 
 # Relative error ||out - ref|| / ||ref||, per dtype: about a few units of rounding of the output
@@ -21,7 +22,7 @@ def reference(case: Case, inputs: dict):
     """The float64 reference result of `case` on `inputs`."""
     if fp8.is_fp8(case.dtype):  # from the dequantized inputs
         return fp8.reference(case, inputs)
-    return case.spec.reference(**inputs)
+    return spec_of(case).reference(**inputs)
 
 
 def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:

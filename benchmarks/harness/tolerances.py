@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 
 from . import fp8
+from .ops import output_features
 from .workloads import Case
 
 UNIT_ROUNDOFF = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
@@ -40,7 +41,7 @@ def reduction_lengths(case: Case) -> list[int]:
     K features (the down projection back from the hidden width N) reduces over K, then N."""
     if case.widths:
         return [width_in for width_in, _ in case.layer_pairs]
-    return [case.K, case.N] if case.N_out != case.N else [case.K]
+    return [case.K, case.N] if output_features(case) != case.N else [case.K]
 
 
 def accumulation_bound(case: Case) -> float:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from .modes import BACKWARD, FORWARD, FULL, MODES, TRAINING_MODES, check_mode  # noqa: F401 (re-exported)
-from .ops import op_spec
+from .ops import output_features, spec_of
 from .references import mismatch
 from .tensors import torch_dtype
 from .workloads import Case
@@ -52,7 +52,7 @@ def require_grad(inputs: dict) -> dict[str, torch.Tensor]:
 def upstream_gradient(case: Case, device, seed: int = 1) -> torch.Tensor:
     """The fixed gradient of the loss w.r.t. the op's output (N(0, 1), the output's dtype)."""
     gen = torch.Generator(device=device).manual_seed(seed)
-    shape = (case.M, op_spec(case.op).output_features(case))
+    shape = (case.M, output_features(case))
     return torch.randn(*shape, generator=gen, device=device, dtype=torch.float32).to(torch_dtype(case))
 
 
@@ -103,7 +103,7 @@ def reference_gradients(case: Case, inputs: dict, grad_out: torch.Tensor) -> dic
     inputs64 = {name: widened(value) for name, value in inputs.items()}
     tensors64 = named_tensors(inputs64)
     with torch.enable_grad():
-        ref = op_spec(case.op).reference(**inputs64)
+        ref = spec_of(case).reference(**inputs64)
         grads = torch.autograd.grad(ref, list(tensors64.values()), grad_out.double())
     return dict(zip(tensors64, grads))
 
@@ -116,7 +116,15 @@ def gradient_mismatch(case: Case, step: Step, inputs: dict) -> str | None:
             grads = step()
     except RuntimeError as e:  # e.g. an input the output does not depend on
         return f"no gradient: {str(e).splitlines()[0]}"
-    expected = reference_gradients(case, inputs, step.grad_out)
+    return gradients_problem(case, inputs, step.grad_out, grads)
+
+
+def gradients_problem(case: Case, inputs: dict, grad_out: torch.Tensor, grads) -> str | None:
+    """Why `grads` (one Step call's result, in `named_tensors(inputs)` order) are not the
+    gradients of `case` for the upstream gradient `grad_out`, or None."""
+    expected = reference_gradients(case, inputs, grad_out)
+    if not isinstance(grads, (tuple, list)) or len(grads) != len(expected):
+        return f"expected {len(expected)} gradients ({', '.join(expected)}), got {type(grads).__name__}"
     dtype = torch_dtype(case)
     for (name, ref), grad in zip(expected.items(), grads):
         problem = mismatch(grad.detach(), ref, dtype)
@@ -169,3 +177,12 @@ def peak_memory(step: Step) -> int:
     peak = torch.cuda.max_memory_allocated() - base
     del grads, state
     return peak
+
+
+def kernels_per_step(step: Step) -> float:
+    """Device kernels of the timed part: the whole step for `full`, the step less its forward
+    for `backward` (CUDA only)."""
+    from .profiling import kernels_per_call
+
+    total = kernels_per_call(step)
+    return total - kernels_per_call(step.forward) if step.mode == BACKWARD else total

@@ -3,7 +3,9 @@
 Grids, benchmarks, tests and the dashboard all speak in Cases. A Case has a stable text key
 (`case.key`, `Case.from_key`), so asv parameters and dashboard rows map back to Cases without
 anyone re-parsing shapes by hand. What a Case's op is (its inputs, cost and implementations) is
-described once, in `benchmarks.harness.ops`.
+described once, in `benchmarks.harness.ops`: a Case is plain data and imports no op; the op
+registry looks a Case's spec up (`ops.spec_of(case)`, which also checks the Case against its
+op: a bias only where the op has one, widths exactly for layered ops).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ class Case:
     op: a name in `ops.OPS`. M: rows (tokens). K: input features. N: output features, or the
     hidden size of a gated op, or the widest hidden layer of a layered op. widths: layered ops
     only (`ops.OpSpec.layered`), every layer's width (in, hidden..., out). bias: only for ops
-    that have one (`ops.OpSpec.has_bias`).
+    that have one (`ops.OpSpec.has_bias`). Those two rules are the op's: `ops.spec_of` checks them.
     """
 
     op: str
@@ -45,7 +47,8 @@ class Case:
     widths: tuple[int, ...] = field(default=())
 
     def __post_init__(self):
-        spec = self.spec
+        if not isinstance(self.op, str) or not self.op:
+            raise ValueError(f"Case op={self.op!r}; expected an op's name")
         if self.dtype not in CASE_DTYPE_BYTES:
             raise ValueError(f"Case dtype={self.dtype!r}; expected one of {list(CASE_DTYPE_BYTES)}")
         if _fp8.is_fp8(self.dtype) and self.op not in _fp8.FP8_OPS:
@@ -56,13 +59,9 @@ class Case:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"Case {name}={value!r}; expected a non-negative int")
-        if spec.layered:
-            if len(self.widths) < 2 or (self.widths[0], _hidden_width(self.widths)) != (self.K, self.N):
-                raise ValueError(f"a {self.op} Case needs widths (in, ..., out); build it with Case.from_widths")
-        elif self.widths:
-            raise ValueError(f"widths apply to layered ops only, not {self.op}")
-        if self.bias and not spec.has_bias:
-            raise ValueError(f"{self.op} has no bias")
+        if self.widths and (len(self.widths) < 2 or (self.widths[0], _hidden_width(self.widths)) != (self.K, self.N)):
+            raise ValueError(f"widths={self.widths} do not match K={self.K}, N={self.N}; build the Case with "
+                             "Case.from_widths")
 
     @classmethod
     def from_widths(cls, op: str, M: int, widths, dtype: str, activation: str = "relu",
@@ -72,18 +71,6 @@ class Case:
         if len(widths) < 2:
             raise ValueError(f"widths={widths}: need at least (in_features, out_features)")
         return cls(op, M, widths[0], _hidden_width(widths), dtype, activation, bias, widths)
-
-    @property
-    def spec(self):
-        """The op's description (`ops.OpSpec`)."""
-        from .ops import op_spec  # here, not at the top: the op modules build Cases themselves
-
-        return op_spec(self.op)
-
-    @property
-    def N_out(self) -> int:
-        """Features of the op's output."""
-        return self.spec.output_features(self)
 
     @property
     def itemsize(self) -> int:

@@ -38,4 +38,18 @@ def op_spec(name: str) -> OpSpec:
     return OPS[name]
 
 
-__all__ = ["OPS", "OpSpec", "Peer", "RandomTensor", "op_spec"]
+def spec_of(case) -> OpSpec:
+    """The OpSpec of `case`'s op, once the Case is checked against it (a ValueError that names
+    the problem otherwise): how everyone goes from a Case to what its op is."""
+    spec = op_spec(case.op)
+    spec.check_case(case)
+    return spec
+
+
+def output_features(case) -> int:
+    """Features of `case`'s output (the hidden width's way back for gated_mlp, the last width
+    of a layered op)."""
+    return spec_of(case).output_features(case)
+
+
+__all__ = ["OPS", "OpSpec", "Peer", "RandomTensor", "op_spec", "output_features", "spec_of"]

@@ -72,6 +72,17 @@ class OpSpec:
         """This op's Cases in a named grid's training modes (bench_training); none by default."""
         return []
 
+    def check_case(self, case: Case) -> None:
+        """A ValueError naming the problem, unless `case` is a Case this op takes."""
+        if case.op != self.name:
+            raise ValueError(f"a {case.op} Case is not a {self.name} Case")
+        if self.layered and not case.widths:
+            raise ValueError(f"a {self.name} Case needs widths (in, ..., out); build it with Case.from_widths")
+        if case.widths and not self.layered:
+            raise ValueError(f"widths apply to layered ops only, not {self.name}")
+        if case.bias and not self.has_bias:
+            raise ValueError(f"{self.name} has no bias")
+
     def output_features(self, case: Case) -> int:
         return case.N
 

@@ -68,14 +68,14 @@ class GatedMLP(OpSpec):
         return []
 
     def reference(self, x, w_gate, w_up, w_down, activation="gelu_tanh"):
-        from ..tensors import f64, rounded
+        from ..numerics import f64, rounded
 
         # the op stores the hidden activations in the input dtype between its two kernels
         hidden = rounded(GATED_UP.reference(x, w_gate, w_up, activation), x.dtype)
         return hidden @ f64(w_down).T
 
     def eager(self, x, w_gate, w_up, w_down, activation="gelu_tanh"):
-        from ..tensors import F
+        from ..numerics import F
 
         return F.linear(GATED_UP.eager(x, w_gate, w_up, activation), w_down)
 

@@ -29,12 +29,12 @@ class GatedUp(OpSpec):
                     w_up=RandomTensor((case.N, case.K), fan_in=case.K), activation=case.activation)
 
     def reference(self, x, w_gate, w_up, activation="gelu_tanh"):
-        from ..tensors import activation_fn, f64
+        from ..numerics import activation_fn, f64
 
         return activation_fn(activation)(f64(x) @ f64(w_gate).T) * (f64(x) @ f64(w_up).T)
 
     def eager(self, x, w_gate, w_up, activation="gelu_tanh"):
-        from ..tensors import F, activation_fn
+        from ..numerics import F, activation_fn
 
         return activation_fn(activation)(F.linear(x, w_gate)) * F.linear(x, w_up)
 

@@ -111,7 +111,7 @@ class LinearAct(OpSpec):
         return []
 
     def reference(self, x, weight, bias=None, activation="gelu_tanh"):
-        from ..tensors import activation_fn, f64
+        from ..numerics import activation_fn, f64
 
         y = f64(x) @ f64(weight).T
         if bias is not None:
@@ -119,7 +119,7 @@ class LinearAct(OpSpec):
         return activation_fn(activation)(y)
 
     def eager(self, x, weight, bias=None, activation="gelu_tanh"):
-        from ..tensors import F, activation_fn
+        from ..numerics import F, activation_fn
 
         return activation_fn(activation)(F.linear(x, weight, bias))
 

@@ -65,7 +65,7 @@ class NarrowMLP(OpSpec):
         return []
 
     def reference(self, x, weights, biases=None, activation="relu", output_activation=None):
-        from ..tensors import activation_fn, f64, rounded
+        from ..numerics import activation_fn, f64, rounded
 
         biases = biases if biases is not None else [None] * len(weights)
         h = f64(x)
@@ -79,7 +79,7 @@ class NarrowMLP(OpSpec):
         return h
 
     def eager(self, x, weights, biases=None, activation="relu", output_activation=None):
-        from ..tensors import F, activation_fn
+        from ..numerics import F, activation_fn
 
         hidden_act, out_act = activation_fn(activation), activation_fn(output_activation or "none")
         biases = biases if biases is not None else [None] * len(weights)
@@ -92,9 +92,11 @@ class NarrowMLP(OpSpec):
     def fused(self, library, inputs):
         """Packs the layers once, as a deployment does at load time, where the library offers
         that; else the plain call, which packs (or, in some older commits, looks up a cache) on
-        every call."""
+        every call. Not in training: the weights change every step, so packing is part of the
+        step (and a graph built once by packing could not be backpropagated through twice)."""
         pack, run_packed = getattr(library, "pack_layers", None), getattr(library, "narrow_mlp_packed", None)
-        if not (callable(pack) and callable(run_packed)):
+        training = any(w.requires_grad for w in inputs["weights"])
+        if training or not (callable(pack) and callable(run_packed)):
             return super().fused(library, inputs)
         packed = pack(inputs["weights"], inputs["biases"])
         x, activation, output_activation = inputs["x"], inputs["activation"], inputs["output_activation"]
