@@ -9,9 +9,12 @@ Only the finding's own case runs (asv -b on the benchmark's name with its parame
 suite against each commit's library, through `benchmarks.run --commits` (so results land in the
 results folder as ordinary asv results and the dashboard shows the filled-in history).
 
-The search: the level before the step (the series' values up to the last commit measured at the
-old level) and after it are known; a commit's value is "old" when it lies in the first quarter of
-the way from the old level to the new one, "new" in the last quarter, "between" otherwise. A long
+The search: the interval's two ends are measured again first, in the same session as the
+commits inside it (a runner, or a shared CPU, that got slower since the history was measured
+would otherwise push every commit toward the new level and name a neutral one), and the step
+must reproduce there. A commit's value is "old" when it lies in the first quarter of the way
+from the old level to the new one, "new" in the last quarter, "between" otherwise; the history's
+spread either side says whether one run can be placed at all. A long
 interval is bisected (one commit per run); a short one (at most --short commits), a gradual change,
 or an interval where a commit measured "between" is measured commit by commit. Then the detector
 (the gate's own, dashboard.regressions) judges the filled-in series again: the answer is
@@ -298,6 +301,28 @@ def rejudge(results: Path, target: Target, boundary: str):
     return None, f"the detector over the filled-in history finds {at or 'no regression'}"
 
 
+def session_levels(history: dict[str, float], fresh: dict[str, float], target: Target
+                   ) -> tuple[float, float, str]:
+    """(old, new, "") from the ends as measured in this session, or (nan, nan, why not).
+
+    The search places commits against the ends measured now, not as the history had them: a
+    runner (or a shared CPU) that got slower or faster since the history was measured would
+    otherwise push every commit the search measures toward one level and name a neutral commit.
+    The step must reproduce: the same sign and at least half the size the history showed."""
+    nan = float("nan")
+    missing = [c[:12] for c in (target.good, target.bad) if c not in fresh]
+    if missing:
+        return nan, nan, f"no value at {', '.join(missing)} when the interval's ends were measured again"
+    old, new = fresh[target.good], fresh[target.bad]
+    was = math.log(history[target.bad] / history[target.good])
+    now = math.log(new / old) if old > 0 and new > 0 else 0.0
+    if was == 0 or now / was < 0.5:
+        return nan, nan, (f"the step did not reproduce: measured again, {target.good[:12]} {old:.6g} and "
+                          f"{target.bad[:12]} {new:.6g} ({new / old - 1:+.1%}; the history had "
+                          f"{math.exp(was) - 1:+.1%})")
+    return old, new, ""
+
+
 def bisect_target(target: Target, options: Options, measure=None) -> tuple[int, list[str]]:
     """(FOUND or CANNOT_TELL, report lines) for one target."""
     name = f"{target.benchmark}({target.params}) on {target.machine}"
@@ -305,32 +330,35 @@ def bisect_target(target: Target, options: Options, measure=None) -> tuple[int, 
     lines = [f"{name}: {len(sequence) - 2} commit(s) between {target.good[:12]} (old level) and "
              f"{target.bad[:12]} (new level)"]
     measure = measure or measure_with_suite(target, options)
-    values = series_values(options.results, target)
-    ends = [c for c in (target.good, target.bad) if c not in values]
-    runs_for_ends = list(ends)
-    if ends:
-        values.update(measure(ends))
+    history = series_values(options.results, target)
+    ends = [target.good, target.bad]
+    fresh = measure(ends)  # the levels, measured in this session (see session_levels)
+    history = {**fresh, **history}  # an end the history lacks: its value now stands for it
     order = history_order(options.results, target)
     # Commits the history has not measured are placed where git puts them (the interval's order).
     order = [c for c in order if c not in sequence[1:-1]]
-    at_good = order.index(target.good) if target.good in order else -1
-    if at_good < 0 or target.bad not in order:
+    if target.good not in order or target.bad not in order or not all(c in history for c in ends):
         return CANNOT_TELL, lines + [f"  cannot tell: no value at {target.good[:12]} or {target.bad[:12]}"]
-    old, new, sigma = levels(values, order, target.good, target.bad)
+    old_then, new_then, sigma = levels(history, order, target.good, target.bad)
+    old, new, why_not = session_levels(history, fresh, target)
+    if why_not:
+        return CANNOT_TELL, lines + [f"  2 benchmark run(s), the interval's ends", f"  cannot tell: {why_not}"]
     separation = abs(math.log(new / old))
-    lines.append(f"  old level {old:.6g}, new level {new:.6g} ({new / old - 1:+.1%}); noise {sigma:.2%} per run")
+    lines.append(f"  old level {old:.6g}, new level {new:.6g} ({new / old - 1:+.1%}) measured again now "
+                 f"(the history: {old_then:.6g} -> {new_then:.6g}); noise {sigma:.2%} per run")
     every = target.gradual or not (separation >= MIN_SEPARATION_SIGMAS * sigma)  # NaN sigma: every commit
     if every:
         why = "a gradual change" if target.gradual else "the step is small against the run-to-run noise"
         lines.append(f"  measuring every commit: {why}")
-    search = bisect_interval(sequence, values, old, new, measure, every_commit=every)
-    runs = runs_for_ends + search.runs
+    search = bisect_interval(sequence, dict(fresh), old, new, measure, every_commit=every)
+    runs = len(ends) + len(search.runs)
     for c in sequence:
         if c in search.classes or c in (target.good, target.bad):
             v = search.values.get(c)
             lines.append(f"    {c[:12]} {_subject(c):<50.50} {v:.6g} {search.classes.get(c, '')}".rstrip()
                          if v is not None else f"    {c[:12]} no value")
-    lines.append(f"  {len(runs)} benchmark run(s) for {len(sequence) - 2} commit(s) in the interval")
+    lines.append(f"  {runs} benchmark run(s) for {len(sequence) - 2} commit(s) in the interval "
+                 f"({len(ends)} of them the interval's ends, measured again)")
     if search.boundary is None:
         return CANNOT_TELL, lines + [f"  cannot tell: {search.reason}"]
     finding, why = rejudge(options.results, target, search.boundary)
