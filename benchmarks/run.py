@@ -38,6 +38,7 @@ import tempfile
 from pathlib import Path
 
 from .checkout import uncommitted_code_changes
+from .harness import runner_state
 from .harness.grids import GRID_ENV, GRIDS
 
 REPO = Path(__file__).resolve().parents[1]
@@ -133,7 +134,9 @@ def run_asv(python: str, config: Path, machine: str, commit: str, library_path: 
     cmd = [python, "-m", "asv", "--config", str(config), "run", "-E", f"existing:{python}",
            "--set-commit-hash", commit, "--record-samples", "--machine", machine, *extra]
     print("==", commit, flush=True)
-    return subprocess.run(cmd, cwd=REPO, env=env).returncode
+    # The runner's state before and after (clocks, power, throttling, versions), beside the results.
+    return runner_state.recorded_run(lambda: subprocess.run(cmd, cwd=REPO, env=env).returncode, python,
+                                     results_dir(config) / machine, commit, cwd=REPO)
 
 
 def main(argv=None) -> int:
