@@ -45,7 +45,7 @@ def test_params_keys_name_their_implementation():
 def test_a_step_only_the_fused_series_shows_is_the_library(tmp_path):
     finding, frame = _fused_regression(_history(tmp_path, fused_steps=((STEP_AT, 0.15),)))
     c = classify(finding, frame)
-    assert c.kind == LIBRARY and "did not move" in c.evidence
+    assert c.kind == LIBRARY and "did not move as much" in c.evidence
     assert {m.impl for m in c.controls} == {"eager", "compile"} and not any(m.moved for m in c.controls)
 
 
@@ -170,3 +170,15 @@ def test_recorded_states_read_the_companion_files_beside_the_results(tmp_path):
     assert states[(history.machine, history.commits[0])]["gpu0 power_limit_w"] == "600.0"
     assert states[(history.machine, history.commits[1])] == {"gpu": "Synthetic GPU", "driver": "570.86", "torch": "2.11.0"}
     assert len(load_results(history.results_dir).load_report.skipped) == 0  # the loader does not read them
+
+
+def test_the_regressions_page_shows_each_regressions_class_and_evidence(tmp_path):
+    from dashboard.model import FindingsState, build_data
+    from dashboard.pages import regressions as page
+
+    history = _history(tmp_path, fused_steps=((STEP_AT, 0.2),), control_steps=((STEP_AT, 0.2),))
+    data = build_data(history.results_dir)
+    findings = find_changes(data.rows_frame())
+    children, _ = page.inbox(data, FindingsState("done", 0.0, findings, 1.0), None, "regression", [])
+    text = str(children)
+    assert "class-environment" in text and "the controls moved too" in text
