@@ -117,3 +117,23 @@ def test_snapshot_with_another_python_reads_its_json(tmp_path):
 def test_a_cpu_run_is_recorded_as_not_recorded():
     state = comparable_state({"torch": "2.13.0"}, {"start": runner_state.snapshot(), "end": None})
     assert state["runner state"].startswith("not recorded: no NVML") and state["torch"] == "2.13.0"
+
+
+def test_the_device_card_shows_the_runner_state_and_marks_what_changed(tmp_path):
+    from dashboard.model import build_data
+    from dashboard.pages.overview import runner_state_panel
+    from tests.asv_fixtures import SeriesSpec, write_history
+
+    spec = SeriesSpec("bench_ops.LinearAct.track_latency", ("linear_act M=16 K=64 N=64 bf16 gelu_tanh bias", "fused"),
+                      ("case", "impl"))
+    history = write_history(tmp_path / "results", [spec], 8, seed=1, n_samples=5)
+    machine = history.results_dir / history.machine
+    for i, commit in enumerate(history.commits[-2:]):
+        nvml, _ = fake_nvml(driver="570.86.15" if i == 0 else "575.51.03")
+        snap = runner_state.snapshot(lambda: (nvml, ""))
+        runner_state.write_companions([machine / f"{commit[:8]}-{history.env_name}.json"], snap, snap)
+    data = build_data(history.results_dir)
+    text = str(runner_state_panel(data, history.machine, history.env_name, history.commits[-1]))
+    assert "575.51.03" in text and "(changed)" in text and "throttled" in text
+    first = str(runner_state_panel(data, history.machine, history.env_name, history.commits[0]))
+    assert "(changed)" not in first

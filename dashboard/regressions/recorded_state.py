@@ -104,3 +104,21 @@ def recorded_states(results_dir, frame=None) -> dict[tuple[str, str], dict[str, 
             params = doc.get("params") if isinstance(doc.get("params"), dict) else {}
             out[(mdir.name, commit)] = comparable_state(params, read_state_file(path))
     return out
+
+
+def state_of_run(results_dir, machine: str, env_name: str, commit: str) -> dict[str, str]:
+    """The comparable state of one run (machine, environment, commit); {} when not recorded."""
+    path = Path(results_dir) / machine / f"{commit[:8]}-{env_name}.json"
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    params = doc.get("params") if isinstance(doc, dict) and isinstance(doc.get("params"), dict) else {}
+    return comparable_state(params, read_state_file(path))
+
+
+def changed_keys(before: dict[str, str], after: dict[str, str]) -> set[str]:
+    """Keys whose value differs between two runs' states (a key only one has counts too)."""
+    if not before or not after:
+        return set()
+    return {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
