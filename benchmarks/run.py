@@ -40,6 +40,7 @@ from pathlib import Path
 
 from .checkout import uncommitted_code_changes
 from . import skip_reasons
+from .harness import runner_state
 from .harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV
 
 REPO = Path(__file__).resolve().parents[1]
@@ -158,7 +159,9 @@ def run_asv(python: str, config: Path, machine: str, commit: str, library_path: 
     print("==", commit, flush=True)
     with tempfile.TemporaryDirectory(prefix="fused-mlp-reasons-") as outcomes:
         env[OUTCOMES_ENV] = outcomes  # each combination files why it was skipped or failed
-        status = subprocess.run(cmd, cwd=REPO, env=env).returncode
+        # The runner's state before and after (clocks, power, throttling, versions), beside the results.
+        status = runner_state.recorded_run(lambda: subprocess.run(cmd, cwd=REPO, env=env).returncode, python,
+                                           results_dir(config) / machine, commit, cwd=REPO)
         entries, measured = skip_reasons.collect(Path(outcomes))
     if entries or measured:  # asv stores no reasons: kept beside the results (benchmarks/skip_reasons.py)
         skip_reasons.merge(results_dir(config), machine, commit, entries, measured)

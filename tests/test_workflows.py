@@ -39,7 +39,7 @@ def workflow(path: Path) -> dict:
 
 
 def test_the_workflows_pass_actionlint():
-    assert {p.name for p in WORKFLOWS} >= {"benchmarks.yml", "pr-benchmarks.yml"}
+    assert {p.name for p in WORKFLOWS} >= {"benchmarks.yml", "pr-benchmarks.yml", "bisect.yml"}
     done = lint(*WORKFLOWS)
     assert done.returncode == 0, done.stdout + done.stderr
 

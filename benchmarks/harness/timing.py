@@ -25,7 +25,9 @@ def latency_samples(fn: Callable[[], object], device, samples: int = 50, warmup:
     On CUDA: CUDA events around each call, the L2 flushed (a 256 MB memset) before each one,
     outside the timed region. `warmup` calls run first (compiles, autotuning, allocator growth;
     the first samples after warm-up were seen to be outliers on the H200, so keep it >= 10).
-    On the CPU: wall-clock per call, for the CPU smoke grid only, never for performance claims.
+    On the CPU: this process's CPU time per call, for the CPU smoke grid only, never for
+    performance claims (on a shared CPU, wall-clock time measures the other tenants as much as
+    the call: runs minutes apart differed 2x under load, and a bisect compares such runs).
     """
     device = torch.device(device)
     for _ in range(warmup):
@@ -33,9 +35,9 @@ def latency_samples(fn: Callable[[], object], device, samples: int = 50, warmup:
     if device.type != "cuda":
         out = []
         for _ in range(samples):
-            start = time.perf_counter()
+            start = time.process_time()
             fn()
-            out.append(time.perf_counter() - start)
+            out.append(time.process_time() - start)
         return out
 
     flush = torch.empty(_FLUSH_BYTES, dtype=torch.int8, device=device) if flush_l2 else None

@@ -241,7 +241,22 @@ def device_panel(data: DashboardData, machine: str, env: str, commit: str):
                      for d, t in sorted(ceilings.matmul_tflops.items())]
     measured += [html.Li(f"{p.what} left out: {p.reason}", className="bad") for p in left_out]
     return [html.H3(f"Device: {machine}"), html.Ul(items, className="kv"),
-            html.H4("Measured ceilings (this run)"), html.Ul(measured, className="kv", id="overview-ceilings")]
+            html.H4("Measured ceilings (this run)"), html.Ul(measured, className="kv", id="overview-ceilings"),
+            *runner_state_panel(data, machine, env, commit)]
+
+
+def runner_state_panel(data: DashboardData, machine: str, env: str, commit: str):
+    """The runner's recorded state in this run; what changed since the previous commit is marked."""
+    from dashboard.regressions.recorded_state import changed_keys, state_of_run
+
+    run = data.run(machine, env)
+    previous = run.previous_commit(commit) if run is not None else None
+    now = state_of_run(data.results_dir, machine, env, commit)
+    changed = changed_keys(state_of_run(data.results_dir, machine, env, previous), now) if previous else set()
+    items = [html.Li([html.B(f"{k}: "), v, " (changed)" if k in changed else ""],
+                     className="bad" if k in changed or (k == "throttled" and v not in ("none", "unknown")) else None)
+             for k, v in now.items()] or [html.Li("not recorded")]
+    return [html.H4("Runner state (this run)"), html.Ul(items, className="kv", id="overview-runner-state")]
 
 
 def register(app, store: ResultsStore):

@@ -132,9 +132,20 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
             f"{format_value(f.before, f.unit)} → {format_value(f.after, f.unit)} ({f.relative_change:+.1%}, "
             f"{format_p(f.p_value)}; {f.status()}) ",
             *([html.I(f"{entry.label()} ")] if entry else []),
+            *_class_badge(run, f, case, metric, static),
             dcc.Link("trend →", href=href, className="trend-link"),
         ], className="accepted" if entry else None))
     return html.Div([html.Div(header, className="group-header"), html.Ul(items)], className="card inbox-group")
+
+
+def _class_badge(run, f, case, metric, static) -> list:
+    """A regression's class beside its controls (dashboard.regressions.classify), evidence in words."""
+    if f.direction != "regression" or static or run is None or case is None:
+        return []
+    from dashboard.regressions.classify import classify
+
+    c = classify(f, run.of_case(case, samples=False, metric=metric))
+    return [html.Span(c.kind, className=f"badge class-{c.kind}", title=c.evidence), html.Small(f" {c.evidence} ")]
 
 
 def register(app, store: ResultsStore):

@@ -19,11 +19,13 @@ from typing import Sequence
 
 from dashboard.data import ResultsDirError, load_results
 from dashboard.regressions.acceptance import AcceptedFileError, accepted_path, load_accepted, unknown_commits
+from dashboard.regressions.classify import LIBRARY, classified_verdict
 from dashboard.regressions.completeness import (changed_files, folder_state, git_is_ancestor, missing_at_head,
                                                 unread_results)
 from dashboard.regressions.failures import find_status_changes
 from dashboard.regressions.findings import find_changes, resolve_commit
 from dashboard.regressions.gate import judge, judged_runs
+from dashboard.regressions.recorded_state import recorded_states
 from dashboard.regressions.report import render_json, render_markdown, render_text
 from dashboard.regressions.statistics import DetectorSettings
 
@@ -62,6 +64,10 @@ def parser() -> argparse.ArgumentParser:
                         "prefix in the results, or a git revision of this checkout (default: judge the newest commit)")
     p.add_argument("--strict", action="store_true",
                    help="also fail on suspected changes (too small to tell from the commits so far)")
+    p.add_argument("--fail-on", choices=(LIBRARY, "all"), default=LIBRARY,
+                   help="library (default): fail only on changes the eager/compile controls did not share "
+                        "(classified library; environment and noise are listed, not failed); all: every "
+                        "regression, as before the classification")
     p.add_argument("--accepted", type=Path,
                    help="accepted regressions (default: accepted.json in the results directory, if there)")
     p.add_argument("--since", help="list only changes at this commit or later in the history (the gate is unchanged)")
@@ -114,6 +120,7 @@ def run(args: argparse.Namespace) -> int:
     status_changes = find_status_changes(frame)
     verdict = judge(frame, findings, status_changes, settings, base_commit=base, accepted=accepted,
                     strict=args.strict, benchmarks_meta=loaded.benchmarks)
+    verdict = classified_verdict(verdict, frame, lambda: recorded_states(args.results, frame), fail_on=args.fail_on)
     listed, listed_status = findings, status_changes
     if args.since:
         start = _commit_date(frame, args.since, "--since")

@@ -48,6 +48,8 @@ class GateItem:
     change: Finding | StatusChange
     note: str  # why it is in that category, in words
     acceptance: Acceptance | None = None
+    # library / environment / noise, with its evidence (classify.py); None: not classified
+    classification: object | None = None
 
 
 @dataclass

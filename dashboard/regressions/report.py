@@ -17,6 +17,7 @@ from dashboard.data import LoadReport
 from dashboard.regressions.failures import StatusChange
 from dashboard.regressions.findings import REGRESSION, Finding
 from dashboard.regressions.formatting import format_p, format_value
+from dashboard.regressions.classify import ENVIRONMENT, NOISE
 from dashboard.regressions.gate import ACCEPTED, EARLIER, REGRESSION_ITEM, SUSPECTED, GateItem, GateVerdict
 
 Change = Finding | StatusChange
@@ -113,6 +114,8 @@ def render_text(findings: Sequence[Finding], status_changes: Sequence[StatusChan
                 report: LoadReport, header: str) -> str:
     lines = [header, "", "Gate: judged commits", *_judged_line(verdict)]
     sections = ((REGRESSION_ITEM, "fails the gate"), (SUSPECTED, "fails only with --strict"),
+                (ENVIRONMENT, "the controls moved too: not failed, --fail-on all fails it"),
+                (NOISE, "the spread grew, not the level: not failed, --fail-on all fails it"),
                 (ACCEPTED, "accepted in accepted.json"))
     for category, meaning in sections:
         items = verdict.of(category)
@@ -122,6 +125,8 @@ def render_text(findings: Sequence[Finding], status_changes: Sequence[StatusChan
                 pad = "  " * depth
                 lines.append(f"  {pad}{'└ ' if depth else ''}{describe(item.change)}")
                 lines.append(f"      {pad}at {item.change.commit_hash[:12]} on {item.change.machine}: {item.note}")
+                if item.classification is not None:
+                    lines.append(f"      {pad}class {item.classification.label()}")
                 if category != ACCEPTED:
                     lines.append(f"      {pad}to accept, add to accepted.json: "
                                  f"{json.dumps(acceptance_entry(item.change))}")
@@ -152,11 +157,11 @@ def render_markdown(findings: Sequence[Finding], status_changes: Sequence[Status
                     report: LoadReport, header: str) -> str:
     lines = [f"## {header}", "", f"**Gate: {_verdict_word(verdict)}**", "", "Judged commits:", ""]
     lines += [f"- {line.strip()}" for line in _judged_line(verdict)] + [""]
-    for category in (REGRESSION_ITEM, SUSPECTED, ACCEPTED, EARLIER):
+    for category in (REGRESSION_ITEM, SUSPECTED, ENVIRONMENT, NOISE, ACCEPTED, EARLIER):
         items = verdict.of(category)
         if items:
             lines += [f"### {category} ({len(items)})", "", "| commit | change | note |", "| --- | --- | --- |"]
-            lines += [f"| `{i.change.commit_hash[:12]}` | {_md(describe(i.change))} | {_md(i.note)} |" for i in items]
+            lines += [f"| `{i.change.commit_hash[:12]}` | {_md(describe(i.change))} | {_md(_note(i))} |" for i in items]
             lines.append("")
     for (commit, date, machine, env), members in _group_by_commit([*findings, *status_changes]):
         lines += [f"### `{commit[:12]}` ({date:%Y-%m-%d %H:%M}, {machine} / {env})", "",
@@ -180,6 +185,10 @@ def render_markdown(findings: Sequence[Finding], status_changes: Sequence[Status
     return "\n".join(lines)
 
 
+def _note(item: GateItem) -> str:
+    return item.note + (f"; class {item.classification.label()}" if item.classification is not None else "")
+
+
 def _md(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -196,6 +205,11 @@ def render_json(findings: Sequence[Finding], status_changes: Sequence[StatusChan
         out = {"category": i.category, "note": i.note, "change": change_dict(i.change)}
         if i.acceptance is not None:
             out["accepted"] = dataclasses.asdict(i.acceptance)
+        if i.classification is not None:
+            c = i.classification
+            out["classification"] = {"class": c.kind, "evidence": c.evidence, "state_changes": list(c.state_changes),
+                                     "controls": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                                                   for k, v in dataclasses.asdict(m).items()} for m in c.controls]}
         return out
 
     doc = {

@@ -11,7 +11,7 @@ mkdir -p "$dir"
 # importlib_metadata < 9: 10.x needs a lazy_importer package that is not on the runner.
 python3 -m pip download --dest "$dir" --only-binary=:all: --python-version "$py" \
   asv==0.6.6 asv_runner==0.3.2 json5 Pympler tabulate virtualenv distlib platformdirs \
-  "importlib_metadata<9" build pyproject_hooks packaging setuptools wheel \
+  "importlib_metadata<9" build pyproject_hooks packaging setuptools wheel nvidia-ml-py \
   pytest iniconfig pluggy  # the native kernel tests the session runs first
 # The Liger peers: pure Python + Triton. --no-deps: its torch/triton requirement would pull a
 # CUDA torch; the runner's own torch and triton serve it (pip install --no-deps there too).

@@ -1,0 +1,241 @@
+"""What moved: the library, the machine it ran on, or only the noise (pure; no Dash, no torch).
+
+The suite's eager and torch.compile lines are the harness's own code, fixed across the history:
+they move when torch, the driver or the machine does, not when fused_mlp does. So a finding in
+a fused series is read beside the same case's controls at the same commits:
+
+- ``library``: the fused series moved and its controls did not move as much (or there are no
+  controls to ask: a series of another suite is judged as before);
+- ``environment``: the controls moved too: on average at least half the fused change, the same
+  way, and the fused series did not move clearly beyond them (fused minus the controls' mean,
+  judged against that difference's own noise); the evidence names what the run's recorded
+  state changed between the two commits (driver 570 -> 575, clocks, throttling, a version);
+- ``noise``: the series' spread grew, not its level: the change is small against the spread
+  the commits after it show.
+
+A finding in a control or peer series itself (impl other than fused) is ``environment``: that
+code does not change with the library.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, replace
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from dashboard.data import STATUS_OK
+
+LIBRARY, ENVIRONMENT, NOISE = "library", "environment", "noise"
+CLASSES = (LIBRARY, ENVIRONMENT, NOISE)
+FUSED = "fused"
+CONTROLS = ("eager", "compile")
+WINDOW = 5  # commits either side of the change that give a level
+AS_MUCH = 0.5  # the controls moved "as much" when on average at least this share of the fused change
+CONTROL_SIGMAS = 3.0  # fused beyond the controls by this many standard errors: still the library
+SIGMA_WINDOW = 20  # commits before the change that give a control's run-to-run noise
+SPREAD_WINDOW = 10  # commits either side that give a spread
+SPREAD_GROWTH = 2.0  # noise: the spread after is at least this many times the spread before
+NOISE_SIGMAS = 2.0  # ... and the change is within this many of the spread after
+_IMPL = re.compile(r"(?:^|,\s*)impl=(['\"])(?P<impl>[^'\"]*)\1")
+
+
+@dataclass(frozen=True)
+class ControlMove:
+    impl: str
+    relative_change: float  # after / before - 1 of the control's median level
+    sigma: float  # its commit-to-commit noise (log units; NaN when too few commits)
+    moved: bool  # as much as the fused change, the same way, beyond its noise
+
+
+@dataclass(frozen=True)
+class Classification:
+    kind: str  # LIBRARY, ENVIRONMENT or NOISE
+    evidence: str  # in words, for the gate's report and the Regressions page
+    controls: tuple[ControlMove, ...] = ()
+    state_changes: tuple[str, ...] = ()  # "driver 570.1 -> 575.2", from the runs' recorded state
+
+    def label(self) -> str:
+        return f"{self.kind}: {self.evidence}"
+
+
+def impl_of(params: str) -> str | None:
+    """The implementation in an asv params key ("case='...', impl='fused'"), or None."""
+    m = _IMPL.search(params or "")
+    return m.group("impl") if m else None
+
+
+def with_impl(params: str, impl: str) -> str:
+    """The same params key with another implementation."""
+    return _IMPL.sub(lambda m: m.group(0).replace(f"{m.group(1)}{m.group('impl')}{m.group(1)}",
+                                                  f"'{impl}'"), params, count=1)
+
+
+def state_changes(before: Mapping[str, object] | None, after: Mapping[str, object] | None) -> list[str]:
+    """What the recorded run state changed between two commits: ["driver 570 -> 575", ...]."""
+    if not before or not after:
+        return []
+    out = []
+    for key in sorted(set(before) | set(after)):
+        a, b = before.get(key), after.get(key)
+        if a != b and a is not None and b is not None:
+            out.append(f"{key} {a} -> {b}")
+        elif a != b:
+            out.append(f"{key} {'recorded' if b is not None else 'no longer recorded'}"
+                       + (f" ({b})" if b is not None else ""))
+    return out
+
+
+def classify(finding, frame: pd.DataFrame, states: Mapping[str, Mapping[str, object]] | None = None
+             ) -> Classification:
+    """The class of one Finding (dashboard.regressions.findings) over the results frame it came
+    from. ``states``: {(machine, commit): the run's recorded state} (recorded_state.py), for the evidence."""
+    states = states or {}
+    changed = tuple(state_changes(states.get((finding.machine, finding.previous_commit)),
+                                  states.get((finding.machine, finding.commit_hash))))
+    said = f"; the run's state changed: {', '.join(changed)}" if changed else ""
+    impl = impl_of(finding.params)
+    if impl is None:
+        return Classification(LIBRARY, "no eager/compile controls in this series' parameters" + said,
+                              state_changes=changed)
+    if impl != FUSED:
+        return Classification(ENVIRONMENT, f"a control or peer series (impl={impl}): it does not change with "
+                                           "the library" + said, state_changes=changed)
+    rows = _series_rows(frame, finding)
+    split = _split_dates(frame, finding)
+    step = _log_ratio(finding.before, finding.after)
+    fused = rows.get(finding.params)
+    if fused is not None and _spread_grew(fused, split, step):
+        return Classification(NOISE, f"the spread grew after {finding.commit_hash[:8]}, not the level ("
+                                     f"{finding.relative_change:+.1%} within {NOISE_SIGMAS:g}x the spread after)"
+                                     + said, state_changes=changed)
+    controls = {c: rows[with_impl(finding.params, c)] for c in CONTROLS if with_impl(finding.params, c) in rows}
+    moves = tuple(m for m in (_control_move(r, c, split, step) for c, r in controls.items()) if m is not None)
+    if not moves:
+        return Classification(LIBRARY, "no control measured either side of the change" + said,
+                              state_changes=changed)
+    listed = ", ".join(f"{m.impl} {m.relative_change:+.1%}" for m in moves)
+    if fused is not None and _controls_explain(fused, [controls[m.impl] for m in moves], split, step):
+        return Classification(ENVIRONMENT, f"the controls moved too ({listed}; fused {finding.relative_change:+.1%})"
+                                           + said, moves, changed)
+    return Classification(LIBRARY, f"the controls did not move as much ({listed}; fused "
+                                   f"{finding.relative_change:+.1%})" + said, moves, changed)
+
+
+def classify_all(findings: Sequence, frame: pd.DataFrame, states=None) -> dict:
+    """{finding: Classification} for findings of one results frame."""
+    return {f: classify(f, frame, states) for f in findings}
+
+
+def classified_verdict(verdict, frame: pd.DataFrame, states=None, *, fail_on: str = LIBRARY):
+    """The gate's verdict with each regression or suspected change classified; with
+    ``fail_on="library"`` (the default) one that is not the library's moves to the category of
+    its class (environment, noise), which does not fail the gate; ``"all"`` keeps today's gate."""
+    from dashboard.regressions.findings import Finding
+    from dashboard.regressions.gate import REGRESSION_ITEM, SUSPECTED  # gate imports nothing from here
+
+    if fail_on not in (LIBRARY, "all"):
+        raise ValueError(f"fail_on={fail_on!r}: expected 'library' or 'all'")
+    if callable(states):  # read only when something is to be classified
+        wanted = any(i.category in (REGRESSION_ITEM, SUSPECTED) for i in verdict.items)
+        states = states() if wanted else {}
+    items = []
+    for item in verdict.items:
+        if item.category in (REGRESSION_ITEM, SUSPECTED) and isinstance(item.change, Finding):  # not a failure
+            c = classify(item.change, frame, states)
+            moved = fail_on == LIBRARY and c.kind != LIBRARY
+            item = replace(item, classification=c, category=c.kind if moved else item.category,
+                           note=f"{item.note} (was {item.category}: not the library)" if moved else item.note)
+        items.append(item)
+    return replace(verdict, items=items)
+
+
+# --- the series around a change -----------------------------------------------------------
+
+def _series_rows(frame: pd.DataFrame, finding) -> dict[str, pd.DataFrame]:
+    """The fused series and its controls (same machine, env, benchmark), ok values only."""
+    keys = {finding.params, *(with_impl(finding.params, c) for c in CONTROLS)}
+    f = frame[(frame["machine"].astype(str) == finding.machine) & (frame["env_name"].astype(str) == finding.env_name)
+              & (frame["benchmark"].astype(str) == finding.benchmark) & frame["params_key"].astype(str).isin(keys)
+              & (frame["status"] == STATUS_OK)]
+    f = f[np.isfinite(f["value"].to_numpy(dtype=float)) & (f["value"].to_numpy(dtype=float) > 0)]
+    return {str(k): g.sort_values("date") for k, g in f.groupby(f["params_key"].astype(str))}
+
+
+def _split_dates(frame: pd.DataFrame, finding):
+    """(last date before the change may have come, first date after it surely came)."""
+    dates = frame.groupby(frame["commit_hash"].astype(str))["date"].min()
+    earliest = finding.earliest_commit or finding.commit_hash
+    latest = finding.latest_commit or finding.commit_hash
+    return dates.get(earliest, finding.commit_date), dates.get(latest, finding.commit_date)
+
+
+def _sides(rows: pd.DataFrame, split, window: int = WINDOW) -> tuple[np.ndarray, np.ndarray]:
+    before_end, after_start = split
+    logs = np.log(rows["value"].to_numpy(dtype=float))
+    dates = rows["date"]
+    before = logs[(dates < before_end).to_numpy()][-window:]
+    after = logs[(dates >= after_start).to_numpy()][:window]
+    return before, after
+
+
+def _sigma(logs: np.ndarray) -> float:
+    """Commit-to-commit noise: MAD of first differences, as a normal sigma of one run."""
+    d = np.diff(logs)
+    if len(d) < 2:
+        return float("nan")
+    return float(np.median(np.abs(d - np.median(d))) * 1.4826 / math.sqrt(2))
+
+
+def _control_move(rows: pd.DataFrame, impl: str, split, step: float) -> ControlMove | None:
+    """How far a control moved across the fused change (medians of WINDOW commits either side)."""
+    before, after = _sides(rows, split)
+    if not len(before) or not len(after):
+        return None
+    moved_by = float(np.median(after) - np.median(before))
+    sigma = _sigma(_sides(rows, split, SIGMA_WINDOW)[0])
+    return ControlMove(impl, math.expm1(moved_by), sigma, bool(step != 0 and moved_by / step >= AS_MUCH))
+
+
+def _controls_explain(fused: pd.DataFrame, controls: list[pd.DataFrame], split, step: float) -> bool:
+    """Whether the controls account for the fused change: on average they moved at least AS_MUCH
+    of it, the same way, and what the fused series moved beyond them (the step of fused minus
+    the controls' mean, per commit) is not CONTROL_SIGMAS standard errors clear of that
+    difference's own run-to-run noise. Averaging the controls and judging the difference, not
+    each control alone, keeps one control's noisy run from deciding either way."""
+    by_commit = [dict(zip(r["commit_hash"].astype(str), np.log(r["value"].to_numpy(dtype=float)))) for r in controls]
+    common = [c for c in fused["commit_hash"].astype(str) if all(c in d for d in by_commit)]
+    if not common:
+        return False
+    rows = fused[fused["commit_hash"].astype(str).isin(common)]
+    mean_control = np.array([np.mean([d[c] for d in by_commit]) for c in rows["commit_hash"].astype(str)])
+    ratio = rows.assign(value=np.exp(np.log(rows["value"].to_numpy(dtype=float)) - mean_control))
+    control_mean = rows.assign(value=np.exp(mean_control))
+    cb, ca = _sides(control_mean, split)
+    rb, ra = _sides(ratio, split)
+    if not len(cb) or not len(ca) or step == 0:
+        return False
+    moved = float(np.median(ca) - np.median(cb))
+    excess = float(np.median(ra) - np.median(rb)) * math.copysign(1.0, step)
+    sigma = _sigma(_sides(ratio, split, SIGMA_WINDOW)[0])
+    # 1.2533: a median's standard error relative to a mean's (normal noise)
+    stderr = 1.2533 * sigma * math.sqrt(1 / len(rb) + 1 / len(ra)) if sigma > 0 else 0.0
+    return moved / step >= AS_MUCH and not excess >= CONTROL_SIGMAS * stderr
+
+
+def _spread_grew(rows: pd.DataFrame, split, step: float) -> bool:
+    """The standard deviation (log values; it sees a runner turned bimodal, a MAD of a few
+    commits may not) of up to SPREAD_WINDOW commits after the change is SPREAD_GROWTH times the
+    one before, and the change lies within NOISE_SIGMAS of it."""
+    before, after = _sides(rows, split, SPREAD_WINDOW)
+    if len(before) < 3 or len(after) < 3:
+        return False
+    spread_before, spread_after = float(np.std(before, ddof=1)), float(np.std(after, ddof=1))
+    return spread_after >= SPREAD_GROWTH * max(spread_before, 1e-12) and abs(step) <= NOISE_SIGMAS * spread_after
+
+
+def _log_ratio(before: float, after: float) -> float:
+    return math.log(after / before) if before > 0 and after > 0 else 0.0

@@ -1,0 +1,124 @@
+"""The state each run recorded, per machine and commit: what the classification names as changed
+(classify.py) and what the dashboard marks (torch-free, reads files only).
+
+Two sources, both beside asv's own results:
+- the identity asv copies into every result file's ``params`` (gpu, driver, cuda, torch,
+  triton, liger: benchmarks/harness/environment.py registers them);
+- the runner's state around the run (clocks, power limit, persistence/ECC, throttling, the
+  driver and library versions), a companion file ``<machine>/runner-state/<result file name>``
+  that benchmarks.run writes (benchmarks/harness/runner_state.py): {"start": snapshot, "end":
+  snapshot}, a snapshot {"recorded": false, "reason": ...} where there was no NVML.
+
+What is compared between two commits is what should not change from run to run on one machine:
+versions, power limit, persistence, ECC, maximum and application clocks, and whether the run
+was throttled (power or thermal, from NVML's violation counters over the run). Current clocks,
+power draw and temperature are recorded and shown, never compared: they move with the load.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+STATE_DIR = "runner-state"
+IDENTITY_KEYS = ("gpu", "driver", "cuda", "torch", "triton", "liger")
+SOFTWARE_KEYS = ("driver", "cuda_driver", "cuda", "cublas", "torch", "triton", "liger")
+GPU_KEYS = ("name", "power_limit_w", "persistence", "ecc", "sm_clock_max_mhz", "mem_clock_max_mhz",
+            "sm_clock_app_mhz", "mem_clock_app_mhz")
+NOT_RESULTS = {"machine.json", "benchmarks.json"}
+
+
+def state_path(result_file: Path) -> Path:
+    """Where a result file's runner state lives (a folder the results loader does not read)."""
+    return result_file.parent / STATE_DIR / result_file.name
+
+
+def throttling(start: dict | None, end: dict | None) -> str:
+    """"none", "power", "thermal" or "power+thermal": what NVML's violation counters grew by
+    over the run, on any GPU; "unknown" when the counters were not recorded."""
+    if not (start and end and start.get("recorded") and end.get("recorded")):
+        return "unknown"
+    kinds = set()
+    seen = False
+    for a, b in zip(start.get("gpus", []), end.get("gpus", [])):
+        for kind in ("power", "thermal"):
+            key = f"{kind}_violation_ns"
+            if isinstance(a.get(key), (int, float)) and isinstance(b.get(key), (int, float)):
+                seen = True
+                if b[key] > a[key]:
+                    kinds.add(kind)
+    if not seen:
+        return "unknown"
+    return "+".join(sorted(kinds)) or "none"
+
+
+def comparable_state(params: dict | None, companion: dict | None) -> dict[str, str]:
+    """The keys compared between commits, as strings (see the module docstring)."""
+    out = {k: str(v) for k, v in (params or {}).items() if k in IDENTITY_KEYS}
+    if companion is None:
+        return out
+    start, end = companion.get("start") or {}, companion.get("end") or {}
+    if not start.get("recorded"):
+        out["runner state"] = str(start.get("reason") or "not recorded")
+        return out
+    for k in SOFTWARE_KEYS:
+        if k in start.get("software", {}):
+            out[k] = str(start["software"][k])
+    for i, gpu in enumerate(start.get("gpus", [])):
+        for k in GPU_KEYS:
+            if k in gpu:
+                out[f"gpu{i} {k}"] = str(gpu[k])
+    out["throttled"] = throttling(start, end)
+    return out
+
+
+def read_state_file(result_file: Path) -> dict | None:
+    """The companion runner state of one result file, or None (absent or unreadable)."""
+    try:
+        doc = json.loads(state_path(result_file).read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def recorded_states(results_dir, frame=None) -> dict[tuple[str, str], dict[str, str]]:
+    """{(machine, commit_hash): comparable state} for every result file under ``results_dir``
+    (only the commits in ``frame``, when given). Unreadable files are left out: the loader
+    already reports them."""
+    root = Path(results_dir)
+    wanted = set(frame["commit_hash"].astype(str)) if frame is not None else None
+    out: dict[tuple[str, str], dict[str, str]] = {}
+    if not root.is_dir():
+        return out
+    for mdir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for path in sorted(mdir.glob("*.json")):
+            if path.name in NOT_RESULTS:
+                continue
+            try:
+                doc = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+            commit = doc.get("commit_hash") if isinstance(doc, dict) else None
+            if not isinstance(commit, str) or (wanted is not None and commit not in wanted):
+                continue
+            params = doc.get("params") if isinstance(doc.get("params"), dict) else {}
+            out[(mdir.name, commit)] = comparable_state(params, read_state_file(path))
+    return out
+
+
+def state_of_run(results_dir, machine: str, env_name: str, commit: str) -> dict[str, str]:
+    """The comparable state of one run (machine, environment, commit); {} when not recorded."""
+    path = Path(results_dir) / machine / f"{commit[:8]}-{env_name}.json"
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    params = doc.get("params") if isinstance(doc, dict) and isinstance(doc.get("params"), dict) else {}
+    return comparable_state(params, read_state_file(path))
+
+
+def changed_keys(before: dict[str, str], after: dict[str, str]) -> set[str]:
+    """Keys whose value differs between two runs' states (a key only one has counts too)."""
+    if not before or not after:
+        return set()
+    return {k for k in set(before) | set(after) if before.get(k) != after.get(k)}

@@ -1,0 +1,154 @@
+"""Hot latency (benchmarks/harness/hot_timing.py, benchmarks/bench_hot.py) on the CPU: the
+sequence of CUDA calls against a fake torch.cuda (only that boundary is faked), the per-call
+arithmetic, the argument checks, the skips without CUDA, and which classes a grid defines."""
+
+import importlib
+
+import pytest
+
+from benchmarks.harness import hot_timing
+
+
+class FakeCuda:
+    """Records what hot_timing asks of torch.cuda; events report 1 ms per replay."""
+
+    def __init__(self, available=True):
+        self.log = []
+        self.available = available
+        self.capturing = False
+
+    def is_available(self):
+        return self.available
+
+    def synchronize(self):
+        self.log.append("sync")
+
+    def current_stream(self):
+        return FakeStream(self, "main")
+
+    def Stream(self):
+        return FakeStream(self, "side")
+
+    def stream(self, s):
+        return _Context(self, f"on {s.name}", "off side")
+
+    def CUDAGraph(self):
+        return FakeGraph(self)
+
+    def graph(self, g):
+        return _Capture(self, g)
+
+    def Event(self, enable_timing):
+        return FakeEvent(self)
+
+
+class _Context:
+    def __init__(self, cuda, enter, leave):
+        self.cuda, self.enter, self.leave = cuda, enter, leave
+
+    def __enter__(self):
+        self.cuda.log.append(self.enter)
+
+    def __exit__(self, *exc):
+        self.cuda.log.append(self.leave)
+
+
+class _Capture(_Context):
+    def __init__(self, cuda, graph):
+        super().__init__(cuda, "capture", "end capture")
+        self.graph = graph
+
+    def __enter__(self):
+        super().__enter__()
+        self.cuda.capturing = True
+
+    def __exit__(self, *exc):
+        self.cuda.capturing = False
+        super().__exit__(*exc)
+
+
+class FakeStream:
+    def __init__(self, cuda, name):
+        self.cuda, self.name = cuda, name
+
+    def wait_stream(self, other):
+        self.cuda.log.append(f"{self.name} waits {other.name}")
+
+
+class FakeGraph:
+    def __init__(self, cuda):
+        self.cuda = cuda
+
+    def replay(self):
+        self.cuda.log.append("replay")
+        self.cuda.clock += 1e-3
+
+
+class FakeEvent:
+    def __init__(self, cuda):
+        self.cuda = cuda
+
+    def record(self):
+        self.at = self.cuda.clock
+
+    def elapsed_time(self, end):
+        return (end.at - self.at) * 1e3  # milliseconds, as CUDA events report
+
+
+def test_graph_replay_captures_after_a_side_stream_warm_up_and_divides_each_replay_by_its_calls():
+    cuda = FakeCuda()
+    cuda.clock = 0.0
+    calls = []
+    got = hot_timing.graph_replay_samples(lambda: calls.append(cuda.capturing), calls=4, samples=3, warmup=2,
+                                          cuda=cuda)
+    assert got == pytest.approx([1e-3 / 4] * 3)
+    assert calls == [False, False, True, True, True, True]  # warm-up outside the capture, then 4 captured
+    log = cuda.log
+    assert log.index("on side") < log.index("off side") < log.index("capture") < log.index("end capture")
+    assert log.count("replay") == 1 + 3  # one upload replay, then one per sample
+
+
+def test_launch_overhead_is_host_time_per_call_with_the_device_drained_outside_the_timing():
+    cuda = FakeCuda()
+    ticks = iter(range(100))
+    calls = []
+    got = hot_timing.launch_overhead_samples(lambda: calls.append(1), calls=5, samples=2, warmup=1, cuda=cuda,
+                                             clock=lambda: next(ticks) * 10.0)
+    assert got == [2.0, 2.0]  # each burst: two clock reads 10 s apart, over 5 calls
+    assert len(calls) == 1 + 2 * 5 and cuda.log == ["sync", "sync", "sync"]
+
+
+@pytest.mark.parametrize("kwargs, said", [({"calls": 0}, "calls=0"), ({"samples": 0}, "samples=0"),
+                                          ({"warmup": -1}, "warmup=-1"), ({"calls": 1000}, "at most"),
+                                          ({"calls": 2.5}, "calls=2.5")])
+def test_bad_counts_are_refused_by_name(kwargs, said):
+    with pytest.raises(ValueError, match=said):
+        hot_timing.graph_replay_samples(lambda: None, cuda=FakeCuda(), **kwargs)
+
+
+def test_without_cuda_both_say_why():
+    for fn in (hot_timing.graph_replay_samples, hot_timing.launch_overhead_samples):
+        with pytest.raises(hot_timing.NoCUDA, match="needs a CUDA device"):
+            fn(lambda: None, cuda=FakeCuda(available=False))
+
+
+def test_the_asv_module_defines_classes_only_for_grids_with_decode_cases(monkeypatch):
+    from benchmarks.harness.grids import GRID_ENV
+
+    monkeypatch.setenv(GRID_ENV, "tiny")
+    import benchmarks.bench_hot as bench_hot
+
+    bench_hot = importlib.reload(bench_hot)
+    assert bench_hot.HOT_CLASSES == []  # the CPU smoke grid: nothing to run, no cost
+    monkeypatch.setenv(GRID_ENV, "quick")
+    bench_hot = importlib.reload(bench_hot)
+    assert "LinearActHot" in bench_hot.HOT_CLASSES
+    cls = bench_hot.LinearActHot
+    cases, impls = cls.params
+    assert cases and all(" M=16 " in c or " M=1 " in c for c in cases) and "fused" in impls
+    for metric in ("track_graph_latency", "track_launch_overhead"):
+        assert getattr(cls, metric).unit == "seconds"
+    with pytest.raises(NotImplementedError, match="needs a CUDA device"):  # this machine has none
+        cls().setup(cases[0], "fused")
+    monkeypatch.setenv(GRID_ENV, "tiny")
+    importlib.reload(bench_hot)
