@@ -122,8 +122,9 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
             href = link("/kernels", {"machine": machine, "commit": commit, "metric": static.key, "theme": theme})
         else:
             metric = metrics.stored_metric_of(f.benchmark) or "latency"
+            mode = run.mode_of_params.get((f.benchmark, f.params)) if run else None
             href = link("/trends", {"machine": machine, "env": env, "case": case, "metric": metric,
-                                    "commit": commit, "theme": theme})
+                                    "mode": mode, "commit": commit, "theme": theme})
         entry = accepted.get(id(f))
         badge = (html.Span("accepted", className="badge accepted", style=ACCEPTED_STYLE) if entry else
                  html.Span(f.direction, className=f"badge {'bad' if f.direction == 'regression' else 'good'}"))
