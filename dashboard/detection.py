@@ -39,11 +39,12 @@ def detect(table, series_ids, benchmarks_meta: dict) -> list:
     return findings
 
 
-def detect_in_worker(results_dir: str, cache_dir: str | None) -> list:
-    """What the worker process runs: load, pick the series the dashboard shows, detect."""
+def detect_in_worker(results_dir: str, cache_dir: str | None, commit_rank: dict | None = None) -> list:
+    """What the worker process runs: load, pick the series the dashboard shows, detect, in the
+    dashboard's commit order (``commit_rank``: the repository's, dashboard.commit_order)."""
     from dashboard.model import load_table, shown_series
 
-    table = load_table(Path(results_dir), Path(cache_dir) if cache_dir else None)
+    table = load_table(Path(results_dir), Path(cache_dir) if cache_dir else None, commit_rank)
     return detect(table, shown_series(table), table.parsed.benchmarks)
 
 
@@ -65,7 +66,8 @@ class Detector:
         self._states: dict[tuple, FindingsState] = {}
         self._executor: concurrent.futures.ProcessPoolExecutor | None = None
 
-    def state(self, key: tuple, results_dir: Path, cache_dir: Path | None, nothing_to_do: bool) -> FindingsState:
+    def state(self, key: tuple, results_dir: Path, cache_dir: Path | None, nothing_to_do: bool,
+              commit_rank: dict | None = None) -> FindingsState:
         with self._lock:
             state = self._states.get(key)
             if state is not None:
@@ -75,7 +77,7 @@ class Detector:
             if nothing_to_do:
                 state.status, state.findings, state.seconds = "done", [], 0.0
                 return state
-            args = (str(results_dir), str(cache_dir) if cache_dir else None)
+            args = (str(results_dir), str(cache_dir) if cache_dir else None, commit_rank or None)
             if self.in_background:
                 future = self._pool().submit(detect_in_worker, *args)
                 future.add_done_callback(lambda f, s=state: self._finish(s, f, args))

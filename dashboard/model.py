@@ -295,6 +295,7 @@ def _report_of(table: ResultsTable) -> LoadReport:
             continue
         report.loaded_files.append(path)
         report.problems += [f"{path}: benchmark {name!r} skipped: {why}" for name, why in e.problems]
+    report.problems += table.duplicate_notes
     return report
 
 
@@ -401,7 +402,8 @@ class ResultsStore:
     def findings(self) -> FindingsState:
         """The detector's findings for the current results set (started on first call)."""
         data = self.get()
-        return self._detector.state(data.signature, self.results_dir, self.cache_dir, data.empty)
+        return self._detector.state(data.signature, self.results_dir, self.cache_dir, data.empty,
+                                    data.project.commit_rank)
 
     def close(self) -> None:
         """Stop the detector's worker (tests, app shutdown)."""

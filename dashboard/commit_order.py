@@ -1,0 +1,57 @@
+"""The one commit order of the dashboard, its detector worker and the gate (no Dash).
+
+asv's rule: commits go in the repository's revision order (``git rev-list --all --date-order``
+of the repository asv.conf.json names, dashboard.asvconf) where it can be read, else by the date
+asv stored. Every reader of results orders commits here: the dashboard's table, and the gate's
+frame through an ``order`` column (each row's commit position in its machine x environment), which
+the detector (findings.py), the failures (failures.py) and the gate's judged commits sort by.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+ORDER = "order"  # the frame column: the row's commit position in its (machine, env_name), oldest 0
+
+
+def commit_order(dates: dict[str, int], rank: dict[str, int] | None) -> list[str]:
+    """Commits oldest first: by the repository's order where it knows a commit (asv's own rule:
+    ``git rev-list --all --date-order``), else by the date asv stored. Commits the repository does
+    not know are placed by date among the ones it does (against the latest date so far)."""
+    if not rank or not any(h in rank for h in dates):
+        return sorted(dates, key=lambda h: (dates[h], h))
+    known = sorted((h for h in dates if h in rank), key=lambda h: rank[h])
+    keys, latest = {}, None
+    for h in known:  # a running max keeps the repository's order among known commits
+        latest = dates[h] if latest is None else max(latest, dates[h])
+        keys[h] = (latest, 0, rank[h])
+    for h in dates:
+        if h not in rank:
+            keys[h] = (dates[h], 1, h)
+    return sorted(dates, key=lambda h: keys[h])
+
+
+def order_note(rank: dict[str, int] | None, repo=None) -> str:
+    """What every page and the gate say about the order they use."""
+    if rank:
+        return f"commits in the order of the repository {repo}" if repo else "commits in the repository's order"
+    return "commits in the order of the dates asv stored"
+
+
+def with_order(frame, rank: dict[str, int] | None):
+    """``frame`` (dashboard.data.load_results' rows) with the ``order`` column: each row's commit
+    position in its machine x environment, by :func:`commit_order`."""
+    out = frame.copy()
+    positions = np.zeros(len(out), dtype=np.int64)
+    if len(out):
+        ms = (out["date"].astype("int64") // 1_000_000).to_numpy()  # asv's ms
+        keys = list(zip(out["machine"].astype(str), out["env_name"].astype(str)))
+        hashes = out["commit_hash"].astype(str).to_numpy()
+        per_run: dict[tuple, dict[str, int]] = {}
+        for key, h, d in zip(keys, hashes, ms):
+            dates = per_run.setdefault(key, {})
+            dates[h] = min(dates.get(h, d), d)
+        position = {key: {h: i for i, h in enumerate(commit_order(dates, rank))} for key, dates in per_run.items()}
+        positions = np.fromiter((position[k][h] for k, h in zip(keys, hashes)), dtype=np.int64, count=len(out))
+    out[ORDER] = positions
+    return out
