@@ -26,15 +26,20 @@ SERIES_PER_CHUNK = 250
 
 
 def detect(table, series_ids, benchmarks_meta: dict) -> list:
-    """find_changes over these series of a dashboard.table.ResultsTable, a chunk at a time;
-    findings newest first, as find_changes orders them."""
+    """find_changes and find_status_changes (into and out of "failed", as the gate reports them)
+    over these series of a dashboard.table.ResultsTable, a chunk at a time: level changes
+    (regressions.Finding) and status changes (regressions.failures.StatusChange, ``kind`` "status"),
+    newest first, as find_changes orders them."""
     from dashboard.regressions import find_changes
+    from dashboard.regressions.failures import find_status_changes
 
     ids = np.asarray(list(series_ids), dtype=np.int64)
     findings = []
     for i in range(0, len(ids), SERIES_PER_CHUNK):
         rows = table.rows_of_series(ids[i:i + SERIES_PER_CHUNK])
-        findings += find_changes(table.frame(rows), benchmarks_meta=benchmarks_meta)
+        frame = table.frame(rows)
+        findings += find_changes(frame, benchmarks_meta=benchmarks_meta)
+        findings += find_status_changes(frame)
     findings.sort(key=lambda f: (f.commit_date, f.commit_hash, f.benchmark, f.params), reverse=True)
     return findings
 

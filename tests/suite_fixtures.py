@@ -250,9 +250,12 @@ class PeerFixture:
     dropped_at: str  # the first commit it fails at
     appeared: tuple[str, str, str]  # (case key, impl, mode) of a peer that starts running
     appeared_at: str
+    flaky: tuple[str, str, str]  # (case key, impl, mode) that fails at one commit, then runs again
+    flaky_failed_at: str
+    flaky_fixed_at: str
 
 
-PEER_COMMITS, DROP_INDEX, APPEAR_INDEX = 12, 8, 5
+PEER_COMMITS, DROP_INDEX, APPEAR_INDEX, FLAKY_FROM, FLAKY_UNTIL = 12, 8, 5, 2, 3
 
 
 def write_peer_fixture(results_dir: str | Path, seed: int = 11) -> PeerFixture:
@@ -261,8 +264,8 @@ def write_peer_fixture(results_dir: str | Path, seed: int = 11) -> PeerFixture:
     machine with its ceilings, over 12 commits. Planted: default torch.compile, the best unfused
     implementation of the GeGLU case, starts failing in its forward at commit 8 (the baseline that
     drops out of the comparison set: the case's speedup jumps),
-    and liger_mlp starts running (skipped before: not installed) for the SwiGLU case's forward at
-    commit 5."""
+    liger_mlp starts running (skipped before: not installed) for the SwiGLU case's forward at
+    commit 5, and eager's backward of a linear_act case fails at commit 2 only (ok -> failed -> ok)."""
     root = Path(results_dir)
     cases = [Case.from_key(k) for k in ("linear_act M=4096 K=4096 N=14336 bf16 gelu_tanh bias",
                                         "linear_act M=8192 K=4096 N=14336 bf16 gelu_tanh bias",
@@ -270,10 +273,12 @@ def write_peer_fixture(results_dir: str | Path, seed: int = 11) -> PeerFixture:
                                         "gated_mlp M=8192 K=4096 N=14336 bf16 silu")]
     dropped = (cases[2].key, "compile", "forward")
     appeared = (cases[3].key, "liger_mlp", "forward")
-    status_steps = {dropped: ((DROP_INDEX, "failed"),), appeared: ((0, "skipped"), (APPEAR_INDEX, "ok"))}
+    flaky = (cases[1].key, "eager", "backward")
+    status_steps = {dropped: ((DROP_INDEX, "failed"),), appeared: ((0, "skipped"), (APPEAR_INDEX, "ok")),
+                    flaky: ((FLAKY_FROM, "failed"), (FLAKY_UNTIL, "ok"))}
     history = write_history(root, peer_series(cases, status_steps=status_steps) + ceiling_series(), PEER_COMMITS,
                             seed=seed, machine=MAIN_MACHINE, env_name=MAIN_ENV, machine_params=dict(IDENTITY),
                             n_samples=12)
     return PeerFixture(root, history, cases, dropped, history.commits[DROP_INDEX], appeared,
-                       history.commits[APPEAR_INDEX])
+                       history.commits[APPEAR_INDEX], flaky, history.commits[FLAKY_FROM], history.commits[FLAKY_UNTIL])
 

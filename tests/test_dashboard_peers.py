@@ -198,3 +198,38 @@ def test_the_overviews_links_carry_the_mode(px, data):
                                 q.many("op"), None, None, None, q.many("impl"), q.many("mode"))
     assert any(r["change"] == "ok → failed" and r["impl"] == "compile" for r in rows)  # what "stopped running" counts
     assert np.isfinite([r["ratio"] for r in rows if r["change"] == "unchanged"]).all()
+
+
+def test_failures_are_findings_on_the_regressions_page(px, data):
+    """ok -> failed and failed -> ok reach the inbox (the gate always reported them), grouped by
+    their commit, with a trend link to the series in its mode."""
+    from dashboard.detection import detect_in_worker
+    from dashboard.model import FindingsState
+    from dashboard.pages import regressions as inbox_page
+
+    found = detect_in_worker(str(px.results_dir), None)
+    status = {(f.commit_hash, f.params, f.direction) for f in found if f.kind == "status"}
+    case, impl, mode = px.dropped
+    dropped = next(p for c, p, d in status if c == px.dropped_at and d == "regression")
+    assert f"impl='{impl}'" in dropped and case in dropped
+    fcase, fimpl, fmode = px.flaky
+    assert {(c, d) for c, p, d in status if fcase in p and f"impl='{fimpl}'" in p and f"mode='{fmode}'" in p} == {
+        (px.flaky_failed_at, "regression"), (px.flaky_fixed_at, "improvement")}
+    state = FindingsState("done", 0.0, found, 1.0)
+    children, _ = inbox_page.inbox(data, state, None, "regression", [])
+    group = next(g for g in _walk(children) if getattr(g, "className", "") == "card inbox-group"
+                 and px.dropped_at[:10] in texts(g.children[0]))
+    assert "started failing" in texts(group) and "1 started failing" in texts(group.children[0])
+    item = next(li for li in _walk(group) if getattr(li, "children", None) and "started failing" in texts(li)
+                and type(li).__name__ == "Li")
+    assert "failing" in texts(item.children[0]) and case in texts(item) and f"[{impl}]" in texts(item)
+    href = next(c.href for c in _walk(item) if getattr(c, "href", None))
+    q = Query(href.split("?", 1)[1])
+    assert (q.one("case"), q.one("mode"), q.one("commit")) == (case, mode, px.dropped_at)
+    every, _ = inbox_page.inbox(data, state, None, "all", [])
+    fixed = [li for li in _walk(every) if type(li).__name__ == "Li" and "stopped failing" in texts(li)]
+    assert any(fcase in texts(li) and "fixed" in texts(li.children[0]) for li in fixed)
+    assert not any("stopped failing" in texts(li) for li in _walk(children) if type(li).__name__ == "Li")
+    still, _ = inbox_page.inbox(data, state, None, "regression", ["present"])  # still failing now: compile only
+    assert [texts(li.children[2]) for li in _walk(still) if type(li).__name__ == "Li"
+            and "started failing" in texts(li)] == [case]

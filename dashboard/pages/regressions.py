@@ -1,5 +1,6 @@
-"""Regressions: the detector's findings as an inbox grouped by commit, newest first; each finding
-links to the Trends view of its series with the change marked. A regression that
+"""Regressions: the detector's findings as an inbox grouped by commit, newest first: level
+changes, and series that started failing (ok -> failed) or stopped (failed -> ok), as the gate
+reports them; each finding links to the Trends view of its series with the change marked. A regression that
 results/accepted.json accepts (the file the CI gate honours too) is shown as accepted, with who
 and why, and is not counted as open.
 
@@ -21,6 +22,7 @@ from dashboard.regressions.formatting import format_p, format_value
 from dashboard.urlstate import SHELL, Query, link, qid
 
 ID = "regressions"
+STATUS_KIND = "status"  # regressions.failures.StatusChange.kind
 MAX_GROUPS = 40  # commit groups rendered at once; the rest are counted
 DIRECTIONS = {"regression": "regressions", "all": "regressions and improvements"}
 ONLY = {"confirmed": " confirmed", "present": " still present", "open": " open (not accepted)"}
@@ -77,7 +79,7 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
     findings = [f for f in state.findings or []
                 if (not machine or f.machine == machine)
                 and (direction == "all" or f.direction == "regression")
-                and ("confirmed" not in only or f.confirmed)
+                and ("confirmed" not in only or getattr(f, "confirmed", True))  # a status change is definite
                 and ("present" not in only or f.present_at_newest)
                 and ("open" not in only or id(f) not in accepted)]
     warning = [message(f"accepted.json cannot be used, so nothing is shown as accepted: {problem}", "error")] \
@@ -101,20 +103,26 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
     return children, True
 
 
+def _size(f) -> float:
+    """How large a finding is, for ordering: a series that started failing before any level change."""
+    return float("inf") if f.kind == STATUS_KIND else abs(f.relative_change)
+
+
 def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
     n_accepted = sum(id(f) in accepted for f in members)
     n_reg = sum(f.direction == "regression" for f in members) - n_accepted
     url = data.commit_link(commit)
     run = data.runs.get((machine, env))
-    counts = [f"{n_reg} regression(s)", f"{n_accepted} accepted" if n_accepted else "",
-              f"{len(members) - n_reg - n_accepted} improvement(s)"]
+    n_failing = sum(f.kind == STATUS_KIND and f.direction == "regression" and id(f) not in accepted for f in members)
+    counts = [f"{n_reg} regression(s)" + (f" of which {n_failing} started failing" if n_failing else ""),
+              f"{n_accepted} accepted" if n_accepted else "", f"{len(members) - n_reg - n_accepted} improvement(s)"]
     header = [html.B(commit[:10]), f" · {members[0].commit_date:%Y-%m-%d %H:%M} · {machine} / {env} · ",
               f"{len(members)} series affected ({', '.join(c for c in counts if c)})"]
     if url:
         header += [" · ", html.A("commit ↗", href=url, target="_blank")]
     items = []
     order = {"regression": 0, "improvement": 2}
-    for f in sorted(members, key=lambda f: (order[f.direction] + (id(f) in accepted), -abs(f.relative_change))):
+    for f in sorted(members, key=lambda f: (order[f.direction] + (id(f) in accepted), -_size(f))):
         case, impl = run.series_of_params.get((f.benchmark, f.params), (None, None)) if run else (None, None)
         static = static_metrics.metric_of(f.benchmark)
         if static:  # a kernel config's registers, spills, ...: the Kernels page has its history
@@ -128,10 +136,15 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
         entry = accepted.get(id(f))
         badge = (html.Span("accepted", className="badge accepted", style=ACCEPTED_STYLE) if entry else
                  html.Span(f.direction, className=f"badge {'bad' if f.direction == 'regression' else 'good'}"))
+        if f.kind == STATUS_KIND:  # into or out of "failed": no values to compare, the statuses say it
+            badge = badge if entry else html.Span("failing" if f.direction == "regression" else "fixed",
+                                                  className=f"badge {'bad' if f.direction == 'regression' else 'good'}")
+            what = f"{f.summary()} at this commit; {f.status()} "
+        else:
+            what = (f"{format_value(f.before, f.unit)} → {format_value(f.after, f.unit)} ({f.relative_change:+.1%}, "
+                    f"{format_p(f.p_value)}; {f.status()}) ")
         items.append(html.Li([
-            badge, f" {metric} ", html.Code(case or f.params), f" [{impl or ('static' if static else '?')}] ",
-            f"{format_value(f.before, f.unit)} → {format_value(f.after, f.unit)} ({f.relative_change:+.1%}, "
-            f"{format_p(f.p_value)}; {f.status()}) ",
+            badge, f" {metric} ", html.Code(case or f.params), f" [{impl or ('static' if static else '?')}] ", what,
             *([html.I(f"{entry.label()} ")] if entry else []),
             dcc.Link("trend →", href=href, className="trend-link"),
         ], className="accepted" if entry else None))
