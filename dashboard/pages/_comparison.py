@@ -30,11 +30,13 @@ def comparison_controls(page: str, query: Query) -> list:
 
 
 def comparison_datatable(table_id: str, columns: list[dict]) -> dash_table.DataTable:
-    """The sortable, filterable A-vs-B table, worse rows red and better rows green."""
+    """The sortable, filterable A-vs-B table, worse rows red and better rows green. Text cells
+    wrap (a long shape or implementation name), so old / new / ratio / change stay on screen."""
     return styled_datatable(table_id, columns, [
         {"if": {"filter_query": '{change} = "worse"'}, **WORSE_CELL},
         {"if": {"filter_query": '{change} = "better"'}, **BETTER_CELL},
-    ], sort_by=[])
+    ], sort_by=[], style_data={"whiteSpace": "normal", "height": "auto", "overflowWrap": "anywhere"},
+        style_header={"whiteSpace": "normal", "height": "auto"})
 
 
 def comparison_columns(names: list[str], shown: DisplayUnit | None = DisplayUnit("")) -> list[dict]:

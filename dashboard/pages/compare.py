@@ -21,7 +21,9 @@ from dashboard.units import DisplayUnit, display_unit
 from dashboard.urlstate import Query, qid
 
 ID = "compare"
-COLUMNS = ["case", "impl", "mode", "op", "dtype", "activation", "shape", "old", "new", "ratio", "change"]
+# The case split into its fields (a long case key once pushed the numbers off screen); each row's
+# data still carries its case key (the CSV has it too).
+COLUMNS = ["op", "dtype", "activation", "shape", "impl", "mode", "old", "new", "ratio", "change"]
 
 
 def layout(data: DashboardData, query: Query):
@@ -58,7 +60,7 @@ def compare_table(data: DashboardData, machine, env, a, b, metric, factor, op, d
     """The table (all rows, filters applied) and the asv unit of its values ("seconds")."""
     run = data.run(machine, env)
     if run is None or not a or not b:
-        return pd.DataFrame(columns=COLUMNS + ["significant"]), ""
+        return pd.DataFrame(columns=["case", *COLUMNS, "significant"]), ""
     metric = metric if metric in metrics.STORED_METRICS else "latency"
     selections = {"op": op, "dtype": dtype, "activation": activation, "shape": shape, "impl": impl, "mode": mode}
     old = metrics.apply_filters(run.at_commit(a, samples=False), selections)
@@ -79,7 +81,7 @@ def update(data: DashboardData, machine, env, a, b, metric, factor, sig, op, dty
         return [], _columns(shown), message("Pick two commits.")
     shown_rows = table[table["significant"]] if "only" in (sig or []) else table
     summary = summary_line(table, shown_rows, a, b)
-    rows = shown_rows[COLUMNS].assign(old=shown(shown_rows["old"]), new=shown(shown_rows["new"]))
+    rows = shown_rows[["case", *COLUMNS]].assign(old=shown(shown_rows["old"]), new=shown(shown_rows["new"]))
     return rows.astype(object).where(rows.notna(), None).to_dict("records"), _columns(shown), summary
 
 

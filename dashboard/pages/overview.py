@@ -153,7 +153,7 @@ def headline(table, changes, base, commit, common: dict, selections: dict, set_c
 
 def _speedup_cell(mean, named=None):
     span = html.Span(speedup_text(mean), className="good" if mean > 1 else "bad" if mean < 1 else "")
-    return html.Td([span, html.Span(f" vs {named}", className="hint peer-name")] if named and mean == mean else span,
+    return html.Td([span, html.Span(f"vs {named}", className="hint peer-name")] if named and mean == mean else span,
                    className="num")
 
 
@@ -243,7 +243,7 @@ def panels(table, regressed: dict[str, str], theme: str, set_notes: dict | None 
         title = (f"<b>{op} · {dtype} · {mode}</b><br><span style='font-size:11px'>geomean "
                  f"{speedup_text(mean)} · {len(panel)} case{'s' if len(panel) != 1 else ''}"
                  + (f" · <span style='color:#d62728'>⚠ {n_regressed} regressed</span>" if n_regressed else "")
-                 + (f" · Δ {n_changed} compared with fewer/more" if n_changed else "")
+                 + (f" · Δ {n_changed} with a changed comparison set" if n_changed else "")
                  + "</span>")
         figure = build_speedup_panel_figure(panel, span, theme, title, regressed, set_notes)
         graphs.append(dcc.Graph(id={"type": "overview-panel", "op": str(op), "dtype": str(dtype), "mode": str(mode)},

@@ -125,6 +125,7 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
     for f in sorted(members, key=lambda f: (order[f.direction] + (id(f) in accepted), -_size(f))):
         case, impl = run.series_of_params.get((f.benchmark, f.params), (None, None)) if run else (None, None)
         static = static_metrics.metric_of(f.benchmark)
+        mode = None
         if static:  # a kernel config's registers, spills, ...: the Kernels page has its history
             metric = static.label.lower()
             href = link("/kernels", {"machine": machine, "commit": commit, "metric": static.key, "theme": theme})
@@ -144,7 +145,8 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
             what = (f"{format_value(f.before, f.unit)} → {format_value(f.after, f.unit)} ({f.relative_change:+.1%}, "
                     f"{format_p(f.p_value)}; {f.status()}) ")
         items.append(html.Li([
-            badge, f" {metric} ", html.Code(case or f.params), f" [{impl or ('static' if static else '?')}] ", what,
+            badge, f" {metric} ", html.Code(case or f.params),
+            f" [{impl or ('static' if static else '?')}{' · ' + mode if mode and mode != metrics.FORWARD else ''}] ", what,
             *([html.I(f"{entry.label()} ")] if entry else []),
             dcc.Link("trend →", href=href, className="trend-link"),
         ], className="accepted" if entry else None))
