@@ -365,6 +365,46 @@ def speedups(latency_rows: pd.DataFrame, baselines: list[str] | None = None) -> 
     return out.reset_index()[SPEEDUP_COLUMNS]
 
 
+SPEEDUP = Metric("speedup", "Speedup of fused", "×", "track_latency")  # Trends only: from several impls' rows
+OVER_UNFUSED, OVER_PEER = "over best unfused", "over best fused peer"
+
+
+def speedup_history(latency_rows: pd.DataFrame, baselines: list[str] | None = None) -> pd.DataFrame:
+    """Fused's speedup over the best unfused implementation and over the best fused peer at each
+    commit, from the latency rows of one case and mode of ONE run (every commit): one row per
+    (commit, line) with line (OVER_UNFUSED / OVER_PEER), commit_hash, date, position (if the rows
+    have it), y = t_best / t_fused, its band y_lo = best's CI low / fused's CI high and y_hi the
+    other way round (NaN where a CI is not finite), the implementation that was best
+    (``best_impl``) and status "ok". ``baselines``: only these compete (None: all)."""
+    columns = ["line", "commit_hash", "date", "position", "y", "y_lo", "y_hi", "best_impl", "status"]
+    ok = latency_rows[(latency_rows["status"] == STATUS_OK) & np.isfinite(latency_rows["value"])]
+    if ok.empty:
+        return pd.DataFrame(columns=columns)
+    ok = ok.assign(impl=ok["impl"].astype(str), commit_hash=ok["commit_hash"].astype(str))
+    if "position" not in ok.columns:
+        ok = ok.assign(position=np.nan)
+    fastest = ok.sort_values("value", kind="stable").drop_duplicates(["commit_hash", "impl"])
+    fused = fastest[fastest["impl"] == FUSED].set_index("commit_hash")
+    others = fastest[(fastest["impl"] != FUSED) & (fastest["impl"].isin(baselines) if baselines is not None else True)]
+    peer = others["impl"].map(is_fused_peer).astype(bool)
+    parts = []
+    for line, pool in ((OVER_UNFUSED, others[~peer]), (OVER_PEER, others[peer])):
+        best = pool.drop_duplicates("commit_hash").set_index("commit_hash")
+        common = fused.index.intersection(best.index)
+        if not len(common):
+            continue
+        f, b = fused.loc[common], best.loc[common]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lo = b["ci_99_a"].to_numpy(dtype=float) / f["ci_99_b"].to_numpy(dtype=float)
+            hi = b["ci_99_b"].to_numpy(dtype=float) / f["ci_99_a"].to_numpy(dtype=float)
+        finite = lambda v: np.where(np.isfinite(v) & (v > 0), v, np.nan)  # noqa: E731
+        parts.append(pd.DataFrame({"line": line, "commit_hash": common, "date": f["date"].to_numpy(),
+                                   "position": f["position"].to_numpy(), "y": (b["value"] / f["value"]).to_numpy(),
+                                   "y_lo": finite(lo), "y_hi": finite(hi), "best_impl": b["impl"].to_numpy(),
+                                   "status": STATUS_OK}))
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
+
+
 def geomean(values) -> float:
     """Geometric mean of the finite positive values (NaN when there are none)."""
     v = np.asarray(values, dtype=float)

@@ -69,6 +69,11 @@ def test_brp002_trends_and_compare_take_the_mode(duo, px):
     names = figure_value(duo, "trends-figure", "g.data.map(t => t.name)")
     assert {"fused", "liger_mlp", "compile_max_autotune"} <= set(names)
     shoot(duo, "trends-peers")
+    dropped_case, _, mode = px.dropped
+    duo.driver.get(duo.server_url + f"/trends?case={quote_plus(dropped_case)}&mode={mode}&metric=speedup")
+    names = poll(lambda: figure_value(duo, "trends-figure", "g.data.map(t => t.name)"), what="speedup trend")
+    assert {"over best unfused", "over best fused peer"} <= set(names)
+    shoot(duo, "trends-speedup")
     duo.driver.get(duo.server_url + f"/compare?a={px.history.commits[-2]}&b={px.history.commits[-1]}&mode=backward")
     poll(lambda: "series" in duo.find_element("#compare-summary-text").text, what="compare table")
     modes = duo.driver.execute_script(

@@ -233,3 +233,22 @@ def test_failures_are_findings_on_the_regressions_page(px, data):
     still, _ = inbox_page.inbox(data, state, None, "regression", ["present"])  # still failing now: compile only
     assert [texts(li.children[2]) for li in _walk(still) if type(li).__name__ == "Li"
             and "started failing" in texts(li)] == [case]
+
+
+def test_speedup_over_commits_on_trends_over_the_unfused_and_the_peers(px, data, run):
+    case, impl, mode = px.dropped
+    fig = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, case, "speedup", None, "commit", [], None, mode=mode))
+    lines = {t.name: t for t in fig.data if t.name in (metrics.OVER_UNFUSED, metrics.OVER_PEER)}
+    assert set(lines) == {metrics.OVER_UNFUSED, metrics.OVER_PEER}
+    unfused = lines[metrics.OVER_UNFUSED]
+    assert len(unfused.y) == len(px.history.commits)
+    for i, commit in enumerate(px.history.commits):  # each point is that commit's Overview speedup
+        rows = run.at_commit(commit, samples=False)
+        table = metrics.speedups(rows[rows["metric"] == "latency"]).set_index(["case", "mode"])
+        assert unfused.y[i] == pytest.approx(table.loc[(case, mode), "speedup"])
+        assert lines[metrics.OVER_PEER].y[i] == pytest.approx(table.loc[(case, mode), "peer_speedup"])
+    assert any(t.name == f"{metrics.OVER_UNFUSED} 99% CI" for t in fig.data)  # the band
+    only_eager = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, case, "speedup", ["eager"], "commit", [], None,
+                                         mode=mode))
+    names = {t.name for t in only_eager.data}
+    assert metrics.OVER_PEER not in names and metrics.OVER_UNFUSED in names

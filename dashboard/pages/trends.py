@@ -24,6 +24,8 @@ from dashboard.urlstate import SHELL, Query, link, qid
 ID = "trends"
 CASE_FACETS = ("op", "dtype", "activation", "shape")
 FACETS = tuple(f for f in metrics.FACETS if f != "mode")  # one mode at a time: its own control
+# The stored and derived metrics, and fused's speedup over the best unfused / best fused peer
+TREND_METRICS = {**metrics.METRICS, metrics.SPEEDUP.name: metrics.SPEEDUP}
 
 
 def mode_choice(run: Run | None, case: str | None, wanted) -> tuple[list[str], str | None]:
@@ -51,7 +53,7 @@ def layout(data: DashboardData, query: Query):
     selections = {f: query.many(f) for f in CASE_FACETS}
     cases = case_choices(run, selections)
     case = query.one("case", cases[0] if cases else None, allowed=cases)
-    metric = query.one("metric", "latency", allowed=metrics.METRICS)
+    metric = query.one("metric", "latency", allowed=TREND_METRICS)
     modes, mode = mode_choice(run, case, query.many("mode"))
     return html.Div([
         html.H1("Trends"),
@@ -61,7 +63,7 @@ def layout(data: DashboardData, query: Query):
             labelled("Case", dropdown(ID, "case", cases, case, clearable=False), "34rem"),
             labelled("Mode", dropdown(ID, "mode", modes, mode, clearable=False), "9rem"),
             labelled("Metric", dropdown(ID, "metric", [{"label": m.label + (f" ({m.unit})" if m.unit else ""),
-                                                         "value": m.name} for m in metrics.METRICS.values()],
+                                                         "value": m.name} for m in TREND_METRICS.values()],
                                         metric, clearable=False), "15rem"),
             *trend_view_controls(ID, query, run),
         ], className="controls"),
@@ -105,8 +107,10 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
     run = data.run(machine, env)
     if run is None or not case:
         return error_figure(lambda: theme)("No case matches the filters.")
-    metric = metric if metric in metrics.METRICS else "latency"
     _, mode = mode_choice(run, case, mode)
+    if metric == metrics.SPEEDUP.name:
+        return speedup_figure(run, case, mode, impl, x_axis, logy, commit, theme)
+    metric = metric if metric in metrics.METRICS else "latency"
     source_metric = metrics.stored_metric_of(metrics.METRICS[metric].source)
     signature_key = hash(data.signature)
     known = (signature_key, id(run), case, source_metric, mode) in _CHANGES
@@ -128,6 +132,20 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
     return build_trend_figure(derived, metric, changes, resolve_commit(run, commit) if commit else None,
                               x_axis or "commit", "log" in (logy or []), theme,
                               title=f"{spec.label} — {case} — {mode} — {run.machine}")
+
+
+def speedup_figure(run: Run, case: str, mode: str | None, impl, x_axis, logy, commit, theme="light"):
+    """Fused over the best unfused and over the best fused peer at every commit, with the band
+    the two 99 % CIs give (metrics.speedup_history); Implementation picks the ones compared."""
+    rows = run.of_case(case, samples=False, metric="latency", mode=mode)
+    rows = rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash", how="left") if len(rows) else rows
+    baselines = [i for i in (impl or []) if i != metrics.FUSED] or None
+    history = metrics.speedup_history(rows, baselines)
+    if history.empty:
+        return error_figure(lambda: theme)(f"{case} ({mode}): no commit has a fused and a compared latency.")
+    return build_trend_figure(history, metrics.SPEEDUP, None, resolve_commit(run, commit) if commit else None,
+                              x_axis or "commit", "log" in (logy or []), theme,
+                              title=f"Speedup of fused (t_best / t_fused) — {case} — {mode} — {run.machine}")
 
 
 def commit_info(data: DashboardData, machine, env, click, marked, theme="light"):
