@@ -10,6 +10,8 @@ this page polls until it is done.
 
 from __future__ import annotations
 
+import json
+
 from dash import Input, Output, dcc, html
 
 from dashboard import metrics, static_metrics
@@ -22,6 +24,7 @@ from dashboard.regressions.formatting import format_p, format_value
 from dashboard.urlstate import SHELL, Query, link, qid
 
 ID = "regressions"
+WHO, WHY = "YOUR NAME", "WHY THIS CHANGE IS ACCEPTED"  # what a person replaces before committing the entry
 STATUS_KIND = "status"  # regressions.failures.StatusChange.kind
 MAX_GROUPS = 40  # commit groups rendered at once; the rest are counted
 DIRECTIONS = {"regression": "regressions", "all": "regressions and improvements"}
@@ -103,6 +106,26 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
     return children, True
 
 
+def acceptance_entry(f) -> dict:
+    """The results/accepted.json entry that accepts this finding (and no later change): what the
+    page offers to copy. The app never writes results/: a person commits it, with who and why."""
+    return {"benchmark": f.benchmark, "params": f.params, "machine": f.machine, "commit": f.commit_hash[:12],
+            "who": WHO, "why": WHY}
+
+
+def _accept_offer(f) -> html.Details:
+    text = json.dumps(acceptance_entry(f), indent=2)
+    return html.Details([
+        html.Summary("accept…", className="accept-summary"),
+        html.P(["Add this entry to the ", html.Code('"accepted"'), " list of ", html.Code("results/accepted.json"),
+                " (fill in who and why) and commit it; the gate and this page then show it as accepted. "
+                "The dashboard never writes into results/."], className="hint"),
+        html.Div([html.Pre(text, className="accept-entry"),
+                  dcc.Clipboard(content=text, title="copy the entry", className="accept-copy")],
+                 className="accept-box"),
+    ], className="accept")
+
+
 def _size(f) -> float:
     """How large a finding is, for ordering: a series that started failing before any level change."""
     return float("inf") if f.kind == STATUS_KIND else abs(f.relative_change)
@@ -149,6 +172,7 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
             f" [{impl or ('static' if static else '?')}{' · ' + mode if mode and mode != metrics.FORWARD else ''}] ", what,
             *([html.I(f"{entry.label()} ")] if entry else []),
             dcc.Link("trend →", href=href, className="trend-link"),
+            *([_accept_offer(f)] if f.direction == "regression" and not entry else []),
         ], className="accepted" if entry else None))
     return html.Div([html.Div(header, className="group-header"), html.Ul(items)], className="card inbox-group")
 
