@@ -282,3 +282,13 @@ def test_a_finding_offers_the_accepted_json_entry_that_accepts_it(px, data, tmp_
     after = texts(inbox_page.inbox(moved, FindingsState("done", 0.0, found, 1.0), None, "regression", [])[0])
     assert "accepted by alice" in after
     assert not (px.results_dir / "accepted.json").exists()
+
+
+def test_compare_says_when_a_is_newer_than_b(px, data):
+    a, b = px.history.commits[-1], px.history.commits[-2]
+    _, _, backwards = compare.update(data, MAIN_MACHINE, MAIN_ENV, a, b, "latency", "1.1", [], None, None, None,
+                                     None, None)
+    assert "is newer than B" in texts(backwards)
+    _, _, forwards = compare.update(data, MAIN_MACHINE, MAIN_ENV, b, a, "latency", "1.1", [], None, None, None,
+                                    None, None)
+    assert "newer" not in texts(forwards)

@@ -80,7 +80,7 @@ def update(data: DashboardData, machine, env, a, b, metric, factor, sig, op, dty
     if not a or not b:
         return [], _columns(shown), message("Pick two commits.")
     shown_rows = table[table["significant"]] if "only" in (sig or []) else table
-    summary = summary_line(table, shown_rows, a, b)
+    summary = summary_line(table, shown_rows, a, b, data.run(machine, env))
     rows = shown_rows[["case", *COLUMNS]].assign(old=shown(shown_rows["old"]), new=shown(shown_rows["new"]))
     return rows.astype(object).where(rows.notna(), None).to_dict("records"), _columns(shown), summary
 
