@@ -2,21 +2,16 @@
 filter, the two headline speedups, a comparison set that changed, failures in the inbox.
 Screenshots go to $DASHBOARD_SHOTS when set (e.g. /work/shots), at 1400 and 1000 px."""
 
-import os
-from pathlib import Path
 from urllib.parse import quote_plus
 
 import pytest
 
-from tests.browser_support import browser_on, figure_value, poll, severe_logs, skip_module_without_browser
+from tests.browser_support import browser_on, figure_value, poll, severe_logs, shoot, skip_module_without_browser
 
 skip_module_without_browser()
 pytestmark = pytest.mark.slow
 
 from tests.suite_fixtures import write_peer_fixture  # noqa: E402
-
-SHOTS = os.environ.get("DASHBOARD_SHOTS")
-
 
 @pytest.fixture(scope="module")
 def px(tmp_path_factory):
@@ -27,19 +22,6 @@ def px(tmp_path_factory):
 def duo(px, tmp_path_factory):
     with browser_on(px.results_dir, tmp_path_factory.mktemp("downloads")) as dc:
         yield dc
-
-
-def shoot(duo, name: str) -> None:
-    """The page at 1400 and 1000 px wide, full height, when screenshots are asked for."""
-    if not SHOTS:
-        return
-    Path(SHOTS).mkdir(parents=True, exist_ok=True)
-    for width in (1400, 1000):
-        duo.driver.set_window_size(width, 900)
-        height = duo.driver.execute_script("return document.documentElement.scrollHeight")
-        duo.driver.set_window_size(width, min(max(height + 40, 900), 6000))
-        duo.driver.save_screenshot(str(Path(SHOTS) / f"{name}-{width}.png"))
-    duo.driver.set_window_size(1400, 900)
 
 
 def test_brp001_overview_mode_filter_two_speedups_and_the_changed_comparison_set(duo, px):
