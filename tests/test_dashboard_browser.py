@@ -126,6 +126,11 @@ def test_brw007_every_page_at_1400_and_1000_px(duo, fx):
                        ("/compare", "compare"), ("/roofline", "roofline"), ("/regressions", "regressions")):
         duo.driver.get(duo.server_url + path)
         poll(lambda: duo.find_element("#page h1"), what=path)
+        graph = {"trends": "trends-figure", "roofline": "roofline-figure"}.get(name)
+        if graph:
+            poll(lambda: figure_value(duo, graph, "g.data.length"), what=f"{graph} drawn")
+        if name == "overview":
+            poll(lambda: duo.find_element("#headline-all"), what="headline")
         if path == "/regressions":
             poll(lambda: "finding(s)" in duo.find_element("#regressions-count").text, timeout=90, what="inbox")
         shoot(duo, f"suite-{name}")
