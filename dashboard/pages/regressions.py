@@ -152,6 +152,10 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
         if static:  # a kernel config's registers, spills, ...: the Kernels page has its history
             metric = static.label.lower()
             href = link("/kernels", {"machine": machine, "commit": commit, "metric": static.key, "theme": theme})
+        elif run is not None and not run.suite:  # another project's series: its benchmark and parameters
+            metric = f.benchmark
+            href = link("/trends", {"machine": machine, "env": env, **run.trend_query(f.benchmark, f.params),
+                                    "commit": commit, "theme": theme})
         else:
             metric = metrics.stored_metric_of(f.benchmark) or "latency"
             mode = run.mode_of_params.get((f.benchmark, f.params)) if run else None
@@ -169,7 +173,8 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
                     f"{format_p(f.p_value)}; {f.status()}) ")
         items.append(html.Li([
             badge, f" {metric} ", html.Code(case or f.params),
-            f" [{impl or ('static' if static else '?')}{' · ' + mode if mode and mode != metrics.FORWARD else ''}] ", what,
+            (f" [{impl or ('static' if static else '?')}{' · ' + mode if mode and mode != metrics.FORWARD else ''}] "
+             if static or run is None or run.suite else " "), what,
             *([html.I(f"{entry.label()} ")] if entry else []),
             dcc.Link("trend →", href=href, className="trend-link"),
             *([_accept_offer(f)] if f.direction == "regression" and not entry else []),
