@@ -55,7 +55,7 @@ def _status_at(run, position: int | None, n_series: int) -> np.ndarray:
 def changes(run, commit: str, base: str | None, cases=None) -> list[SetChange]:
     """The comparison-set changes of the latency series of ``run`` at ``commit`` (against
     ``base`` for joins; None: the previous commit). ``cases``: only these (case, mode) pairs."""
-    positions = {h: i for i, h in enumerate(run.commits["commit_hash"])}
+    positions = run._position_of
     p = positions.get(commit)
     if p is None:
         return []
@@ -70,20 +70,19 @@ def changes(run, commit: str, base: str | None, cases=None) -> list[SetChange]:
     n = len(run.table.series)
     now, before = _status_at(run, p, n), _status_at(run, b, n)
     ids = series.index.to_numpy()
-    fused_ok_before = {(c, m) for sid, c, m, i in zip(ids, series["case"], series["mode"], series["impl"])
-                       if i == metrics.FUSED and before[sid] == 0}
-    others = series[series["impl"] != metrics.FUSED]
-    ids = others.index.to_numpy()
+    keys = series["case"].astype(str).to_numpy().astype(object) + "\x00" + series["mode"].astype(str).to_numpy()
+    fused = (series["impl"].astype(str) == metrics.FUSED).to_numpy()
+    fused_ok_before = pd.Index(keys).isin(keys[fused & (before[ids] == 0)])  # hashed: strings
+    others = series[~fused]
+    ids, fused_ok_before = ids[~fused], fused_ok_before[~fused]
     dropped = ids[now[ids] != 0]
-    joined = np.array([sid for sid, c, m in zip(ids, others["case"], others["mode"])
-                       if now[sid] == 0 and before[sid] != 0 and (c, m) in fused_ok_before], dtype=np.int64)
-    history = _history(run, np.concatenate([dropped, joined]), p)
+    joined = ids[(now[ids] == 0) & (before[ids] != 0) & fused_ok_before]
+    last_ok = _last_ok_before(run, dropped, p)
     out = []
-    for sid in dropped:
-        ok = history.get(int(sid), {})
-        earlier = [q for q, s in ok.items() if s == 0 and q < p]
-        if earlier:
-            out.append(_change(run, others.loc[sid], DROPPED, _STATUS_NAMES[now[sid]], max(earlier) + 1))
+    for sid, q in zip(dropped, last_ok):
+        if q >= 0:
+            out.append(_change(run, others.loc[sid], DROPPED, _STATUS_NAMES[now[sid]], q + 1))
+    history = _history(run, joined, p)
     for sid in joined:
         statuses = history.get(int(sid), {})
         q = p
@@ -93,13 +92,35 @@ def changes(run, commit: str, base: str | None, cases=None) -> list[SetChange]:
     return sorted(out, key=lambda c: (c.case, metrics.mode_order(c.mode), c.kind, c.impl))
 
 
+def _rows_upto(run, series_ids: np.ndarray, upto: int) -> np.ndarray:
+    """The stored rows of these series of ``run`` at commit positions <= ``upto``."""
+    rows = run.table.rows_of_series(series_ids)
+    return rows[(rows >= run.index.rows.start) & (rows < run.index.start[upto + 1])]
+
+
+def _last_ok_before(run, series_ids: np.ndarray, p: int) -> np.ndarray:
+    """Per series, the last commit position before ``p`` where it was ok (-1: never)."""
+    out = np.full(len(series_ids), -1, dtype=np.int64)
+    if not len(series_ids):
+        return out
+    rows = _rows_upto(run, series_ids, p)
+    rows = rows[run.table.status[rows] == 0]
+    if not len(rows):
+        return out
+    unique, inverse = np.unique(run.table.series_of_row[rows], return_inverse=True)
+    best = np.full(len(unique), -1, dtype=np.int64)
+    np.maximum.at(best, inverse, run.table.positions(run.index, rows))
+    slot = {int(s): i for i, s in enumerate(series_ids)}
+    out[[slot[int(u)] for u in unique]] = best
+    return out
+
+
 def _history(run, series_ids: np.ndarray, upto: int) -> dict[int, dict[int, int]]:
-    """series id -> {commit position: status} for positions <= ``upto`` (only the rows stored)."""
+    """series id -> {commit position: status} for positions <= ``upto`` (only the rows stored;
+    for the few series that joined)."""
     if not len(series_ids):
         return {}
-    rows = run.table.rows_of_series(series_ids)
-    window = run.index.rows
-    rows = rows[(rows >= window.start) & (rows < run.index.start[upto + 1])]
+    rows = _rows_upto(run, series_ids, upto)
     positions = run.table.positions(run.index, rows)
     out: dict[int, dict[int, int]] = {}
     for sid, q, s in zip(run.table.series_of_row[rows].tolist(), positions.tolist(), run.table.status[rows].tolist()):
