@@ -40,18 +40,24 @@ def order_note(rank: dict[str, int] | None, repo=None) -> str:
 
 def with_order(frame, rank: dict[str, int] | None):
     """``frame`` (dashboard.data.load_results' rows) with the ``order`` column: each row's commit
-    position in its machine x environment, by :func:`commit_order`."""
+    position in its machine x environment, by :func:`commit_order` (one pass over the distinct
+    commits, then a join: a frame has millions of rows and thousands of commits)."""
+    import pandas as pd
+
     out = frame.copy()
-    positions = np.zeros(len(out), dtype=np.int64)
-    if len(out):
-        ms = (out["date"].astype("int64") // 1_000_000).to_numpy()  # asv's ms
-        keys = list(zip(out["machine"].astype(str), out["env_name"].astype(str)))
-        hashes = out["commit_hash"].astype(str).to_numpy()
-        per_run: dict[tuple, dict[str, int]] = {}
-        for key, h, d in zip(keys, hashes, ms):
-            dates = per_run.setdefault(key, {})
-            dates[h] = min(dates.get(h, d), d)
-        position = {key: {h: i for i, h in enumerate(commit_order(dates, rank))} for key, dates in per_run.items()}
-        positions = np.fromiter((position[k][h] for k, h in zip(keys, hashes)), dtype=np.int64, count=len(out))
-    out[ORDER] = positions
+    if not len(out):
+        out[ORDER] = np.zeros(0, dtype=np.int64)
+        return out
+    keys = pd.DataFrame({c: out[c].astype(str).to_numpy() for c in ("machine", "env_name", "commit_hash")})
+    keys["ms"] = (out["date"].astype("int64") // 1_000_000).to_numpy()
+    commits = keys.groupby(["machine", "env_name", "commit_hash"], sort=False)["ms"].min().reset_index()
+    positions = []
+    for _, run in commits.groupby(["machine", "env_name"], sort=False):
+        ordered = commit_order(dict(zip(run["commit_hash"], run["ms"].tolist())), rank)
+        at = {h: i for i, h in enumerate(ordered)}
+        positions.append(pd.Series([at[h] for h in run["commit_hash"]], index=run.index))
+    commits[ORDER] = pd.concat(positions)
+    joined = keys.merge(commits[["machine", "env_name", "commit_hash", ORDER]], how="left",
+                        on=["machine", "env_name", "commit_hash"])
+    out[ORDER] = joined[ORDER].to_numpy(dtype=np.int64)
     return out
