@@ -68,11 +68,20 @@ def main(argv=None) -> int:
     return 0
 
 
+def loaded_line(data) -> str:
+    """What was loaded, timings and static compile metrics alike (once "0 series of 0 benchmarks"
+    for a folder of static metrics only, while the Kernels page showed hundreds)."""
+    parts = [f"{data.what_was_loaded()} of timings"] if data.runs else []
+    if data.static_runs:
+        parts.append(f"{data.what_was_loaded(static=True)} of static compile metrics")
+    return "; ".join(parts) or data.what_was_loaded()
+
+
 def _report_load(data, results: Path, cache_dir) -> None:
     if data.problem:
         print(f"note: {data.problem}; the dashboard says how to produce results", file=sys.stderr)
     else:
-        print(f"loaded {results}: {data.what_was_loaded()} in {data.load_seconds:.1f} s "
+        print(f"loaded {results}: {loaded_line(data)} in {data.load_seconds:.1f} s "
               f"({data.files_parsed} result file(s) parsed now"
               + (", the rest from the cache)" if cache_dir else ")")
               + (f"; {data.cache_note}" if data.cache_note else ""), file=sys.stderr)

@@ -22,6 +22,7 @@ from dashboard import callbacks_boundary
 from dashboard.components import empty_state, link_notice, load_report_panel, message
 from dashboard.figures import THEMES, warm_up
 from dashboard.cache import default_cache_dir
+from dashboard.commit_order import order_note
 from dashboard.model import DEFAULT_RESULTS_DIR, ResultsStore
 from dashboard.pages import Page, discover_pages
 from dashboard.urlstate import QUERY_TYPE, SHELL, Query, encode_query, qid
@@ -62,10 +63,16 @@ def render_page(store: ResultsStore, pages: list[Page], pathname: str | None, se
     try:
         query = Query(search)
         layout = page.layout(data, query)
-        return html.Div([load_report_panel(data), link_notice(query, layout), layout])
+        return html.Div([load_report_panel(data), link_notice(query, layout), layout, order_line(data)])
     except Exception as exc:  # a hand-edited link must not produce a traceback
         log.exception("layout of %s failed", page.path)
         return message(f"Could not build this page: {type(exc).__name__}: {exc}", "error")
+
+
+def order_line(data) -> html.P:
+    """Every page says which commit order it uses (the gate's report says the same)."""
+    return html.P(f"Commit order: {order_note(data.project.commit_rank, data.project.repo)} (the gate uses the same).",
+                  className="hint", id="commit-order-note")
 
 
 def nav_state(pages: list[Page], pathname: str | None, search: str | None) -> tuple[list[str], list[str]]:

@@ -18,7 +18,8 @@ from dashboard.figures import build_empty_figure, impl_sort_key
 from dashboard.model import DashboardData, ResultsStore, Run
 from dashboard.urlstate import Query, qid
 
-FACET_LABELS = {"op": "Op", "dtype": "dtype", "activation": "Activation", "shape": "Shape", "impl": "Implementation"}
+FACET_LABELS = {"op": "Op", "dtype": "dtype", "activation": "Activation", "shape": "Shape", "impl": "Implementation",
+                "mode": "Mode"}
 GRAPH_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
@@ -206,6 +207,7 @@ def facet_values(catalog) -> dict[str, list[str]]:
     for facet in metrics.FACETS:
         values = catalog[facet].astype(str).unique() if len(catalog) else []
         out[facet] = (sorted(values, key=impl_sort_key) if facet == "impl"
+                      else sorted(values, key=metrics.mode_order) if facet == "mode"
                       else metrics.sort_values_naturally(values))
     return out
 

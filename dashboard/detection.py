@@ -26,24 +26,30 @@ SERIES_PER_CHUNK = 250
 
 
 def detect(table, series_ids, benchmarks_meta: dict) -> list:
-    """find_changes over these series of a dashboard.table.ResultsTable, a chunk at a time;
-    findings newest first, as find_changes orders them."""
+    """find_changes and find_status_changes (into and out of "failed", as the gate reports them)
+    over these series of a dashboard.table.ResultsTable, a chunk at a time: level changes
+    (regressions.Finding) and status changes (regressions.failures.StatusChange, ``kind`` "status"),
+    newest first, as find_changes orders them."""
     from dashboard.regressions import find_changes
+    from dashboard.regressions.failures import find_status_changes
 
     ids = np.asarray(list(series_ids), dtype=np.int64)
     findings = []
     for i in range(0, len(ids), SERIES_PER_CHUNK):
         rows = table.rows_of_series(ids[i:i + SERIES_PER_CHUNK])
-        findings += find_changes(table.frame(rows), benchmarks_meta=benchmarks_meta)
+        frame = table.frame(rows)
+        findings += find_changes(frame, benchmarks_meta=benchmarks_meta)
+        findings += find_status_changes(frame)
     findings.sort(key=lambda f: (f.commit_date, f.commit_hash, f.benchmark, f.params), reverse=True)
     return findings
 
 
-def detect_in_worker(results_dir: str, cache_dir: str | None) -> list:
-    """What the worker process runs: load, pick the series the dashboard shows, detect."""
+def detect_in_worker(results_dir: str, cache_dir: str | None, commit_rank: dict | None = None) -> list:
+    """What the worker process runs: load, pick the series the dashboard shows, detect, in the
+    dashboard's commit order (``commit_rank``: the repository's, dashboard.commit_order)."""
     from dashboard.model import load_table, shown_series
 
-    table = load_table(Path(results_dir), Path(cache_dir) if cache_dir else None)
+    table = load_table(Path(results_dir), Path(cache_dir) if cache_dir else None, commit_rank)
     return detect(table, shown_series(table), table.parsed.benchmarks)
 
 
@@ -65,7 +71,8 @@ class Detector:
         self._states: dict[tuple, FindingsState] = {}
         self._executor: concurrent.futures.ProcessPoolExecutor | None = None
 
-    def state(self, key: tuple, results_dir: Path, cache_dir: Path | None, nothing_to_do: bool) -> FindingsState:
+    def state(self, key: tuple, results_dir: Path, cache_dir: Path | None, nothing_to_do: bool,
+              commit_rank: dict | None = None) -> FindingsState:
         with self._lock:
             state = self._states.get(key)
             if state is not None:
@@ -75,7 +82,7 @@ class Detector:
             if nothing_to_do:
                 state.status, state.findings, state.seconds = "done", [], 0.0
                 return state
-            args = (str(results_dir), str(cache_dir) if cache_dir else None)
+            args = (str(results_dir), str(cache_dir) if cache_dir else None, commit_rank or None)
             if self.in_background:
                 future = self._pool().submit(detect_in_worker, *args)
                 future.add_done_callback(lambda f, s=state: self._finish(s, f, args))

@@ -21,6 +21,7 @@ import pandas as pd
 
 from benchmarks.harness import cost
 from benchmarks.harness.ops import spec_of
+from benchmarks.harness.modes import FORWARD, MODES  # FORWARD: a benchmark without a mode parameter
 from benchmarks.harness.workloads import Case
 
 from dashboard.data import STATUS_OK
@@ -28,9 +29,19 @@ from dashboard.data import STATUS_OK
 COPY_BENCHMARK = "bench_device.CopyCeiling.track_copy_seconds"
 MATMUL_BENCHMARK = "bench_device.MatmulCeiling.track_matmul_seconds"
 FUSED = "fused"
+# The fused peers a user would pick instead of fused_mlp (the suite's implementations of those
+# names): max-autotune fuses the epilogue into its GEMM template when that template wins,
+# Liger-Kernel's kernels fuse the gate/up activation. Every other implementation but fused is
+# "unfused" (eager, default torch.compile, cuBLASLt's epilogue). A later liger_* peer counts too.
+COMPILE_MAX_AUTOTUNE = "compile_max_autotune"
+FUSED_PEERS = (COMPILE_MAX_AUTOTUNE, "liger_mlp", "liger_glu")
 CASE_FIELDS = ("op", "M", "K", "N", "dtype", "activation", "shape")
 # Filters shared by the pages, in the order they are shown.
-FACETS = ("op", "dtype", "activation", "shape", "impl")
+FACETS = ("op", "dtype", "activation", "shape", "impl", "mode")
+
+
+def is_fused_peer(impl) -> bool:
+    return str(impl) in FUSED_PEERS or str(impl).startswith("liger_")
 
 
 def better_of(benchmark: str, unit: str | None = None, metadata=None) -> str:
@@ -99,12 +110,13 @@ def case_table(keys) -> pd.DataFrame:
     return table
 
 
-CASE_COLUMNS = ("metric", "case", "impl", *CASE_FIELDS, "flops", "min_bytes", "intensity")
+CASE_COLUMNS = ("metric", "case", "impl", "mode", *CASE_FIELDS, "flops", "min_bytes", "intensity")
 
 
 def case_series(series: pd.DataFrame) -> pd.DataFrame:
     """The series that are this suite's Case metrics, with what the views need of them:
-    ``metric`` (latency, peak_memory, kernels), ``case`` (the Case key), ``impl``, the Case
+    ``metric`` (latency, peak_memory, kernels), ``case`` (the Case key), ``impl``, ``mode``
+    (forward, backward, full; "forward" for a benchmark without that parameter), the Case
     fields and the cost model's flops, minimum bytes and intensity. Indexed like ``series``
     (dashboard.table: benchmark, param_names, param_values per series).
 
@@ -119,9 +131,10 @@ def case_series(series: pd.DataFrame) -> pd.DataFrame:
         if metric is None or "case" not in names or "impl" not in names:
             continue
         case, impl = values[names.index("case")], values[names.index("impl")]
+        mode = values[names.index("mode")] if "mode" in names else FORWARD
         if isinstance(case, str):
-            rows[sid] = (metric, case, str(impl))
-    out = pd.DataFrame.from_dict(rows, orient="index", columns=["metric", "case", "impl"])
+            rows[sid] = (metric, case, str(impl), str(mode))
+    out = pd.DataFrame.from_dict(rows, orient="index", columns=["metric", "case", "impl", "mode"])
     table = case_table(out["case"].unique() if len(out) else [])
     out = out[out["case"].isin(table.index)]
     out = out.join(table, on="case")
@@ -130,7 +143,7 @@ def case_series(series: pd.DataFrame) -> pd.DataFrame:
 
 
 def empty_catalog() -> pd.DataFrame:
-    return pd.DataFrame(columns=["case", "impl", *CASE_FIELDS])
+    return pd.DataFrame(columns=["case", "impl", "mode", *CASE_FIELDS])
 
 
 # --------------------------------------------------------------------------- ceilings
@@ -268,7 +281,8 @@ def floor_seconds_per_row(rows: pd.DataFrame, ceilings: pd.DataFrame) -> np.ndar
 
 def derive(rows: pd.DataFrame, metric: str, ceilings: pd.DataFrame | None = None) -> pd.DataFrame:
     """Rows of the metric's stored source with ``y`` (the metric) and ``y_lo``/``y_hi`` (99 % CI
-    band) in the metric's units. Non-finite bounds become NaN."""
+    band) in the metric's units. Non-finite bounds become NaN, and so do the derived rates of a
+    training mode (backward, full): the cost model's flops and bytes are a forward's."""
     spec = METRICS[metric]
     out = rows.copy()
     value = out["value"].to_numpy(dtype=float)
@@ -283,6 +297,9 @@ def derive(rows: pd.DataFrame, metric: str, ceilings: pd.DataFrame | None = None
         factor = floor_seconds_per_row(out, ceilings if ceilings is not None else pd.DataFrame(
             columns=["machine", "env_name", "commit_hash", "copy_gbps"]))
         invert = True
+    if metric not in STORED_METRICS and "mode" in out.columns:
+        # flops and bytes are the forward's (the cost model): a training step's rate is not derived
+        factor = np.where(out["mode"].astype(str).to_numpy() == FORWARD, factor, np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         def convert(x):
             y = factor / x if invert else factor * x
@@ -300,39 +317,93 @@ def derive(rows: pd.DataFrame, metric: str, ceilings: pd.DataFrame | None = None
 
 
 FASTER, SLOWER, WITHIN_NOISE = "faster", "slower", "within noise"
-SPEEDUP_COLUMNS = ["case", *CASE_FIELDS, "fused", "best_baseline", "baseline_impl", "speedup", "verdict"]
+SPEEDUP_COLUMNS = ["case", "mode", *CASE_FIELDS, "fused", "best_baseline", "baseline_impl", "speedup", "verdict",
+                   "best_peer", "peer_impl", "peer_speedup", "peer_verdict"]
+
+
+def _verdicts(fused: pd.DataFrame, other: pd.DataFrame, index) -> np.ndarray:
+    """asv's rule without samples: faster / slower when the two 99 % CIs do not overlap."""
+    with np.errstate(invalid="ignore"):
+        f_lo, f_hi = (fused[c].reindex(index).to_numpy(dtype=float) for c in ("ci_99_a", "ci_99_b"))
+        b_lo, b_hi = (other[c].reindex(index).to_numpy(dtype=float) for c in ("ci_99_a", "ci_99_b"))
+        faster = f_hi < b_lo  # NaN and the infinite CIs of too few samples compare False
+        slower = f_lo > b_hi
+    out = np.where(faster, FASTER, np.where(slower, SLOWER, WITHIN_NOISE)).astype(object)
+    out[other["value"].reindex(index).isna().to_numpy()] = None
+    return out
 
 
 def speedups(latency_rows: pd.DataFrame, baselines: list[str] | None = None) -> pd.DataFrame:
-    """Fused vs the best (fastest) unfused baseline per case, from latency rows of ONE run.
+    """Fused vs the best (fastest) unfused implementation and vs the best fused peer
+    (FUSED_PEERS), per case x mode, from latency rows of ONE run.
 
-    Returns one row per case with a measured fused time: case fields, fused, best_baseline,
-    baseline_impl, speedup = t_baseline / t_fused (NaN when no baseline ran), and ``verdict``:
-    whether fused is faster or slower beyond the noise, by asv's rule without samples (the two
-    99 % confidence intervals of the medians do not overlap), else "within noise".
+    Returns one row per case x mode with a measured fused time: case fields, fused,
+    best_baseline, baseline_impl, speedup = t_best_unfused / t_fused (NaN when no unfused one
+    ran), best_peer, peer_impl, peer_speedup likewise over the fused peers, and ``verdict`` /
+    ``peer_verdict``: whether fused is faster or slower beyond the noise, by asv's rule without
+    samples (the two 99 % confidence intervals of the medians do not overlap), else "within noise".
+    ``baselines``: only these implementations compete (None: all).
     """
     ok = latency_rows[(latency_rows["status"] == STATUS_OK) & np.isfinite(latency_rows["value"])]
     if ok.empty or FUSED not in set(ok["impl"].astype(str)):
         return pd.DataFrame(columns=SPEEDUP_COLUMNS)
-    ok = ok.assign(impl=ok["impl"].astype(str), case=ok["case"].astype(str))
-    fastest = ok.sort_values("value", kind="stable").drop_duplicates(["case", "impl"])  # one row per case x impl
-    fused = fastest[fastest["impl"] == FUSED].set_index("case")
+    mode = ok["mode"].astype(str) if "mode" in ok.columns else FORWARD
+    ok = ok.assign(impl=ok["impl"].astype(str), case=ok["case"].astype(str), mode=mode)
+    fastest = ok.sort_values("value", kind="stable").drop_duplicates(["case", "mode", "impl"])
+    fused = fastest[fastest["impl"] == FUSED].set_index(["case", "mode"])
     others = fastest[(fastest["impl"] != FUSED) & (fastest["impl"].isin(baselines) if baselines is not None else True)]
-    best = others.drop_duplicates("case").set_index("case")  # sorted by value: the first is the fastest
+    peer = others["impl"].map(is_fused_peer).astype(bool)
     out = fused[list(CASE_FIELDS)].astype(object)
     out["fused"] = fused["value"]
-    out["best_baseline"] = best["value"].reindex(out.index)
-    out["baseline_impl"] = best["impl"].reindex(out.index).astype(object)
-    out["speedup"] = out["best_baseline"] / out["fused"]
-    with np.errstate(invalid="ignore"):
-        f_lo, f_hi = (fused[c].to_numpy(dtype=float) for c in ("ci_99_a", "ci_99_b"))
-        b_lo, b_hi = (best[c].reindex(out.index).to_numpy(dtype=float) for c in ("ci_99_a", "ci_99_b"))
-        faster = f_hi < b_lo  # NaN and the infinite CIs of too few samples compare False
-        slower = f_lo > b_hi
-    out["verdict"] = np.where(faster, FASTER, np.where(slower, SLOWER, WITHIN_NOISE))
-    out.loc[out["best_baseline"].isna(), "verdict"] = None
-    out.index.name = "case"
+    for pool, value, impl, speedup, verdict in ((others[~peer], "best_baseline", "baseline_impl", "speedup", "verdict"),
+                                                (others[peer], "best_peer", "peer_impl", "peer_speedup",
+                                                 "peer_verdict")):
+        best = pool.drop_duplicates(["case", "mode"]).set_index(["case", "mode"])  # sorted: the first is fastest
+        out[value] = best["value"].reindex(out.index)
+        out[impl] = best["impl"].reindex(out.index).astype(object)
+        out[speedup] = out[value] / out["fused"]
+        out[verdict] = _verdicts(fused, best, out.index)
     return out.reset_index()[SPEEDUP_COLUMNS]
+
+
+SPEEDUP = Metric("speedup", "Speedup of fused", "×", "track_latency")  # Trends only: from several impls' rows
+OVER_UNFUSED, OVER_PEER = "over best unfused", "over best fused peer"
+
+
+def speedup_history(latency_rows: pd.DataFrame, baselines: list[str] | None = None) -> pd.DataFrame:
+    """Fused's speedup over the best unfused implementation and over the best fused peer at each
+    commit, from the latency rows of one case and mode of ONE run (every commit): one row per
+    (commit, line) with line (OVER_UNFUSED / OVER_PEER), commit_hash, date, position (if the rows
+    have it), y = t_best / t_fused, its band y_lo = best's CI low / fused's CI high and y_hi the
+    other way round (NaN where a CI is not finite), the implementation that was best
+    (``best_impl``) and status "ok". ``baselines``: only these compete (None: all)."""
+    columns = ["line", "commit_hash", "date", "position", "y", "y_lo", "y_hi", "best_impl", "status"]
+    ok = latency_rows[(latency_rows["status"] == STATUS_OK) & np.isfinite(latency_rows["value"])]
+    if ok.empty:
+        return pd.DataFrame(columns=columns)
+    ok = ok.assign(impl=ok["impl"].astype(str), commit_hash=ok["commit_hash"].astype(str))
+    if "position" not in ok.columns:
+        ok = ok.assign(position=np.nan)
+    fastest = ok.sort_values("value", kind="stable").drop_duplicates(["commit_hash", "impl"])
+    fused = fastest[fastest["impl"] == FUSED].set_index("commit_hash")
+    others = fastest[(fastest["impl"] != FUSED) & (fastest["impl"].isin(baselines) if baselines is not None else True)]
+    peer = others["impl"].map(is_fused_peer).astype(bool)
+    parts = []
+    for line, pool in ((OVER_UNFUSED, others[~peer]), (OVER_PEER, others[peer])):
+        best = pool.drop_duplicates("commit_hash").set_index("commit_hash")
+        common = fused.index.intersection(best.index)
+        if not len(common):
+            continue
+        f, b = fused.loc[common], best.loc[common]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lo = b["ci_99_a"].to_numpy(dtype=float) / f["ci_99_b"].to_numpy(dtype=float)
+            hi = b["ci_99_b"].to_numpy(dtype=float) / f["ci_99_a"].to_numpy(dtype=float)
+        finite = lambda v: np.where(np.isfinite(v) & (v > 0), v, np.nan)  # noqa: E731
+        parts.append(pd.DataFrame({"line": line, "commit_hash": common, "date": f["date"].to_numpy(),
+                                   "position": f["position"].to_numpy(), "y": (b["value"] / f["value"]).to_numpy(),
+                                   "y_lo": finite(lo), "y_hi": finite(hi), "best_impl": b["impl"].to_numpy(),
+                                   "status": STATUS_OK}))
+    return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
 
 
 def geomean(values) -> float:
@@ -342,17 +413,41 @@ def geomean(values) -> float:
     return float(np.exp(np.log(v).mean())) if len(v) else float("nan")
 
 
+def _most_common(values) -> str | None:
+    """The distinct names, most frequent first ("liger_mlp, compile_max_autotune"), or None."""
+    counts = pd.Series([v for v in values if isinstance(v, str)], dtype=object).value_counts(sort=False)
+    ordered = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(str(k) for k, _ in ordered) if ordered else None
+
+
+def mode_order(mode) -> int:
+    return MODES.index(mode) if mode in MODES else len(MODES)
+
+
+SUMMARY_COLUMNS = ["op", "dtype", "mode", "cases", "geomean", FASTER, SLOWER, WITHIN_NOISE, "no_baseline",
+                   "peer_geomean", "peer_cases", "peer_impl", "peer_" + FASTER, "peer_" + SLOWER]
+
+
 def speedup_summary(table: pd.DataFrame) -> pd.DataFrame:
-    """Per op x dtype of a speedups() table: cases, the geometric mean speedup and how many cases
-    fused is faster, slower or within noise of the best unfused implementation."""
+    """Per op x dtype x mode of a speedups() table: cases, the geometric mean speedup over the
+    best unfused implementation and how many cases fused is faster, slower or within noise of
+    it; the same over the best fused peer (peer_*), with the peer that was best most often."""
     rows = []
-    for (op, dtype), group in table.groupby(["op", "dtype"], sort=True):
+    table = table if "mode" in table.columns else table.assign(mode=FORWARD)
+    for (op, dtype, mode), group in table.groupby(["op", "dtype", "mode"], sort=True):
         verdicts = group["verdict"].value_counts()
-        rows.append({"op": op, "dtype": dtype, "cases": len(group), "geomean": geomean(group["speedup"]),
+        peer = group["peer_verdict"].value_counts() if "peer_verdict" in group else pd.Series(dtype=int)
+        peer_speedup = group["peer_speedup"] if "peer_speedup" in group else pd.Series(dtype=float)
+        rows.append({"op": op, "dtype": dtype, "mode": mode, "cases": len(group), "geomean": geomean(group["speedup"]),
                      FASTER: int(verdicts.get(FASTER, 0)), SLOWER: int(verdicts.get(SLOWER, 0)),
                      WITHIN_NOISE: int(verdicts.get(WITHIN_NOISE, 0)),
-                     "no_baseline": int(group["verdict"].isna().sum())})
-    return pd.DataFrame(rows, columns=["op", "dtype", "cases", "geomean", FASTER, SLOWER, WITHIN_NOISE, "no_baseline"])
+                     "no_baseline": int(group["verdict"].isna().sum()),
+                     "peer_geomean": geomean(peer_speedup), "peer_cases": int(peer_speedup.notna().sum()),
+                     "peer_impl": _most_common(group["peer_impl"]) if "peer_impl" in group else None,
+                     "peer_" + FASTER: int(peer.get(FASTER, 0)), "peer_" + SLOWER: int(peer.get(SLOWER, 0))})
+    out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    order = [(op, dtype, mode_order(mode)) for op, dtype, mode in zip(out["op"], out["dtype"], out["mode"])]
+    return out.iloc[sorted(range(len(out)), key=order.__getitem__)].reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- A vs B
@@ -364,7 +459,7 @@ def _stats_of(row) -> tuple[dict, list | None]:
     return stats, samples
 
 
-CASE_KEY = ("metric", "case", "impl")
+CASE_KEY = ("metric", "case", "impl", "mode")
 SERIES_KEY = ("benchmark", "params_key")  # any asv results (generic mode)
 
 
@@ -476,12 +571,12 @@ def facet_counts(catalog: pd.DataFrame, selections: dict[str, list | None]) -> d
 
 
 def case_catalog(rows: pd.DataFrame) -> pd.DataFrame:
-    """Distinct (case, impl) pairs with their Case fields (what filters count)."""
-    cols = ["case", "impl", *CASE_FIELDS]
+    """Distinct (case, impl, mode) with their Case fields (what filters count)."""
+    cols = ["case", "impl", "mode", *CASE_FIELDS]
     if rows.empty:
         return pd.DataFrame(columns=cols)
-    return rows[cols].drop_duplicates(["case", "impl"]).astype({c: str for c in ("case", "impl", "op", "dtype",
-                                                                                   "activation", "shape")})
+    return rows[cols].drop_duplicates(["case", "impl", "mode"]).astype(
+        {c: str for c in ("case", "impl", "mode", "op", "dtype", "activation", "shape")})
 
 
 def sort_values_naturally(values) -> list[str]:

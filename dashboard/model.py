@@ -97,22 +97,38 @@ class Run:
         """Distinct (case, impl) with Case fields: what the filters count (suite mode)."""
         return metrics.case_catalog(self.series) if self.suite else metrics.empty_catalog()
 
-    def _series_of_case(self, case: str | None, metric: str | None = None) -> pd.Index:
+    def _series_of_case(self, case: str | None, metric: str | None = None, mode: str | None = None) -> pd.Index:
         if not self.suite or case is None:
             return self.series.index[:0]
         mine = self.series["case"].to_numpy() == case
         if metric is not None:
             mine &= self.series["metric"].to_numpy() == metric
+        if mode is not None:
+            mine &= self.series["mode"].to_numpy() == mode
         return self.series.index[mine]
+
+    def modes_of_case(self, case: str | None) -> list[str]:
+        """The modes a case was measured in, forward first."""
+        if not self.suite or case is None:
+            return []
+        return sorted(set(self.series.loc[self._series_of_case(case), "mode"].astype(str)), key=metrics.mode_order)
 
     @cached_property
     def series_of_params(self) -> dict[tuple[str, str], tuple[str | None, str | None]]:
         """(benchmark, params_key) -> (case, impl): how a detector finding maps back to a Case
-        (suite mode; another project's series have no case)."""
+        (suite mode; another project's series have no case). Its mode: :attr:`mode_of_params`."""
         if not self.suite:
             return {}
         return {(str(b), str(p)): (str(c), str(i)) for b, p, c, i in
                 self.series[["benchmark", "params_key", "case", "impl"]].itertuples(index=False)}
+
+    @cached_property
+    def mode_of_params(self) -> dict[tuple[str, str], str]:
+        """(benchmark, params_key) -> mode (forward, backward, full) of a Case series."""
+        if not self.suite:
+            return {}
+        return {(str(b), str(p)): str(m) for b, p, m in
+                self.series[["benchmark", "params_key", "mode"]].itertuples(index=False)}
 
     def trend_query(self, benchmark: str, params_key: str) -> dict:
         """The Trends URL keys that show one series (a detector finding's): its case and metric
@@ -149,9 +165,11 @@ class Run:
         window = self.index.rows
         return self.frame(rows[(rows >= window.start) & (rows < window.stop)], samples)
 
-    def of_case(self, case: str | None, samples: bool = True, metric: str | None = None) -> pd.DataFrame:
-        """Every row of one case (all commits and impls; all metrics, or only ``metric``)."""
-        return self.of_series(self._series_of_case(case, metric), samples)
+    def of_case(self, case: str | None, samples: bool = True, metric: str | None = None,
+                mode: str | None = None) -> pd.DataFrame:
+        """Every row of one case (all commits and impls; all metrics and modes, or only ``metric``
+        and ``mode``)."""
+        return self.of_series(self._series_of_case(case, metric, mode), samples)
 
     def previous_commit(self, commit: str) -> str | None:
         i = self._position_of.get(commit, -1)
@@ -277,6 +295,7 @@ def _report_of(table: ResultsTable) -> LoadReport:
             continue
         report.loaded_files.append(path)
         report.problems += [f"{path}: benchmark {name!r} skipped: {why}" for name, why in e.problems]
+    report.problems += table.duplicate_notes
     return report
 
 
@@ -392,7 +411,8 @@ class ResultsStore:
     def findings(self) -> FindingsState:
         """The detector's findings for the current results set (started on first call)."""
         data = self.get()
-        return self._detector.state(data.signature, self.results_dir, self.cache_dir, data.empty)
+        return self._detector.state(data.signature, self.results_dir, self.cache_dir, data.empty,
+                                    data.project.commit_rank)
 
     def close(self) -> None:
         """Stop the detector's worker (tests, app shutdown)."""

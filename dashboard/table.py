@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 
 from dashboard.cache import ParsedResults
+from dashboard.commit_order import ORDER, commit_order  # noqa: F401 (commit_order: one definition, read here)
+from dashboard.duplicates import choose
 from dashboard.data import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, parse_param_value
 
 STATUSES = (STATUS_OK, STATUS_SKIPPED, STATUS_FAILED)  # status codes 0, 1, 2
@@ -44,31 +46,16 @@ class RunRows:
         return slice(int(self.start[0]), int(self.start[-1]))
 
 
-def commit_order(dates: dict[str, int], rank: dict[str, int] | None) -> list[str]:
-    """Commits oldest first: by the repository's order where it knows a commit (asv's own rule:
-    ``git rev-list --all --date-order``), else by the date asv stored. Commits the repository does
-    not know are placed by date among the ones it does (against the latest date so far)."""
-    if not rank or not any(h in rank for h in dates):
-        return sorted(dates, key=lambda h: (dates[h], h))
-    known = sorted((h for h in dates if h in rank), key=lambda h: rank[h])
-    keys, latest = {}, None
-    for h in known:  # a running max keeps the repository's order among known commits
-        latest = dates[h] if latest is None else max(latest, dates[h])
-        keys[h] = (latest, 0, rank[h])
-    for h in dates:
-        if h not in rank:
-            keys[h] = (dates[h], 1, h)
-    return sorted(dates, key=lambda h: keys[h])
-
-
 class ResultsTable:
     def __init__(self, parsed: ParsedResults, commit_rank: dict[str, int] | None = None):
         self.parsed = parsed
         self.segments = parsed.segments
+        usable = [e for e in parsed.files if e.reason is None]
+        kept, self.duplicate_notes = choose([(str(parsed.root / e.path), e.machine, e.env_name, e.commit_hash)
+                                             for e in usable])  # one file per commit, as the gate reads
         by_run: dict[tuple[str, str], list] = {}
-        for e in parsed.files:
-            if e.reason is None:
-                by_run.setdefault((e.machine, e.env_name), []).append(e)
+        for e in (usable[i] for i in kept):
+            by_run.setdefault((e.machine, e.env_name), []).append(e)
         self._series_keys: dict[tuple, int] = {}  # (machine, env, benchmark, params_key) -> series id
         self._series_rows: list[tuple] = []
         self._layout_combos: dict[int, tuple] = {}
@@ -225,12 +212,14 @@ class ResultsTable:
         out = {"machine": s["machine"].to_numpy()[sid], "env_name": s["env_name"].to_numpy()[sid]}
         hashes = np.empty(len(rows), dtype=object)
         dates = np.empty(len(rows), dtype="datetime64[ns]")
+        order = np.zeros(len(rows), dtype=np.int64)
         for key, run in self.runs.items():
             inside = (rows >= run.start[0]) & (rows < run.start[-1])
             if inside.any():
                 pos = self.positions(run, rows[inside])
                 hashes[inside] = run.commits["commit_hash"].to_numpy()[pos]
                 dates[inside] = run.commits["date"].dt.tz_localize(None).to_numpy()[pos]
+                order[inside] = pos
         out["commit_hash"] = hashes
         out["date"] = pd.DatetimeIndex(dates).tz_localize("UTC")
         out["benchmark"] = s["benchmark"].to_numpy()[sid]
@@ -245,6 +234,7 @@ class ResultsTable:
         frame = pd.DataFrame(out)
         frame["series"] = sid
         frame["row"] = rows  # this table's row number (to fetch samples or stats later)
+        frame[ORDER] = order  # the commit's position in its run (dashboard.commit_order), as the gate sorts
         if series_columns is not None:
             extra = series_columns.reindex(sid)
             for col in series_columns.columns:

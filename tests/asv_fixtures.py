@@ -69,6 +69,13 @@ class SeriesSpec:
     outlier_prob: float = 0.0
     skip_prob: float = 0.0
     fail_prob: float = 0.0
+    # (commit_index, "ok" | "skipped" | "failed"): from that commit of this history on, the series has
+    # that status
+    # (a baseline that starts failing, a peer that appears); applied in order after the draws.
+    status_steps: tuple = ()
+
+
+STATUS_CODES = {"ok": 0, "skipped": 1, "failed": 2}
 
 
 @dataclass(frozen=True)
@@ -244,6 +251,8 @@ def write_history(
             samples[:, k, :] = s
             roll = rng.random(n_commits)
             status[:, k] = np.where(roll < spec.fail_prob, 2, np.where(roll < spec.fail_prob + spec.skip_prob, 1, 0))
+            for index, state in spec.status_steps:
+                status[index:, k] = STATUS_CODES[state]
             key = params_key(param_names, reprs)
             for index, rel in spec.steps:
                 planted.append(_planted(spec, key, m, "step", index, index, commits, rel))

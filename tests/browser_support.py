@@ -65,3 +65,21 @@ def figure_value(duo, graph_id, expr):
 
 def severe_logs(duo):
     return [e for e in duo.get_logs() or [] if e.get("level") == "SEVERE"]
+
+
+def shoot(duo, name: str) -> None:
+    """The page at 1400 and 1000 px wide, full height, into $DASHBOARD_SHOTS when it is set
+    (screenshots to look at; nothing is asserted on them)."""
+    shots = os.environ.get("DASHBOARD_SHOTS")
+    if not shots:
+        return
+    from pathlib import Path
+
+    Path(shots).mkdir(parents=True, exist_ok=True)
+    for width in (1400, 1000):
+        duo.driver.set_window_size(width, 900)
+        height = duo.driver.execute_script("return document.documentElement.scrollHeight")
+        duo.driver.set_window_size(width, min(max(height + 40, 900), 6000))
+        duo.driver.save_screenshot(str(Path(shots) / f"{name}-{width}.png"))
+    duo.driver.set_window_size(1400, 900)
+

@@ -35,12 +35,16 @@ class GenericFixture:
     step_commit: str | None
 
 
-def write_generic_history(results_dir: str | Path, n_commits: int = 30, seed: int = 11) -> GenericFixture:
+def write_generic_history(results_dir: str | Path, n_commits: int = 30, seed: int = 11,
+                          failing_from: int | None = None) -> GenericFixture:
     """``n_commits`` commits; the steps are planted at commit STEP_AT when the history is long
-    enough to show them (else step_commit is None)."""
+    enough to show them (else step_commit is None). ``failing_from``: READ at size 1024, json
+    fails from that commit on (a benchmark that starts failing)."""
     at = STEP_AT if n_commits > STEP_AT + 3 else None
     series = [SeriesSpec(READ, (size, kind), ("size", "kind"), "seconds", base=2e-4 * size / 1024,
-                         steps=((at, 0.25),) if (size, kind) == (65536, "csv") and at else ())
+                         steps=((at, 0.25),) if (size, kind) == (65536, "csv") and at else (),
+                         status_steps=((failing_from, "failed"),) if failing_from is not None
+                         and (size, kind) == (1024, "json") else ())
               for size in (1024, 65536) for kind in ("csv", "parquet", "json")]
     series += [SeriesSpec(THROUGHPUT, (kind,), ("kind",), "MB/s", higher_is_better=True, base=800.0,
                           steps=((at, -0.2),) if kind == "parquet" and at else ())

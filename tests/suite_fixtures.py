@@ -36,9 +36,13 @@ KERNELS = {"fused": {"linear_act": 1, "gated_mlp": 2, "narrow_mlp": 1},
            "eager": {"linear_act": 2, "gated_mlp": 5, "narrow_mlp": 10},
            "compile": {"linear_act": 2, "gated_mlp": 4, "narrow_mlp": 6},
            "cublaslt": {"linear_act": 1}}
-# The implementations these histories hold: the suite's before the fused peers (compile_max_autotune,
-# liger_*) and the training modes came; their fixture is still to be written (issue 27).
+# The implementations the pre-peer histories hold (write_dashboard_fixture, the scale history): the
+# suite's before the fused peers and the training modes came. write_peer_fixture adds both.
 FIXTURE_IMPLS = tuple(IMPL_FACTOR)
+PEER_FACTOR = {"compile_max_autotune": 1.3, "liger_mlp": 1.22, "liger_glu": 1.4}
+PEER_KERNELS = {"liger_mlp": {"gated_mlp": 2}, "liger_glu": {"gated_mlp": 4}}
+# How far above the forward's floor each training mode sits (a backward runs two GEMMs per forward one).
+MODE_FACTOR = {"forward": 1.0, "backward": 2.0, "full": 3.0}
 COPY_BYTES, MATMUL_N = 1 << 30, 8192
 IDENTITY = {"gpu": "NVIDIA H200", "driver": "570.86.15", "cuda": "12.8", "torch": "2.11.0", "triton": "3.6.0"}
 
@@ -182,3 +186,100 @@ def write_scale_history(results_dir: str | Path, n_commits: int = 500, n_series:
 def copy_results(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst
+
+
+# --------------------------------------------------------------------------- peers and modes
+
+
+def training_benchmark_name(op: str, method: str) -> str:
+    return f"bench_training.{OPS[op].benchmark_class}Training.{method}"
+
+
+def autotune_kernels(case: Case) -> int:
+    """Kernels per call of compile_max_autotune in these histories: for linear_act 1 (the
+    template with its epilogue won) at 8192 tokens, 2 (cuBLAS + a pointwise kernel) below."""
+    return {"linear_act": 1 if case.M >= 8192 else 2, "gated_mlp": 4, "narrow_mlp": 6}[case.op]
+
+
+def peer_series(cases: list[Case], modes=("forward", "backward", "full"), *, status_steps: dict | None = None,
+                steps: dict | None = None, ceilings: cost.Ceilings = SYNTH_CEILINGS) -> list[SeriesSpec]:
+    """Series of every implementation the suite has now (fused, the unfused ones and the fused
+    peers) for every mode, as bench_ops (forward: params case, impl) and bench_training
+    (backward, full: params case, impl, mode) store them.
+
+    ``status_steps``: {(case_key, impl, mode): ((commit_index, status), ...)} on latency
+    (a baseline that starts failing, a peer that appears). ``steps`` as in case_series, keyed
+    (case_key, impl, mode). Liger's peers are gated only and take SwiGLU (silu) only, as the suite's
+    adapters do; cuBLASLt trains nowhere here and has relu/gelu_tanh epilogues only.
+    """
+    status_steps, steps = status_steps or {}, steps or {}
+    specs = []
+    for case in cases:
+        floor = cost.floor_seconds(case, ceilings)
+        for impl in implementations.names(case.op):
+            factor = IMPL_FACTOR.get(impl) or PEER_FACTOR[impl]
+            for mode in modes:
+                unsupported = ((impl == "cublaslt" and (mode != "forward" or case.activation not in ("relu", "gelu_tanh")))
+                               or (impl == "liger_mlp" and case.activation != "silu"))
+                kernels = (autotune_kernels(case) if impl == "compile_max_autotune"
+                           else (KERNELS.get(impl) or PEER_KERNELS[impl]).get(case.op, 1))
+                for method in METRIC_UNITS:
+                    latency = method == "track_latency"
+                    base = {"track_latency": floor * factor * MODE_FACTOR[mode],
+                            "track_peak_memory": float(cost.min_bytes(case)) * (1.0 if impl == "fused" else 2.5)
+                            * MODE_FACTOR[mode],
+                            "track_kernels_per_call": float(kernels * (1 if mode == "forward" else 2))}[method]
+                    forward = mode == "forward"
+                    specs.append(SeriesSpec(
+                        benchmark=(benchmark_name if forward else training_benchmark_name)(case.op, method),
+                        params=(case.key, impl) if forward else (case.key, impl, mode),
+                        param_names=("case", "impl") if forward else ("case", "impl", "mode"),
+                        unit=METRIC_UNITS[method], base=base, run_noise=0.015 if latency else 0.0,
+                        sample_noise=0.01 if latency else 0.0,
+                        steps=tuple(steps.get((case.key, impl, mode), ())) if latency else (),
+                        skip_prob=1.0 if unsupported else 0.0,
+                        status_steps=tuple(status_steps.get((case.key, impl, mode), ())) if latency else ()))
+    return specs
+
+
+@dataclass
+class PeerFixture:
+    results_dir: Path
+    history: History
+    cases: list[Case]
+    dropped: tuple[str, str, str]  # (case key, impl, mode) of a baseline that starts failing
+    dropped_at: str  # the first commit it fails at
+    appeared: tuple[str, str, str]  # (case key, impl, mode) of a peer that starts running
+    appeared_at: str
+    flaky: tuple[str, str, str]  # (case key, impl, mode) that fails at one commit, then runs again
+    flaky_failed_at: str
+    flaky_fixed_at: str
+
+
+PEER_COMMITS, DROP_INDEX, APPEAR_INDEX, FLAKY_FROM, FLAKY_UNTIL = 12, 8, 5, 2, 3
+
+
+def write_peer_fixture(results_dir: str | Path, seed: int = 11) -> PeerFixture:
+    """A suite-shaped history with the fused peers and the training modes: the default grid's
+    training cases (plus a SwiGLU one for Liger's fused MLP) in forward, backward and full, on one
+    machine with its ceilings, over 12 commits. Planted: default torch.compile, the best unfused
+    implementation of the GeGLU case, starts failing in its forward at commit 8 (the baseline that
+    drops out of the comparison set: the case's speedup jumps),
+    liger_mlp starts running (skipped before: not installed) for the SwiGLU case's forward at
+    commit 5, and eager's backward of a linear_act case fails at commit 2 only (ok -> failed -> ok)."""
+    root = Path(results_dir)
+    cases = [Case.from_key(k) for k in ("linear_act M=4096 K=4096 N=14336 bf16 gelu_tanh bias",
+                                        "linear_act M=8192 K=4096 N=14336 bf16 gelu_tanh bias",
+                                        "gated_mlp M=8192 K=768 N=3072 bf16 gelu_tanh",
+                                        "gated_mlp M=8192 K=4096 N=14336 bf16 silu")]
+    dropped = (cases[2].key, "compile", "forward")
+    appeared = (cases[3].key, "liger_mlp", "forward")
+    flaky = (cases[1].key, "eager", "backward")
+    status_steps = {dropped: ((DROP_INDEX, "failed"),), appeared: ((0, "skipped"), (APPEAR_INDEX, "ok")),
+                    flaky: ((FLAKY_FROM, "failed"), (FLAKY_UNTIL, "ok"))}
+    history = write_history(root, peer_series(cases, status_steps=status_steps) + ceiling_series(), PEER_COMMITS,
+                            seed=seed, machine=MAIN_MACHINE, env_name=MAIN_ENV, machine_params=dict(IDENTITY),
+                            n_samples=12)
+    return PeerFixture(root, history, cases, dropped, history.commits[DROP_INDEX], appeared,
+                       history.commits[APPEAR_INDEX], flaky, history.commits[FLAKY_FROM], history.commits[FLAKY_UNTIL])
+

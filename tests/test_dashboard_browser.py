@@ -4,7 +4,7 @@ from urllib.parse import quote_plus
 
 import pytest
 
-from tests.browser_support import browser_on, figure_value, poll, severe_logs, skip_module_without_browser
+from tests.browser_support import browser_on, figure_value, poll, severe_logs, shoot, skip_module_without_browser
 
 skip_module_without_browser()
 pytestmark = pytest.mark.slow
@@ -102,3 +102,37 @@ def test_brw005_failed_and_skipped_implementations_in_the_legend(duo, fx):
         "return [...document.querySelectorAll('#trends-figure .legendtext')].map(e => e.textContent)")
     assert failed[0] in legend
     assert severe_logs(duo) == []
+
+
+def test_brw006_machine_against_machine(duo, fx):
+    from tests.suite_fixtures import SECOND_MACHINE
+
+    duo.driver.get(duo.server_url + f"/machines?machine_b={SECOND_MACHINE}")
+    duo.wait_for_text_to_equal("#page h1", "Machine against machine", timeout=20)
+    poll(lambda: "measured on both" in duo.find_element("#machines-summary-text").text, what="machines table")
+    assert "the same commit" in duo.find_element("#machines-summary-text").text
+    cards = duo.find_element("#machines-ceilings").text
+    assert "NVIDIA H200" in cards and "NVIDIA A100" in cards
+    ratios = duo.driver.execute_script(
+        "return [...document.querySelectorAll('#machines-table td[data-dash-column=ratio]')].map(td => td.innerText)")
+    assert ratios and all(float(r) > 1 for r in ratios)  # the A100 is slower on every case
+    shoot(duo, "machines")
+    assert severe_logs(duo) == []
+
+
+def test_brw007_every_page_at_1400_and_1000_px(duo, fx):
+    """Screenshots of the suite-shaped history (a baseline failing throughout, a planted regression)."""
+    for path, name in (("/", "overview"), ("/trends?case=" + quote_plus(fx.regressed[0]), "trends"),
+                       ("/compare", "compare"), ("/roofline", "roofline"), ("/regressions", "regressions")):
+        duo.driver.get(duo.server_url + path)
+        poll(lambda: duo.find_element("#page h1"), what=path)
+        graph = {"trends": "trends-figure", "roofline": "roofline-figure"}.get(name)
+        if graph:
+            poll(lambda: figure_value(duo, graph, "g.data.length"), what=f"{graph} drawn")
+        if name == "overview":
+            poll(lambda: duo.find_element("#headline-all"), what="headline")
+        if path == "/regressions":
+            poll(lambda: "finding(s)" in duo.find_element("#regressions-count").text, timeout=90, what="inbox")
+        shoot(duo, f"suite-{name}")
+    assert severe_logs(duo) == []
+

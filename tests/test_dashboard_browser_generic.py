@@ -3,7 +3,7 @@ tests/browser_support.py)."""
 
 import pytest
 
-from tests.browser_support import browser_on, figure_value, poll, severe_logs, skip_module_without_browser
+from tests.browser_support import browser_on, figure_value, poll, severe_logs, shoot, skip_module_without_browser
 
 skip_module_without_browser()
 pytestmark = pytest.mark.slow
@@ -43,3 +43,23 @@ def test_brw_generic_trends_compare_regressions_and_why_overview_is_off(gx, tmp_
         poll(lambda: "finding(s)" in duo.find_element("#regressions-count").text, timeout=90, what="inbox")
         assert gx.step_commit[:10] in duo.find_element("#regressions-inbox").text
         assert severe_logs(duo) == []
+
+
+def test_brw_generic_a_benchmark_that_starts_failing_and_every_page_on_screen(tmp_path):
+    gx = write_generic_history(tmp_path / "results", failing_from=24)
+    with browser_on(gx.results_dir, tmp_path) as duo:
+        duo.driver.get(duo.server_url + "/regressions")
+        poll(lambda: "finding(s)" in duo.find_element("#regressions-count").text, timeout=90, what="inbox")
+        inbox = duo.find_element("#regressions-inbox").text
+        assert "started failing (was ok)" in inbox and gx.history.commits[24][:10] in inbox
+        shoot(duo, "generic-regressions")
+        for path, name in (("/", "overview"), (f"/trends?benchmark={READ}", "trends"), ("/compare", "compare")):
+            duo.driver.get(duo.server_url + path)
+            poll(lambda: duo.find_element("#page h1"), what=path)
+            if name == "trends":
+                poll(lambda: figure_value(duo, "series-figure", "g.data.length"), what="trend drawn")
+            if name == "compare":
+                poll(lambda: "series" in duo.find_element("#compare-summary-text").text, what="compare table")
+            shoot(duo, f"generic-{name}")
+        assert severe_logs(duo) == []
+

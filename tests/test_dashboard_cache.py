@@ -88,7 +88,10 @@ def test_segments_are_merged_and_dead_rows_dropped(results, tmp_path, monkeypatc
     data = build_data(results, cache_dir=cache)
     manifest = json.loads((cache / next(os.scandir(cache)).name / "manifest.json").read_text())
     assert len(manifest["segments"]) == 2  # the largest, and everything else merged into one
-    assert max(len({f["segment"] for f in manifest["files"] if f["segment"] == i}) for i in (0, 1)) == 1
+    per_segment = [sum(f.get("segment") == i for f in manifest["files"]) for i in (0, 1)]
+    n_files = sum(1 for f in manifest["files"] if f.get("reason") is None)  # the two broken ones hold no rows
+    # every parsed file is in one of the two, and the merged one holds several (once a check that could not fail)
+    assert min(per_segment) >= 1 and sum(per_segment) == n_files and max(per_segment) >= 2
     assert len(list((cache / next(os.scandir(cache)).name).glob("seg-*"))) == 2  # the rest deleted
     same(rows(data), rows(build_data(results)))
     same(rows(build_data(results, cache_dir=cache)), rows(build_data(results)))

@@ -13,7 +13,7 @@ from dashboard.app import render_page
 from dashboard.detection import detect_in_worker
 from dashboard.model import GENERIC, ResultsStore, build_data
 from dashboard.pages import _generic_compare, _generic_trends, discover_pages, regressions as inbox_page
-from dashboard.urlstate import encode_query, link
+from dashboard.urlstate import Query, encode_query, link
 from tests.generic_fixtures import (BROKEN, ENV, GRID, MACHINE, OPTIONAL, READ, STEP_AT, THROUGHPUT,
                                     write_generic_history)
 from tests.test_dashboard import _walk, texts
@@ -138,6 +138,15 @@ def test_the_detector_and_the_inbox_work_on_every_series(data, gx):
     run = data.run(MACHINE, ENV)
     q = run.trend_query(*gx.stepped)  # what the inbox's trend link should carry in generic mode
     assert q == {"benchmark": READ, "p_size": ["65536"], "p_kind": ["'csv'"]}
+    # the links the page emits: each opens its own series (once every one dropped the benchmark)
+    items = [li for li in _walk(children) if type(li).__name__ == "Li"]
+    stepped = next(li for li in items if gx.stepped[1] in texts(li) and READ in texts(li))  # the item names it
+    href = next(c.href for c in _walk(stepped) if getattr(c, "href", "").startswith("/trends"))
+    emitted = Query(href.split("?", 1)[1])
+    assert (emitted.one("benchmark"), emitted.many("p_size"), emitted.many("p_kind"), emitted.one("commit")) == (
+        READ, ["65536"], ["'csv'"], gx.step_commit)
+    hrefs = {c.href for li in items for c in _walk(li) if getattr(c, "href", "").startswith("/trends")}
+    assert len(hrefs) == len(items)  # no two findings share a link
     page = render_page(ResultsStore(gx.results_dir, detect_in_background=False), discover_pages(), "/trends",
                        link("", {**q, "commit": gx.step_commit}))
     values = {c.id["key"]: c.value for c in _walk(page) if isinstance(getattr(c, "id", None), dict)}

@@ -153,3 +153,12 @@ def test_the_repositorys_own_results_hold_a_static_history_of_real_commits():
     records, _ = kernels.update_table(data, run.machine, run.commits["commit_hash"].iloc[-1], kernels.ALL,
                                       kernels.ALL, [])
     assert records and all(r["spill_bytes"] == 0 for r in records if r["note"] != "did not compile")
+
+
+def test_the_start_up_line_counts_the_static_metrics_too(static_only):
+    from dashboard.__main__ import loaded_line
+
+    data = build_data(static_only[0])
+    n = sum(len(run.series) for run in data.static_runs.values())
+    line = loaded_line(data)
+    assert n > 0 and f"{n:,} series" in line and "static compile metrics" in line and "0 series" not in line

@@ -74,6 +74,9 @@ def measure_start(results: Path, cache: Path, repeat: int) -> dict:
         "trends: roofline fraction": lambda: trends.update(data, m, e, case, "roofline", ["fused", "eager"],
                                                            "commit", [], newest),
         "trends: case options": lambda: trends.case_choices(run, {"op": ["linear_act"], "dtype": ["bf16"]}),
+        "trends: speedup over commits": lambda: trends.update(data, m, e, case, "speedup", None, "commit", [], None),
+        "overview: one mode": lambda: overview.update(data, m, e, newest, None, None, None, None, None, None,
+                                                      mode=["forward"]),
         "trends: commit link": lambda: trends.commit_info(data, m, e, None, newest),
         "compare: newest vs previous, all": lambda: compare.update(
             data, m, e, previous, newest, "latency", "1.1", [], None, None, None, None, None),

@@ -25,6 +25,7 @@ NICE_SPEEDUPS = (1 / 8, 1 / 4, 1 / 3, 1 / 2, 2 / 3, 0.8, 0.9, 1.0, 1.1, 1.25, 1.
 MIN_SPAN, MAX_SPAN = math.log2(1.25), 3.0  # the scale shows at least 0.8x-1.25x, at most 1/8x-8x
 ROW_PX, COL_PX, TOP_PX, BOTTOM_PX = 26, 86, 70, 44
 REGRESSED_MARK = "⚠ "
+SET_CHANGED_MARK = "Δ "  # an implementation compared dropped out or joined
 # (text colour, background) per theme: the colours of plotly_white / plotly_dark and style.css
 PANEL_THEMES = {"light": ("#2a3f5f", "#ffffff"), "dark": ("#f2f5fa", "#1e2127")}
 
@@ -77,15 +78,36 @@ def panel_size(n_rows: int, n_cols: int, longest_label: int) -> tuple[int, int]:
     return label_px + COL_PX * max(n_cols, 2) + 24, TOP_PX + ROW_PX * n_rows + BOTTOM_PX
 
 
+def _peer_line(r) -> str:
+    """The hover's fused-peer line: the best peer's time and fused's speedup over it."""
+    peer = getattr(r, "peer_impl", None)
+    if not isinstance(peer, str):
+        return "<br>best fused peer: – (none ran)"
+    s = float(r.peer_speedup)
+    verdict = getattr(r, "peer_verdict", None)
+    return (f"<br>best fused peer: {peer} {format_value(r.best_peer, 'seconds')}"
+            f"<br>speedup over it {speedup_text(s)}" + (f" (fused {verdict})" if isinstance(verdict, str) else ""))
+
+
+def _kernels_line(r) -> str:
+    k = getattr(r, "autotune_kernels", None)
+    if k is None or not np.isfinite(k):
+        return ""
+    note = " (GEMM template with the epilogue fused)" if k == 1 else ""
+    return f"<br>compile_max_autotune: {k:g} kernel{'s' if k != 1 else ''} per call{note}"
+
+
 def build_speedup_panel_figure(panel: pd.DataFrame, span: float, theme: str = "light", title: str = "",
-                               changed: dict[str, str] | None = None) -> dict:
-    """One op x dtype: ``panel`` is its rows of metrics.speedups (case, shape, activation, fused,
-    best_baseline, baseline_impl, speedup, verdict). ``changed``: case -> a note for cells whose
-    fused latency got significantly worse since the baseline commit (outlined and marked ⚠).
+                               changed: dict[str, str] | None = None, set_notes: dict | None = None) -> dict:
+    """One op x dtype x mode: ``panel`` is its rows of metrics.speedups (case, mode, shape,
+    activation, fused, best_baseline, baseline_impl, speedup, verdict, the best_peer columns, and
+    optionally autotune_kernels). ``changed``: case -> a note for cells whose fused latency got
+    significantly worse since the baseline commit (outlined and marked ⚠). ``set_notes``: (case,
+    mode) -> what changed in the cell's comparison set (marked Δ, said in the hover).
 
     A plain figure dict, not a go.Figure: a page draws one per op x dtype, and building each as a
     validated go.Figure with a copied template cost ~25 ms apiece."""
-    changed = changed or {}
+    changed, set_notes = changed or {}, set_notes or {}
     shapes = sort_values_naturally(panel["shape"])
     acts = sort_values_naturally(panel["activation"])
     cells = {}
@@ -101,13 +123,18 @@ def build_speedup_panel_figure(panel: pd.DataFrame, span: float, theme: str = "l
                 continue
             s = float(r.speedup)
             note = changed.get(str(r.case))
+            set_note = set_notes.get((str(r.case), str(getattr(r, "mode", ""))))
             zr.append(math.log2(s) if np.isfinite(s) and s > 0 else None)
             label = speedup_text(s) if np.isfinite(s) else "no baseline"
-            tr.append((REGRESSED_MARK if note else "") + label)
-            hr.append(f"<b>{r.case}</b><br>fused {format_value(r.fused, 'seconds')}"
-                      f"<br>best unfused: {r.baseline_impl or '–'} {format_value(r.best_baseline, 'seconds')}"
+            tr.append((REGRESSED_MARK if note else "") + (SET_CHANGED_MARK if set_note else "") + label)
+            hr.append(f"<b>{r.case}</b>" + (f" · {r.mode}" if hasattr(r, "mode") else "")
+                      + f"<br>fused {format_value(r.fused, 'seconds')}"
+                      f"<br>best unfused: {r.baseline_impl if isinstance(r.baseline_impl, str) else '–'} "
+                      f"{format_value(r.best_baseline, 'seconds')}"
                       f"<br>speedup {label}" + (f" (fused {r.verdict})" if isinstance(r.verdict, str) else "")
-                      + (f"<br><b>{note}</b>" if note else ""))
+                      + (_peer_line(r) if hasattr(r, "peer_impl") else "") + _kernels_line(r)
+                      + (f"<br><b>{note}</b>" if note else "")
+                      + (f"<br><b>comparison set changed: {set_note}</b>" if set_note else ""))
             if note:
                 marks.append((j, i))
         z.append(zr), text.append(tr), hover.append(hr)

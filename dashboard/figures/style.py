@@ -12,8 +12,9 @@ import plotly.io as pio
 THEMES = ("light", "dark")
 _TEMPLATE = {"light": "plotly_white", "dark": "plotly_dark"}
 _BACKGROUND = {"light": "#ffffff", "dark": "#1e2127"}  # matches assets/style.css --panel
-IMPL_ORDER = ("fused", "eager", "compile", "cublaslt")
-IMPL_COLORS = {"fused": "#e4572e", "eager": "#4c78a8", "compile": "#54a24b", "cublaslt": "#b279a2"}
+IMPL_ORDER = ("fused", "eager", "compile", "cublaslt", "compile_max_autotune", "liger_mlp", "liger_glu")
+IMPL_COLORS = {"fused": "#e4572e", "eager": "#4c78a8", "compile": "#54a24b", "cublaslt": "#b279a2",
+               "compile_max_autotune": "#17becf", "liger_mlp": "#eeca3b", "liger_glu": "#9d755d"}
 REGRESSION_COLOR, IMPROVEMENT_COLOR = "#d62728", "#2ca02c"
 # Lines that are not implementations (another project's parameter combinations), by position.
 LINE_PALETTE = ("#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2", "#ff9da6", "#9d755d",

@@ -30,11 +30,13 @@ def comparison_controls(page: str, query: Query) -> list:
 
 
 def comparison_datatable(table_id: str, columns: list[dict]) -> dash_table.DataTable:
-    """The sortable, filterable A-vs-B table, worse rows red and better rows green."""
+    """The sortable, filterable A-vs-B table, worse rows red and better rows green. Text cells
+    wrap (a long shape or implementation name), so old / new / ratio / change stay on screen."""
     return styled_datatable(table_id, columns, [
         {"if": {"filter_query": '{change} = "worse"'}, **WORSE_CELL},
         {"if": {"filter_query": '{change} = "better"'}, **BETTER_CELL},
-    ], sort_by=[])
+    ], sort_by=[], style_data={"whiteSpace": "normal", "height": "auto", "overflowWrap": "anywhere"},
+        style_header={"whiteSpace": "normal", "height": "auto"})
 
 
 def comparison_columns(names: list[str], shown: DisplayUnit | None = DisplayUnit("")) -> list[dict]:
@@ -52,9 +54,16 @@ def comparison_columns(names: list[str], shown: DisplayUnit | None = DisplayUnit
     return out
 
 
-def summary_line(table: pd.DataFrame, shown_rows: pd.DataFrame, a: str, b: str) -> html.P:
+def summary_line(table: pd.DataFrame, shown_rows: pd.DataFrame, a: str, b: str, run=None) -> html.P:
+    """The counts; and, when A comes after B in the run's commit order, that the table reads
+    backwards (ratio = B / A: what got faster since B shows as slower)."""
     counts = metrics.change_counts(table)
-    return html.P([f"{a[:8]} → {b[:8]}: {len(table)} series; ",
+    order = {h: i for i, h in enumerate(run.commits["commit_hash"])} if run is not None else {}
+    backwards = ([html.Span(f"A ({a[:8]}) is newer than B ({b[:8]}) in this run's commit order: the ratios read "
+                            "B / A, so a change since B reads reversed; swap them to read old → new. ",
+                            className="bad", id="compare-backwards")]
+                 if order.get(a, -1) > order.get(b, len(order)) else [])
+    return html.P(backwards + [f"{a[:8]} → {b[:8]}: {len(table)} series; ",
                    html.Span(f"{counts['worse']} worse", className="bad", id="compare-worse"), ", ",
                    html.Span(f"{counts['better']} better", className="good", id="compare-better"),
                    f", {counts['unchanged']} unchanged, {counts['other']} not comparable. Showing {len(shown_rows)}."],

@@ -77,7 +77,7 @@ def update(data: DashboardData, machine, env, a, b, factor, sig, benchmarks):
         rows["new"] = [format_value(v, u) for v, u in zip(rows["new"], rows["unit"])]
         rows["unit"] = rows["unit"].map(lambda u: symbol_of(u) if isinstance(u, str) else "")
     records = rows.astype(object).where(rows.notna(), None).to_dict("records")
-    return records, columns, summary_line(table, shown_rows, a, b)
+    return records, columns, summary_line(table, shown_rows, a, b, data.run(machine, env))
 
 
 def register(app, store: ResultsStore):

@@ -21,7 +21,9 @@ from dashboard.units import DisplayUnit, display_unit
 from dashboard.urlstate import Query, qid
 
 ID = "compare"
-COLUMNS = ["case", "impl", "op", "dtype", "activation", "shape", "old", "new", "ratio", "change"]
+# The case split into its fields (a long case key once pushed the numbers off screen); each row's
+# data still carries its case key (the CSV has it too).
+COLUMNS = ["op", "dtype", "activation", "shape", "impl", "mode", "old", "new", "ratio", "change"]
 
 
 def layout(data: DashboardData, query: Query):
@@ -53,14 +55,14 @@ def _columns(shown: DisplayUnit = DisplayUnit("")) -> list[dict]:
     return comparison_columns(COLUMNS, shown)
 
 
-def compare_table(data: DashboardData, machine, env, a, b, metric, factor, op, dtype, activation, shape, impl
-                  ) -> tuple[pd.DataFrame, str]:
+def compare_table(data: DashboardData, machine, env, a, b, metric, factor, op, dtype, activation, shape, impl,
+                  mode=None) -> tuple[pd.DataFrame, str]:
     """The table (all rows, filters applied) and the asv unit of its values ("seconds")."""
     run = data.run(machine, env)
     if run is None or not a or not b:
-        return pd.DataFrame(columns=COLUMNS + ["significant"]), ""
+        return pd.DataFrame(columns=["case", *COLUMNS, "significant"]), ""
     metric = metric if metric in metrics.STORED_METRICS else "latency"
-    selections = {"op": op, "dtype": dtype, "activation": activation, "shape": shape, "impl": impl}
+    selections = {"op": op, "dtype": dtype, "activation": activation, "shape": shape, "impl": impl, "mode": mode}
     old = metrics.apply_filters(run.at_commit(a, samples=False), selections)
     new = metrics.apply_filters(run.at_commit(b, samples=False), selections)
     old, new = old[old["metric"] == metric], new[new["metric"] == metric]
@@ -70,21 +72,22 @@ def compare_table(data: DashboardData, machine, env, a, b, metric, factor, op, d
     return table, unit
 
 
-def update(data: DashboardData, machine, env, a, b, metric, factor, sig, op, dtype, activation, shape, impl):
+def update(data: DashboardData, machine, env, a, b, metric, factor, sig, op, dtype, activation, shape, impl,
+           mode=None):
     """(table rows, table columns, summary) for the page."""
-    table, unit = compare_table(data, machine, env, a, b, metric, factor, op, dtype, activation, shape, impl)
+    table, unit = compare_table(data, machine, env, a, b, metric, factor, op, dtype, activation, shape, impl, mode)
     shown = display_unit(unit, table[["old", "new"]].to_numpy(dtype=float))
     if not a or not b:
         return [], _columns(shown), message("Pick two commits.")
     shown_rows = table[table["significant"]] if "only" in (sig or []) else table
-    summary = summary_line(table, shown_rows, a, b)
-    rows = shown_rows[COLUMNS].assign(old=shown(shown_rows["old"]), new=shown(shown_rows["new"]))
+    summary = summary_line(table, shown_rows, a, b, data.run(machine, env))
+    rows = shown_rows[["case", *COLUMNS]].assign(old=shown(shown_rows["old"]), new=shown(shown_rows["new"]))
     return rows.astype(object).where(rows.notna(), None).to_dict("records"), _columns(shown), summary
 
 
 def csv_text(data: DashboardData, *args) -> str:
     """The whole (filtered) comparison as CSV, significance included."""
-    sig = args[6]  # args: machine, env, a, b, metric, factor, sig, op, dtype, activation, shape, impl
+    sig = args[6]  # args: machine, env, a, b, metric, factor, sig, op, dtype, activation, shape, impl[, mode]
     table, _ = compare_table(data, *args[:6], *args[7:])
     if "only" in (sig or []):
         table = table[table["significant"]]
@@ -96,7 +99,7 @@ def register(app, store: ResultsStore):
     register_run_controls(app, store, ID, COMMITS)
     register_facet_counts(app, store, ID)
     inputs = [Input(qid(ID, k), "value") for k in ("machine", "env", "a", "b", "metric", "factor", "sig",
-                                                    *metrics.FACETS[:4], "impl")]
+                                                    *metrics.FACETS[:4], "impl", "mode")]
 
     @app.callback(Output("compare-table", "data"), Output("compare-table", "columns"),
                   Output("compare-summary", "children"), *inputs)

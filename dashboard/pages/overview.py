@@ -1,15 +1,16 @@
 """Overview: one commit of a machine at a glance. The headline answers "is fused faster, and did
-anything get worse?": per op x dtype the geometric-mean speedup of fused over the best unfused
-implementation, in how many cases fused is faster or slower beyond the noise, and what changed
-since the previous commit (or a chosen one), each change linking to its trend. Below it one
-speedup heatmap per op x dtype (cells whose fused latency regressed are outlined), the device
-and its measured ceilings."""
+anything get worse?": per op x dtype x mode the geometric-mean speedup of fused over the best
+unfused implementation and over the best fused peer (named), in how many cases fused is faster
+or slower beyond the noise, what changed since the previous commit (or a chosen one), each change
+linking to its trend, and whether the set of implementations compared changed (one dropped out
+or joined: the speedup then moves without fused moving). Below it one speedup heatmap per op x
+dtype x mode (cells whose fused latency regressed are outlined), the device and its ceilings."""
 
 from __future__ import annotations
 
 from dash import Input, Output, State, dcc, html
 
-from dashboard import metrics
+from dashboard import comparison_set, metrics
 from dashboard.components import (
     commit_of, commit_options, dropdown, facet_controls, generic_notice, guarded, labelled, message,
     register_facet_counts, register_run_controls, run_controls, run_of,
@@ -44,10 +45,14 @@ def layout(data: DashboardData, query: Query):
                                                        placeholder="the previous commit"), "15rem")],
                  className="controls"),
         html.Div(facet_controls(ID, run, query), className="controls"),
-        html.P(["Speedup = t(best unfused) / t(fused) at the same commit; Implementation picks the unfused "
-                "ones. Faster / slower: the two 99 % confidence intervals do not overlap (asv's rule without "
-                "samples). Changes: fused or unfused latency differs by more than ",
-                f"{FACTOR:g}× and asv's test agrees (as Compare)."], className="hint"),
+        html.P(["Speedup = t(best unfused) / t(fused) at the same commit, and t(best fused peer) / t(fused) over ",
+                ", ".join(metrics.FUSED_PEERS), "; Implementation picks the ones compared, Mode the forward or "
+                "training numbers. Faster / slower: the two 99 % confidence intervals do not overlap (asv's rule "
+                "without samples). Changes: fused or unfused latency differs by more than ",
+                f"{FACTOR:g}× and asv's test agrees (as Compare). Δ: the comparison set changed (an implementation "
+                "dropped out or joined), so the speedup can move without fused moving. Kernels per call of "
+                "compile_max_autotune (hover): 1 for linear_act means its GEMM template won with the activation "
+                "fused as its epilogue."], className="hint"),
         dcc.Loading(html.Div(id="overview-headline"), delay_show=400),
         html.Div(id="overview-panels"),
         html.Div([html.Div(id="overview-changes", className="card"),
@@ -55,32 +60,53 @@ def layout(data: DashboardData, query: Query):
     ])
 
 
-def update(data: DashboardData, machine, env, commit, base, op, dtype, activation, shape, impl, theme="light"):
+def update(data: DashboardData, machine, env, commit, base, op, dtype, activation, shape, impl, theme="light",
+           mode=None):
     """(headline, heatmap panels, changes card, device card) for one run at one commit."""
     run = data.run(machine, env)
     if run is None or commit not in set(run.commits["commit_hash"]):
         text = "Pick a machine, environment and commit."
         return message(text), [], "", ""
-    selections = {"op": op, "dtype": dtype, "activation": activation, "shape": shape}
+    selections = {"op": op, "dtype": dtype, "activation": activation, "shape": shape, "mode": mode}
     rows = metrics.apply_filters(run.at_commit(commit, samples=False), selections)
     latency = rows[rows["metric"] == "latency"]
     baselines = [i for i in (impl or []) if i != metrics.FUSED] or None
     table = metrics.speedups(latency, baselines)
+    table["autotune_kernels"] = _autotune_kernels(rows, table)
     base = base if base in set(run.commits["commit_hash"]) and base != commit else run.previous_commit(commit)
-    changes = _changes(run, base, latency)
+    changes = _changes(run, base, latency, selections)
     regressed = _regressed_fused(changes, base)
+    set_changes = [c for c in comparison_set.changes(run, commit, base, set(zip(table["case"], table["mode"])))
+                   if baselines is None or c.impl in baselines]
     common = {"machine": run.machine, "env": run.env_name, "theme": theme}
-    return (headline(table, changes, base, commit, common, selections),
-            panels(table, regressed, theme),
+    return (headline(table, changes, base, commit, common, selections, set_changes, baselines),
+            panels(table, regressed, theme, _set_notes(set_changes)),
             change_card(changes, base, commit, common),
             device_panel(data, run.machine, run.env_name, commit))
 
 
-def _changes(run, base: str | None, latency):
-    """compare_rows of the latency rows at ``base`` -> at this commit (same filters), or None."""
+def _autotune_kernels(rows, table) -> list:
+    """compile_max_autotune's kernels per call for each speedup row (None where not measured)."""
+    kernels = rows[(rows["metric"] == "kernels") & (rows["impl"].astype(str) == metrics.COMPILE_MAX_AUTOTUNE)
+                   & (rows["status"] == "ok")]
+    found = dict(zip(zip(kernels["case"].astype(str), kernels["mode"].astype(str)), kernels["value"]))
+    return [found.get((c, m)) for c, m in zip(table["case"], table["mode"])]
+
+
+def _set_notes(set_changes) -> dict[tuple[str, str], str]:
+    """(case, mode) -> what changed in its comparison set ("compile failed since 1a2b3c4d")."""
+    notes: dict[tuple[str, str], list[str]] = {}
+    for c in set_changes:
+        notes.setdefault((c.case, c.mode), []).append(c.text())
+    return {k: "; ".join(v) for k, v in notes.items()}
+
+
+def _changes(run, base: str | None, latency, selections: dict):
+    """compare_rows of the latency rows at ``base`` -> at this commit (same filters, the cases
+    of this commit), or None."""
     if base is None:
         return None
-    old = run.at_commit(base, samples=False)
+    old = metrics.apply_filters(run.at_commit(base, samples=False), selections)
     old = old[(old["metric"] == "latency") & old["case"].astype(str).isin(set(latency["case"].astype(str)))]
     return metrics.compare_rows(old, latency, FACTOR, metrics.METRICS["latency"].better, samples=run.table.samples)
 
@@ -94,89 +120,137 @@ def _regressed_fused(changes, base: str | None) -> dict[str, str]:
             for c, r in zip(worse["case"], worse["ratio"])}
 
 
-def headline(table, changes, base, commit, common: dict, selections: dict):
-    """One row per op x dtype (and one for all): cases, geomean speedup, faster / slower /
-    within noise, and the fused and unfused changes since the baseline, linked to Compare."""
+def _compared_label(baselines, peers: bool) -> str:
+    """What a speedup column compares with: "best unfused" unless Implementation narrows it."""
+    if baselines is None:
+        return "best fused peer" if peers else "best unfused"
+    chosen = [b for b in baselines if metrics.is_fused_peer(b) == peers]
+    return ("best of " + ", ".join(chosen)) if chosen else ("no fused peer chosen" if peers else "no unfused chosen")
+
+
+def headline(table, changes, base, commit, common: dict, selections: dict, set_changes=(), baselines=None):
+    """One row per op x dtype x mode (and one for all): cases, geomean speedup over the best
+    unfused and the best fused peer (named), faster / slower / within noise, the fused and
+    unfused changes since the baseline (linked to Compare) and the comparison set's changes."""
     if table.empty:
         return message("No case has a fused and a baseline latency at this commit (skipped, failed or filtered "
                        "out); Trends shows why per implementation.")
     summary = metrics.speedup_summary(table)
     since = f"since {base[:8]}" if base else "since —"
-    head = html.Tr([html.Th(h) for h in ("op · dtype", "cases", "fused vs best unfused (geomean)", "fused faster",
-                                         "fused slower", "within noise", f"fused changes {since}",
-                                         f"unfused changes {since}")])
-    body = [_headline_row(r["op"], r["dtype"], r, table, changes, base, commit, common) for _, r in summary.iterrows()]
+    head = html.Tr([html.Th(h) for h in ("op · dtype · mode", "cases", f"fused vs {_compared_label(baselines, False)} "
+                                         "(geomean)", f"fused vs {_compared_label(baselines, True)} (geomean)",
+                                         "fused faster", "fused slower", "within noise", f"fused changes {since}",
+                                         f"unfused changes {since}", "comparison set")])
+    body = [_headline_row(r, table, changes, base, commit, common, set_changes) for _, r in summary.iterrows()]
     if len(summary) > 1:
-        total = {"cases": len(table), "geomean": metrics.geomean(table["speedup"]),
+        total = {"op": None, "dtype": None, "mode": None, "cases": len(table),
+                 "geomean": metrics.geomean(table["speedup"]), "peer_geomean": metrics.geomean(table["peer_speedup"]),
+                 "peer_impl": metrics._most_common(table["peer_impl"]),
                  **{k: int(summary[k].sum()) for k in (metrics.FASTER, metrics.SLOWER, metrics.WITHIN_NOISE)}}
-        body.append(_headline_row(None, None, total, table, changes, base, commit, common, css="total"))
+        body.append(_headline_row(total, table, changes, base, commit, common, set_changes, css="total"))
     return html.Table([html.Thead(head), html.Tbody(body)], className="headline", id="overview-headline-table")
 
 
-def _headline_row(op, dtype, r, table, changes, base, commit, common, css=""):
-    mean = r["geomean"]
-    label = f"{op} · {dtype}" if op else "all"
-    cells = [html.Td(html.B(label)), html.Td(str(r["cases"])),
-             html.Td(html.Span(speedup_text(mean),
-                               className="good" if mean > 1 else "bad" if mean < 1 else ""), className="num"),
+def _speedup_cell(mean, named=None):
+    span = html.Span(speedup_text(mean), className="good" if mean > 1 else "bad" if mean < 1 else "")
+    return html.Td([span, html.Span(f"vs {named}", className="hint peer-name")] if named and mean == mean else span,
+                   className="num")
+
+
+def _headline_row(r, table, changes, base, commit, common, set_changes, css=""):
+    op, dtype, mode = r["op"], r["dtype"], r["mode"]
+    label = f"{op} · {dtype} · {mode}" if op else "all"
+    cells = [html.Td(html.B(label)), html.Td(str(r["cases"])), _speedup_cell(r["geomean"]),
+             _speedup_cell(r["peer_geomean"], r["peer_impl"]),
              html.Td(str(r[metrics.FASTER]), className="num good" if r[metrics.FASTER] else "num"),
              html.Td(str(r[metrics.SLOWER]), className="num bad" if r[metrics.SLOWER] else "num"),
              html.Td(str(r[metrics.WITHIN_NOISE]), className="num")]
     for fused in (True, False):
-        cells.append(html.Td(_change_counts(changes, op, dtype, fused, base, commit, common)))
-    return html.Tr(cells, className=css, **({"id": f"headline-{op}-{dtype}"} if op else {"id": "headline-all"}))
+        cells.append(html.Td(_change_counts(changes, op, dtype, mode, fused, base, commit, common)))
+    cells.append(html.Td(_set_summary(set_changes, table, op, dtype, mode)))
+    row_id = ("headline-all" if not op else f"headline-{op}-{dtype}" if mode == metrics.FORWARD
+              else f"headline-{op}-{dtype}-{mode}")
+    return html.Tr(cells, className=css, id=row_id)
 
 
-def _change_counts(changes, op, dtype, fused: bool, base, commit, common):
+def _set_summary(set_changes, table, op, dtype, mode):
+    """"compile failed since 1a2b3c4d (1 case)" per change in this row's cases, else "unchanged"."""
+    cases = table if op is None else table[(table["op"] == op) & (table["dtype"] == dtype) & (table["mode"] == mode)]
+    mine = {(c, m) for c, m in zip(cases["case"], cases["mode"])}
+    counts: dict[tuple[str, str], int] = {}
+    for c in set_changes:
+        if (c.case, c.mode) in mine:
+            counts[(c.kind, c.text())] = counts.get((c.kind, c.text()), 0) + 1
+    if not counts:
+        return html.Span("unchanged", className="hint")
+    return html.Span([html.Span(f"Δ {text} ({n} case{'s' if n != 1 else ''})",
+                                className="set-change bad" if kind == comparison_set.DROPPED else "set-change")
+                      for (kind, text), n in sorted(counts.items())], className="set-changes")
+
+
+def _change_counts(changes, op, dtype, mode, fused: bool, base, commit, common):
     if changes is None:
         return "first commit"
-    worse, better = _counts_by_panel(changes).get((op, dtype, fused), (0, 0))
-    if not worse and not better:
+    worse, better, dropped = _counts_by_panel(changes).get((op, dtype, mode, fused), (0, 0, 0))
+    if not worse and not better and not dropped:
         return html.Span("none", className="hint")
     impls = [metrics.FUSED] if fused else sorted(set(changes["impl"]) - {metrics.FUSED})
-    href = link("/compare", {**common, "a": base, "b": commit, "metric": "latency", "sig": ["only"],
-                             "op": [op] if op else None, "dtype": [dtype] if dtype else None, "impl": impls})
+    href = link("/compare", {**common, "a": base, "b": commit, "metric": "latency",
+                             "sig": ["only"] if not dropped else None, "op": [op] if op else None,
+                             "dtype": [dtype] if dtype else None, "mode": [mode] if mode else None, "impl": impls})
     parts = []
     if worse:
         parts.append(html.Span(f"{worse} slower", className="bad regressed"))
     if better:
         parts.append(html.Span(f"{better} faster", className="good"))
-    return dcc.Link([parts[0], *([", ", parts[1]] if len(parts) > 1 else [])], href=href)
+    if dropped:  # ran at the baseline, not now (failed, skipped, gone): never "none"
+        parts.append(html.Span(f"{dropped} stopped running", className="bad dropped"))
+    joined = [x for part in parts for x in (", ", part)][1:]
+    return dcc.Link(joined, href=href)
 
 
 def _counts_by_panel(changes) -> dict:
-    """(op, dtype, fused?) -> (worse, better) counts, and (None, None, fused?) for all: once per table."""
+    """(op, dtype, mode, fused?) -> (worse, better, stopped running) counts, and (None, None,
+    None, fused?) for all: once per table."""
     cached = changes.attrs.get("counts_by_panel")
     if cached is None:
+        stopped = changes["change"].astype(str).str.startswith("ok \u2192 ")
         flags = changes.assign(fused=changes["impl"] == metrics.FUSED, worse=changes["change"] == "worse",
-                               better=changes["change"] == "better", op=changes["op"].astype(str),
-                               dtype=changes["dtype"].astype(str))
-        per = flags.groupby(["op", "dtype", "fused"])[["worse", "better"]].sum()
-        total = flags.groupby("fused")[["worse", "better"]].sum()
-        cached = {k: (int(w), int(b)) for k, (w, b) in per.iterrows()}
-        cached.update({(None, None, f): (int(w), int(b)) for f, (w, b) in total.iterrows()})
+                               better=changes["change"] == "better", stopped=stopped, op=changes["op"].astype(str),
+                               dtype=changes["dtype"].astype(str), mode=changes["mode"].astype(str))
+        per = flags.groupby(["op", "dtype", "mode", "fused"])[["worse", "better", "stopped"]].sum()
+        total = flags.groupby("fused")[["worse", "better", "stopped"]].sum()
+        cached = {k: (int(w), int(b), int(d)) for k, (w, b, d) in per.iterrows()}
+        cached.update({(None, None, None, f): (int(w), int(b), int(d)) for f, (w, b, d) in total.iterrows()})
         changes.attrs["counts_by_panel"] = cached
     return cached
 
 
-def panels(table, regressed: dict[str, str], theme: str):
-    """One heatmap per op x dtype on one colour scale, and the scale's legend."""
+def panels(table, regressed: dict[str, str], theme: str, set_notes: dict | None = None):
+    """One heatmap per op x dtype x mode on one colour scale, and the scale's legend."""
     if table.empty:
         return []
     span = color_span(table["speedup"])
     graphs = []
-    for (op, dtype), panel in table.groupby(["op", "dtype"], sort=True):
+    keys = sorted(table.groupby(["op", "dtype", "mode"], sort=False).groups,
+                  key=lambda k: (str(k[0]), str(k[1]), metrics.mode_order(k[2])))
+    groups = dict(list(table.groupby(["op", "dtype", "mode"], sort=False)))
+    for op, dtype, mode in keys:
+        panel = groups[(op, dtype, mode)]
         mean = metrics.geomean(panel["speedup"])
         n_regressed = sum(c in regressed for c in panel["case"])
-        title = (f"<b>{op} · {dtype}</b><br><span style='font-size:11px'>geomean "
+        n_changed = sum((c, m) in (set_notes or {}) for c, m in zip(panel["case"], panel["mode"]))
+        title = (f"<b>{op} · {dtype} · {mode}</b><br><span style='font-size:11px'>geomean "
                  f"{speedup_text(mean)} · {len(panel)} case{'s' if len(panel) != 1 else ''}"
                  + (f" · <span style='color:#d62728'>⚠ {n_regressed} regressed</span>" if n_regressed else "")
+                 + (f" · Δ {n_changed} with a changed comparison set" if n_changed else "")
                  + "</span>")
-        figure = build_speedup_panel_figure(panel, span, theme, title, regressed)
-        graphs.append(dcc.Graph(id={"type": "overview-panel", "op": str(op), "dtype": str(dtype)}, figure=figure,
+        figure = build_speedup_panel_figure(panel, span, theme, title, regressed, set_notes)
+        graphs.append(dcc.Graph(id={"type": "overview-panel", "op": str(op), "dtype": str(dtype), "mode": str(mode)},
+                                figure=figure,
                                 config={"displaylogo": False, "responsive": False,
                                         "toImageButtonOptions": {"format": "png", "scale": 2,
-                                                                 "filename": f"fused-mlp-speedup-{op}-{dtype}"}},
+                                                                 "filename": f"fused-mlp-speedup-{op}-{dtype}-{mode}"}},
                                 style={"width": f"{figure['layout']['width']}px",
                                        "height": f"{figure['layout']['height']}px"},
                                 className="panel"))
@@ -194,6 +268,7 @@ def speedup_legend(span: float) -> html.Div:
                   html.Div(marks, className="ticks")], className="scale"),
         html.Span("fused faster", className="hint"),
         html.Span([html.Span("⚠", className="bad"), " outlined: fused latency regressed"], className="hint"),
+        html.Span("Δ: comparison set changed", className="hint"),
     ], className="speedup-legend", id="overview-legend")
 
 
@@ -275,7 +350,8 @@ def register(app, store: ResultsStore):
     @app.callback(Output("overview-headline", "children"), Output("overview-panels", "children"),
                   Output("overview-changes", "children"), Output("overview-device", "children"),
                   Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"), Input(qid(ID, "commit"), "value"),
-                  Input(qid(ID, "base"), "value"), *[Input(qid(ID, f), "value") for f in FACETS], theme)
+                  Input(qid(ID, "base"), "value"), *[Input(qid(ID, f), "value") for f in FACETS if f != "mode"], theme,
+                  Input(qid(ID, "mode"), "value"))
     @guarded(lambda t: message(t, "error"), lambda t: [], lambda t: "", lambda t: "")
     def _update(*args):
         return update(store.get(), *args)

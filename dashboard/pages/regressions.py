@@ -1,5 +1,6 @@
-"""Regressions: the detector's findings as an inbox grouped by commit, newest first; each finding
-links to the Trends view of its series with the change marked. A regression that
+"""Regressions: the detector's findings as an inbox grouped by commit, newest first: level
+changes, and series that started failing (ok -> failed) or stopped (failed -> ok), as the gate
+reports them; each finding links to the Trends view of its series with the change marked. A regression that
 results/accepted.json accepts (the file the CI gate honours too) is shown as accepted, with who
 and why, and is not counted as open.
 
@@ -8,6 +9,8 @@ this page polls until it is done.
 """
 
 from __future__ import annotations
+
+import json
 
 from dash import Input, Output, dcc, html
 
@@ -21,6 +24,8 @@ from dashboard.regressions.formatting import format_p, format_value
 from dashboard.urlstate import SHELL, Query, link, qid
 
 ID = "regressions"
+WHO, WHY = "YOUR NAME", "WHY THIS CHANGE IS ACCEPTED"  # what a person replaces before committing the entry
+STATUS_KIND = "status"  # regressions.failures.StatusChange.kind
 MAX_GROUPS = 40  # commit groups rendered at once; the rest are counted
 DIRECTIONS = {"regression": "regressions", "all": "regressions and improvements"}
 ONLY = {"confirmed": " confirmed", "present": " still present", "open": " open (not accepted)"}
@@ -77,7 +82,7 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
     findings = [f for f in state.findings or []
                 if (not machine or f.machine == machine)
                 and (direction == "all" or f.direction == "regression")
-                and ("confirmed" not in only or f.confirmed)
+                and ("confirmed" not in only or getattr(f, "confirmed", True))  # a status change is definite
                 and ("present" not in only or f.present_at_newest)
                 and ("open" not in only or id(f) not in accepted)]
     warning = [message(f"accepted.json cannot be used, so nothing is shown as accepted: {problem}", "error")] \
@@ -101,39 +106,79 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
     return children, True
 
 
+def acceptance_entry(f) -> dict:
+    """The results/accepted.json entry that accepts this finding (and no later change): what the
+    page offers to copy. The app never writes results/: a person commits it, with who and why."""
+    return {"benchmark": f.benchmark, "params": f.params, "machine": f.machine, "commit": f.commit_hash[:12],
+            "who": WHO, "why": WHY}
+
+
+def _accept_offer(f) -> html.Details:
+    text = json.dumps(acceptance_entry(f), indent=2)
+    return html.Details([
+        html.Summary("accept…", className="accept-summary"),
+        html.P(["Add this entry to the ", html.Code('"accepted"'), " list of ", html.Code("results/accepted.json"),
+                " (fill in who and why) and commit it; the gate and this page then show it as accepted. "
+                "The dashboard never writes into results/."], className="hint"),
+        html.Div([html.Pre(text, className="accept-entry"),
+                  dcc.Clipboard(content=text, title="copy the entry", className="accept-copy")],
+                 className="accept-box"),
+    ], className="accept")
+
+
+def _size(f) -> float:
+    """How large a finding is, for ordering: a series that started failing before any level change."""
+    return float("inf") if f.kind == STATUS_KIND else abs(f.relative_change)
+
+
 def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
     n_accepted = sum(id(f) in accepted for f in members)
     n_reg = sum(f.direction == "regression" for f in members) - n_accepted
     url = data.commit_link(commit)
     run = data.runs.get((machine, env))
-    counts = [f"{n_reg} regression(s)", f"{n_accepted} accepted" if n_accepted else "",
-              f"{len(members) - n_reg - n_accepted} improvement(s)"]
+    n_failing = sum(f.kind == STATUS_KIND and f.direction == "regression" and id(f) not in accepted for f in members)
+    counts = [f"{n_reg} regression(s)" + (f" of which {n_failing} started failing" if n_failing else ""),
+              f"{n_accepted} accepted" if n_accepted else "", f"{len(members) - n_reg - n_accepted} improvement(s)"]
     header = [html.B(commit[:10]), f" · {members[0].commit_date:%Y-%m-%d %H:%M} · {machine} / {env} · ",
               f"{len(members)} series affected ({', '.join(c for c in counts if c)})"]
     if url:
         header += [" · ", html.A("commit ↗", href=url, target="_blank")]
     items = []
     order = {"regression": 0, "improvement": 2}
-    for f in sorted(members, key=lambda f: (order[f.direction] + (id(f) in accepted), -abs(f.relative_change))):
+    for f in sorted(members, key=lambda f: (order[f.direction] + (id(f) in accepted), -_size(f))):
         case, impl = run.series_of_params.get((f.benchmark, f.params), (None, None)) if run else (None, None)
         static = static_metrics.metric_of(f.benchmark)
+        mode = None
         if static:  # a kernel config's registers, spills, ...: the Kernels page has its history
             metric = static.label.lower()
             href = link("/kernels", {"machine": machine, "commit": commit, "metric": static.key, "theme": theme})
+        elif run is not None and not run.suite:  # another project's series: its benchmark and parameters
+            metric = f.benchmark
+            href = link("/trends", {"machine": machine, "env": env, **run.trend_query(f.benchmark, f.params),
+                                    "commit": commit, "theme": theme})
         else:
             metric = metrics.stored_metric_of(f.benchmark) or "latency"
+            mode = run.mode_of_params.get((f.benchmark, f.params)) if run else None
             href = link("/trends", {"machine": machine, "env": env, "case": case, "metric": metric,
-                                    "commit": commit, "theme": theme})
+                                    "mode": mode, "commit": commit, "theme": theme})
         entry = accepted.get(id(f))
         badge = (html.Span("accepted", className="badge accepted", style=ACCEPTED_STYLE) if entry else
                  html.Span(f.direction, className=f"badge {'bad' if f.direction == 'regression' else 'good'}"))
+        if f.kind == STATUS_KIND:  # into or out of "failed": no values to compare, the statuses say it
+            badge = badge if entry else html.Span("failing" if f.direction == "regression" else "fixed",
+                                                  className=f"badge {'bad' if f.direction == 'regression' else 'good'}")
+            what = f"{f.summary()} at this commit; {f.status()} "
+        else:
+            what = (f"{format_value(f.before, f.unit)} → {format_value(f.after, f.unit)} ({f.relative_change:+.1%}, "
+                    f"{format_p(f.p_value)}; {f.status()}) ")
         items.append(html.Li([
-            badge, f" {metric} ", html.Code(case or f.params), f" [{impl or ('static' if static else '?')}] ",
-            f"{format_value(f.before, f.unit)} → {format_value(f.after, f.unit)} ({f.relative_change:+.1%}, "
-            f"{format_p(f.p_value)}; {f.status()}) ",
+            badge, f" {metric} ", html.Code(case or f.params),
+            (f" [{impl or ('static' if static else '?')}{' · ' + mode if mode and mode != metrics.FORWARD else ''}] "
+             if static or run is None or run.suite else " "), what,
             *([html.I(f"{entry.label()} ")] if entry else []),
             *_class_badge(run, f, case, metric, static),
             dcc.Link("trend →", href=href, className="trend-link"),
+            *([_accept_offer(f)] if f.direction == "regression" and not entry else []),
         ], className="accepted" if entry else None))
     return html.Div([html.Div(header, className="group-header"), html.Ul(items)], className="card inbox-group")
 

@@ -17,6 +17,7 @@ from dashboard.urlstate import SHELL, Query, qid
 
 ID = "roofline"
 COMMITS = {"commit": 0}
+FACETS = tuple(f for f in metrics.FACETS if f != "mode")  # forward only: see the hint
 
 
 def layout(data: DashboardData, query: Query):
@@ -28,10 +29,11 @@ def layout(data: DashboardData, query: Query):
     return html.Div([
         html.H1("Roofline"),
         html.Div(run_controls(ID, data, query, COMMITS), className="controls"),
-        html.Div(facet_controls(ID, run, query), className="controls"),
+        html.Div(facet_controls(ID, run, query, FACETS), className="controls"),
         html.P("Roof = min(measured matmul TFLOP/s of the dtype, intensity × measured copy GB/s). Intensity uses the "
                "minimum bytes a fully fused kernel must move (the suite's cost model), so a case's points share one x "
-               "and a grey segment joins its fused point to its best unfused one. Marker shape = op.",
+               "and a grey segment joins its fused point to its best unfused one. Marker shape = op. Forward mode "
+               "only: the cost model counts a forward's flops and bytes, not a training step's.",
                className="hint"),
         graph(ID, "figure"),
     ])
@@ -42,7 +44,7 @@ def roofline_points(data: DashboardData, machine, env, commit, selections: dict)
     if run is None:
         return None, None
     rows = metrics.apply_filters(run.at_commit(commit, samples=False), selections)
-    rows = rows[rows["metric"] == "latency"]
+    rows = rows[(rows["metric"] == "latency") & (rows["mode"].astype(str) == metrics.FORWARD)]
     points = metrics.derive(rows, "tflops")
     points["tflops"] = points["y"]
     points["roofline"] = metrics.derive(rows, "roofline", data.ceilings)["y"].to_numpy()
@@ -59,11 +61,12 @@ def update(data: DashboardData, machine, env, commit, op, dtype, activation, sha
 
 def register(app, store: ResultsStore):
     register_run_controls(app, store, ID, COMMITS)
-    register_facet_counts(app, store, ID)
+    register_facet_counts(app, store, ID, FACETS)
 
     @app.callback(Output(f"{ID}-figure", "figure"),
                   Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"), Input(qid(ID, "commit"), "value"),
-                  *[Input(qid(ID, f), "value") for f in metrics.FACETS], Input(qid(SHELL, "theme"), "value"))
+                  *[Input(qid(ID, f), "value") for f in metrics.FACETS if f != "mode"],
+                  Input(qid(SHELL, "theme"), "value"))
     @guarded(error_figure())
     def _update(*args):
         return update(store.get(), *args)

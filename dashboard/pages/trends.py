@@ -1,6 +1,6 @@
-"""Trends: one metric of one case against commits in order, every implementation overlaid, asv's
-99 % CI as a band, markers where the regression detector found a change, hover with the commit
-hash and date, and a link to the commit (click a point)."""
+"""Trends: one metric of one case in one mode (forward, backward, full) against commits in order,
+every implementation overlaid, asv's 99 % CI as a band, markers where the regression detector
+found a change, hover with the commit hash and date, and a link to the commit (click a point)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,18 @@ from dashboard.urlstate import SHELL, Query, link, qid
 
 ID = "trends"
 CASE_FACETS = ("op", "dtype", "activation", "shape")
+FACETS = tuple(f for f in metrics.FACETS if f != "mode")  # one mode at a time: its own control
+# The stored and derived metrics, and fused's speedup over the best unfused / best fused peer
+TREND_METRICS = {**metrics.METRICS, metrics.SPEEDUP.name: metrics.SPEEDUP}
+
+
+def mode_choice(run: Run | None, case: str | None, wanted) -> tuple[list[str], str | None]:
+    """The case's modes and the one to show: the wanted one (a list from another page: its first
+    that the case has), else forward, else the first."""
+    modes = run.modes_of_case(case) if run is not None else []
+    wanted = [wanted] if isinstance(wanted, str) else list(wanted or [])
+    chosen = next((m for m in wanted if m in modes), None)
+    return modes, chosen or (metrics.FORWARD if metrics.FORWARD in modes else (modes[0] if modes else None))
 
 
 def case_choices(run: Run | None, selections: dict) -> list[str]:
@@ -41,15 +53,17 @@ def layout(data: DashboardData, query: Query):
     selections = {f: query.many(f) for f in CASE_FACETS}
     cases = case_choices(run, selections)
     case = query.one("case", cases[0] if cases else None, allowed=cases)
-    metric = query.one("metric", "latency", allowed=metrics.METRICS)
+    metric = query.one("metric", "latency", allowed=TREND_METRICS)
+    modes, mode = mode_choice(run, case, query.many("mode"))
     return html.Div([
         html.H1("Trends"),
         html.Div(run_controls(ID, data, query), className="controls"),
-        html.Div(facet_controls(ID, run, query), className="controls"),
+        html.Div(facet_controls(ID, run, query, FACETS), className="controls"),
         html.Div([
             labelled("Case", dropdown(ID, "case", cases, case, clearable=False), "34rem"),
+            labelled("Mode", dropdown(ID, "mode", modes, mode, clearable=False), "9rem"),
             labelled("Metric", dropdown(ID, "metric", [{"label": m.label + (f" ({m.unit})" if m.unit else ""),
-                                                         "value": m.name} for m in metrics.METRICS.values()],
+                                                         "value": m.name} for m in TREND_METRICS.values()],
                                         metric, clearable=False), "15rem"),
             *trend_view_controls(ID, query, run),
         ], className="controls"),
@@ -63,11 +77,11 @@ _CHANGES_KEPT = 256
 _CHANGES_LOCK = threading.Lock()  # callbacks run in the server's threads
 
 
-def _series_changes(signature_key: int, run: Run, case: str, source: str, rows: pd.DataFrame | None = None
-                    ) -> pd.DataFrame:
+def _series_changes(signature_key: int, run: Run, case: str, source: str, rows: pd.DataFrame | None = None,
+                    mode: str | None = None) -> pd.DataFrame:
     """The detector on the series in view (a few per case): same algorithm as the inbox. ``rows``:
-    the case's rows of that metric with their samples, if the caller has them."""
-    key = (signature_key, id(run), case, source)
+    the case's rows of that metric (and mode) with their samples, if the caller has them."""
+    key = (signature_key, id(run), case, source, mode)
     with _CHANGES_LOCK:
         found = _CHANGES.get(key)
         if found is not None:
@@ -75,7 +89,7 @@ def _series_changes(signature_key: int, run: Run, case: str, source: str, rows: 
             return found
     from dashboard.regressions import find_changes, findings_frame  # imports scipy: on first use
 
-    found = findings_frame(find_changes(rows if rows is not None else run.of_case(case, metric=source)))
+    found = findings_frame(find_changes(rows if rows is not None else run.of_case(case, metric=source, mode=mode)))
     if found.empty:
         found = pd.DataFrame(columns=["impl", "commit_hash", "direction", "relative_change", "confirmed"])
     else:
@@ -88,29 +102,50 @@ def _series_changes(signature_key: int, run: Run, case: str, source: str, rows: 
     return found
 
 
-def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, commit, theme="light"):
-    """The trend figure for one case and metric."""
+def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, commit, theme="light", mode=None):
+    """The trend figure for one case, metric and mode (None: forward, else the case's first)."""
     run = data.run(machine, env)
     if run is None or not case:
         return error_figure(lambda: theme)("No case matches the filters.")
+    _, mode = mode_choice(run, case, mode)
+    if metric == metrics.SPEEDUP.name:
+        return speedup_figure(run, case, mode, impl, x_axis, logy, commit, theme)
     metric = metric if metric in metrics.METRICS else "latency"
     source_metric = metrics.stored_metric_of(metrics.METRICS[metric].source)
     signature_key = hash(data.signature)
-    known = (signature_key, id(run), case, source_metric) in _CHANGES
-    rows = run.of_case(case, samples=not known, metric=source_metric)  # samples: for the detector only
-    changes = _series_changes(signature_key, run, case, source_metric, None if known else rows)
+    known = (signature_key, id(run), case, source_metric, mode) in _CHANGES
+    rows = run.of_case(case, samples=not known, metric=source_metric, mode=mode)  # samples: for the detector only
+    changes = _series_changes(signature_key, run, case, source_metric, None if known else rows, mode)
     if impl:
         rows = rows[rows["impl"].astype(str).isin(impl)]
     rows = rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash", how="left") if len(rows) else rows
     if rows.empty:
         return error_figure(lambda: theme)(f"{case}: nothing measured for this selection.")
+    if mode != metrics.FORWARD and metric not in metrics.STORED_METRICS:
+        return error_figure(lambda: theme)(f"{metrics.METRICS[metric].label} is derived for the forward mode only "
+                                           f"(the cost model counts a forward's flops and bytes); {mode} shows "
+                                           "latency, peak memory and kernels.")
     derived = metrics.derive(rows, metric, data.ceilings)
     if impl:
         changes = changes[changes["impl"].isin(impl)]
     spec = metrics.METRICS[metric]
     return build_trend_figure(derived, metric, changes, resolve_commit(run, commit) if commit else None,
                               x_axis or "commit", "log" in (logy or []), theme,
-                              title=f"{spec.label} — {case} — {run.machine}")
+                              title=f"{spec.label} — {case} — {mode} — {run.machine}")
+
+
+def speedup_figure(run: Run, case: str, mode: str | None, impl, x_axis, logy, commit, theme="light"):
+    """Fused over the best unfused and over the best fused peer at every commit, with the band
+    the two 99 % CIs give (metrics.speedup_history); Implementation picks the ones compared."""
+    rows = run.of_case(case, samples=False, metric="latency", mode=mode)
+    rows = rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash", how="left") if len(rows) else rows
+    baselines = [i for i in (impl or []) if i != metrics.FUSED] or None
+    history = metrics.speedup_history(rows, baselines)
+    if history.empty:
+        return error_figure(lambda: theme)(f"{case} ({mode}): no commit has a fused and a compared latency.")
+    return build_trend_figure(history, metrics.SPEEDUP, None, resolve_commit(run, commit) if commit else None,
+                              x_axis or "commit", "log" in (logy or []), theme,
+                              title=f"Speedup of fused (t_best / t_fused) — {case} — {mode} — {run.machine}")
 
 
 def commit_info(data: DashboardData, machine, env, click, marked, theme="light"):
@@ -138,7 +173,7 @@ def commit_info(data: DashboardData, machine, env, click, marked, theme="light")
 def register(app, store: ResultsStore):
     _generic_trends.register(app, store)
     register_run_controls(app, store, ID)
-    register_facet_counts(app, store, ID)
+    register_facet_counts(app, store, ID, FACETS)
     theme = Input(qid(SHELL, "theme"), "value")
 
     @app.callback(Output(qid(ID, "case"), "options"), Output(qid(ID, "case"), "value"),
@@ -154,10 +189,18 @@ def register(app, store: ResultsStore):
         cases = case_choices(run, dict(zip(CASE_FACETS, chosen)))
         return cases, current if current in cases else (cases[0] if cases else None), commit_options(run)
 
+    @app.callback(Output(qid(ID, "mode"), "options"), Output(qid(ID, "mode"), "value"),
+                  Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"), Input(qid(ID, "case"), "value"),
+                  State(qid(ID, "mode"), "value"), prevent_initial_call=True)
+    @guarded(lambda t: [], lambda t: None)
+    def _modes(machine, env, case, current):
+        return mode_choice(store.get().run(machine, env), case, current)
+
     @app.callback(Output(f"{ID}-figure", "figure"),
                   Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"), Input(qid(ID, "case"), "value"),
                   Input(qid(ID, "metric"), "value"), Input(qid(ID, "impl"), "value"), Input(qid(ID, "x"), "value"),
-                  Input(qid(ID, "logy"), "value"), Input(qid(ID, "commit"), "value"), theme)
+                  Input(qid(ID, "logy"), "value"), Input(qid(ID, "commit"), "value"), theme,
+                  Input(qid(ID, "mode"), "value"))
     @guarded(error_figure())
     def _figure(*args):
         return update(store.get(), *args)

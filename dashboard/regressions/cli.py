@@ -17,6 +17,11 @@ import traceback
 from pathlib import Path
 from typing import Sequence
 
+import numpy as np
+import pandas as pd
+
+from dashboard import asvconf
+from dashboard.commit_order import ORDER, order_note, with_order
 from dashboard.data import ResultsDirError, load_results
 from dashboard.regressions.acceptance import AcceptedFileError, accepted_path, load_accepted, unknown_commits
 from dashboard.regressions.classify import LIBRARY, classified_verdict
@@ -72,6 +77,9 @@ def parser() -> argparse.ArgumentParser:
                    help="accepted regressions (default: accepted.json in the results directory, if there)")
     p.add_argument("--since", help="list only changes at this commit or later in the history (the gate is unchanged)")
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    p.add_argument("--asv-conf", type=Path,
+                   help="the project's asv.conf.json, whose repository puts the commits in order, as the dashboard "
+                        "does (default: the one beside the results, if any; without one: the stored dates)")
     return p
 
 
@@ -95,6 +103,8 @@ def run(args: argparse.Namespace) -> int:
     except ResultsDirError as exc:
         raise CannotJudge(str(exc)) from None
     frame, report = loaded.frame, loaded.load_report
+    project = asvconf.read_project(asvconf.find_conf(Path(args.results), args.asv_conf))
+    frame = with_order(frame, project.commit_rank)  # the dashboard's commit order (dashboard.commit_order)
     for line in report.lines():
         print(f"warning: {line}", file=sys.stderr)
     if frame.empty:
@@ -111,8 +121,7 @@ def run(args: argparse.Namespace) -> int:
     base, head = _parse_base(args.base, frame)
     whole = frame
     if head is not None:  # judge the history as it stood at head
-        head_date = frame.loc[frame["commit_hash"].astype(str) == head, "date"].min()
-        frame = frame[frame["date"] <= head_date]
+        frame = _up_to(frame, head)
     _check_complete(args.results, report, whole, frame, base, head, state)
 
     settings = DetectorSettings(threshold=args.threshold)
@@ -129,7 +138,8 @@ def run(args: argparse.Namespace) -> int:
 
     n_series = frame.groupby(["machine", "env_name", "benchmark", "params_key"], observed=True).ngroups
     header = (f"Level changes and failures in {args.results} (threshold {settings.threshold:.0%}, {n_series} series, "
-              f"{frame['commit_hash'].nunique()} commits" + (f", listed since {args.since}" if args.since else "") + ")")
+              f"{frame['commit_hash'].nunique()} commits, {order_note(project.commit_rank, project.repo)}"
+              + (f", listed since {args.since}" if args.since else "") + ")")
     if args.format == "json":
         text = render_json(listed, listed_status, verdict, report, header, settings)
     elif args.format == "markdown":
@@ -180,9 +190,31 @@ def _parse_base(text: str | None, frame) -> tuple[str | None, str | None]:
         raise CannotJudge(f"--base {text!r}: name the base commit (A or A..B)")
     base = _resolve(frame, first, "--base")
     head = _resolve(frame, last, "--base") if sep and last else None
-    if head is not None and _date(frame, head) < _date(frame, base):
+    if head is not None and _older(frame, head, base):
         raise CannotJudge(f"--base {text!r}: {last} is older than {first}")
     return base, head
+
+
+def _older(frame, commit: str, than: str) -> bool:
+    """In the commit order of a run that has both (else by stored date)."""
+    both = frame[frame["commit_hash"].astype(str).isin([commit, than])]
+    for _, rows in both.groupby(["machine", "env_name"], observed=True):
+        at = rows.groupby(rows["commit_hash"].astype(str))[ORDER].min()
+        if len(at) == 2:
+            return bool(at[commit] < at[than])
+    return bool(_date(frame, commit) < _date(frame, than))
+
+
+def _up_to(frame, head: str):
+    """The rows of the history as it stood at ``head``: per run, its commits up to head in the run's
+    order; a run without head, its commits dated up to head's date."""
+    runs = pd.MultiIndex.from_arrays([frame["machine"].astype(str), frame["env_name"].astype(str)])
+    at_head = frame["commit_hash"].astype(str).to_numpy() == head
+    head_at = pd.Series(frame[ORDER].to_numpy()[at_head], index=runs[at_head]).groupby(level=[0, 1]).min()
+    limit = head_at.reindex(runs).to_numpy(dtype=float)  # NaN: the run has no head
+    keep = np.where(np.isnan(limit), (frame["date"] <= _date(frame, head)).to_numpy(),
+                    frame[ORDER].to_numpy() <= np.nan_to_num(limit))
+    return frame[keep]
 
 
 def _resolve(frame, name: str, option: str) -> str:

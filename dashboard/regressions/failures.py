@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from dashboard.commit_order import ORDER
 from dashboard.data import STATUS_FAILED
 from dashboard.regressions.findings import IMPROVEMENT, REGRESSION
 
@@ -58,10 +59,11 @@ def find_status_changes(frame: pd.DataFrame) -> list[StatusChange]:
     """Every change into or out of "failed", in every series of a load_results frame, newest first."""
     if frame.empty:
         return []
-    rows = frame[[*SERIES, "commit_hash", "date", "status", "unit"]].copy()
+    when = ORDER if ORDER in frame.columns else "date"  # dashboard.commit_order's order where the frame has it
+    rows = frame[[*SERIES, "commit_hash", "date", "status", "unit", *([ORDER] if when == ORDER else [])]].copy()
     for column in (*SERIES, "commit_hash", "status"):
         rows[column] = rows[column].astype(str)
-    rows = rows.sort_values([*SERIES, "date", "commit_hash"], kind="mergesort").reset_index(drop=True)
+    rows = rows.sort_values([*SERIES, when, "commit_hash"], kind="mergesort").reset_index(drop=True)
     failed = (rows["status"] == STATUS_FAILED).to_numpy()
     first = np.zeros(len(rows), dtype=bool)  # the first row of each series (rows are sorted by series)
     first[0] = True

@@ -10,6 +10,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from dashboard.commit_order import ORDER
 from dashboard.data import STATUS_OK
 from dashboard.regressions.direction import HIGHER, metric_direction
 from dashboard.regressions.statistics import TAIL, Change, DetectorSettings, detect_changes
@@ -89,8 +90,9 @@ def find_changes(
     keys = ["machine", "env_name", "benchmark", "params_key"]
     codes = [_codes(ok[k]) for k in keys]
     date_utc = ok["date"].to_numpy(dtype="datetime64[ns]")  # UTC, tz dropped
-    date_ns = date_utc.astype(np.int64)
-    order = np.lexsort((date_ns, *reversed(codes)))
+    # the commit order (dashboard.commit_order's column where the frame has it, else the stored date)
+    when = ok[ORDER].to_numpy(dtype=np.int64) if ORDER in ok.columns else date_utc.astype(np.int64)
+    order = np.lexsort((when, *reversed(codes)))
     stacked = np.stack([c[order] for c in codes], axis=1)
     breaks = np.flatnonzero((np.diff(stacked, axis=0) != 0).any(axis=1)) + 1
 

@@ -72,8 +72,10 @@ class GateVerdict:
 
 def judged_runs(frame: pd.DataFrame, base_commit: str | None = None, order: pd.DataFrame | None = None
                 ) -> list[JudgedRun]:
-    """Per run, the commits to judge: the newest one, or every one dated after ``base_commit``
-    (a full hash present in ``frame``). ``order``: commit_order(frame), when the caller has it."""
+    """Per run, the commits to judge: the newest one, or every one after ``base_commit`` (a full
+    hash present in ``frame``) in the run's commit order (data.commit_order: the repository's
+    where the frame has dashboard.commit_order's column; a run without the base commit: the ones
+    dated after it). ``order``: commit_order(frame), when the caller has it."""
     order = commit_order(frame) if order is None else order
     base_date = None
     if base_commit is not None:
@@ -83,6 +85,8 @@ def judged_runs(frame: pd.DataFrame, base_commit: str | None = None, order: pd.D
         hashes = commits["commit_hash"].astype(str).tolist()
         if base_date is None:
             first = len(hashes) - 1
+        elif base_commit in hashes:
+            first = hashes.index(base_commit) + 1
         else:
             first = int((commits["date"] <= base_date).sum())
         runs.append(JudgedRun(str(machine), str(env), hashes[first - 1] if first > 0 else "", tuple(hashes[first:])))

@@ -1,0 +1,72 @@
+"""Machine against machine: two runners at their newest common commit, each value against its
+own machine's roofline floor."""
+
+import pytest
+
+from dashboard import metrics
+from dashboard.app import render_page
+from dashboard.model import ResultsStore, build_data
+from dashboard.pages import discover_pages, machines
+from dashboard.urlstate import Query
+from benchmarks.harness import cost
+from benchmarks.harness.workloads import Case
+from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, SECOND_ENV, SECOND_MACHINE, write_dashboard_fixture
+from tests.test_dashboard import _walk, texts
+
+
+@pytest.fixture(scope="module")
+def fx(tmp_path_factory):
+    return write_dashboard_fixture(tmp_path_factory.mktemp("machines") / "results")
+
+
+@pytest.fixture(scope="module")
+def data(fx):
+    return build_data(fx.results_dir)
+
+
+def test_it_opens_on_the_newest_commit_both_machines_measured(data):
+    h200, a100 = data.run(MAIN_MACHINE, MAIN_ENV), data.run(SECOND_MACHINE, SECOND_ENV)
+    common = machines.newest_common(h200, a100)
+    assert common == a100.commits["commit_hash"].iloc[-1] and common in set(h200.commits["commit_hash"])
+    page = machines.layout(data, Query(f"?machine={MAIN_MACHINE}&machine_b={SECOND_MACHINE}"))
+    values = {c.id["key"]: c.value for c in _walk(page) if isinstance(getattr(c, "id", None), dict)}
+    assert values["a"] == values["b"] == common
+
+
+def test_every_case_on_both_with_the_ratio_and_each_machines_roofline(data):
+    h200, a100 = data.run(MAIN_MACHINE, MAIN_ENV), data.run(SECOND_MACHINE, SECOND_ENV)
+    common = machines.newest_common(h200, a100)
+    table = machines.machine_table(data, h200, common, a100, common)
+    at_a, at_b = (r.at_commit(common, samples=False) for r in (h200, a100))
+    both = set(zip(at_a["case"], at_a["impl"])) & set(zip(at_b["case"], at_b["impl"]))
+    assert len(table) > 0 and set(zip(table["case"], table["impl"])) <= both
+    ceil_a = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, common)
+    ceil_b = metrics.ceilings_of(data.ceilings, SECOND_MACHINE, SECOND_ENV, common)
+    assert ceil_a.copy_gbps > 2 * ceil_b.copy_gbps  # two different devices
+    for r in table.itertuples():
+        lat = {side: rows[(rows["case"] == r.case) & (rows["impl"] == r.impl) & (rows["metric"] == "latency")]
+               ["value"].iloc[0] for side, rows in (("a", at_a), ("b", at_b))}
+        assert (r.a, r.b) == (lat["a"], lat["b"]) and r.ratio == pytest.approx(lat["b"] / lat["a"])
+        case = Case.from_key(r.case)
+        assert r.a_roofline == pytest.approx(cost.floor_seconds(case, ceil_a) / lat["a"])
+        assert r.b_roofline == pytest.approx(cost.floor_seconds(case, ceil_b) / lat["b"])
+    # the fixture's latencies sit a fixed factor above each machine's floor: the A100 is slower,
+    # and each machine's roofline fraction says the hardware explains it
+    assert metrics.geomean(table["ratio"]) > 1.5
+    assert metrics.geomean(table["a_roofline"] / table["b_roofline"]) == pytest.approx(1, abs=0.05)
+
+
+def test_the_page_and_its_callback(fx, data):
+    store = ResultsStore(fx.results_dir, detect_in_background=False)
+    shown = render_page(store, discover_pages(), "/machines", "")
+    assert "Machine against machine" in texts(shown)
+    store.close()
+    h200, a100 = data.run(MAIN_MACHINE, MAIN_ENV), data.run(SECOND_MACHINE, SECOND_ENV)
+    common = machines.newest_common(h200, a100)
+    rows, columns, summary, cards = machines.update(data, MAIN_MACHINE, MAIN_ENV, common, SECOND_MACHINE, SECOND_ENV,
+                                                    common)
+    assert rows and "the same commit" in texts(summary)
+    assert "NVIDIA A100" in texts(cards) and "NVIDIA H200" in texts(cards) and "GB/s" in texts(cards)
+    older = h200.commits["commit_hash"].iloc[0]  # a commit A100 never ran: nothing to compare there
+    rows, _, summary, _ = machines.update(data, MAIN_MACHINE, MAIN_ENV, older, SECOND_MACHINE, SECOND_ENV, common)
+    assert "different commits" in texts(summary)
