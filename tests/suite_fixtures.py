@@ -217,6 +217,9 @@ def peer_series(cases: list[Case], modes=("forward", "backward", "full"), *, sta
     for case in cases:
         floor = cost.floor_seconds(case, ceilings)
         for impl in implementations.names(case.op):
+            if impl not in fp8.FP8_IMPLEMENTATIONS and fp8.is_fp8(case.dtype) or (
+                    impl in (fp8.SCALED_MM, fp8.SCALED_MM_COMPILE) and not fp8.is_fp8(case.dtype)):
+                continue  # the FP8 peers run FP8 Cases only, as the suite's do
             factor = IMPL_FACTOR.get(impl) or PEER_FACTOR[impl]
             for mode in modes:
                 unsupported = ((impl == "cublaslt" and (mode != "forward" or case.activation not in ("relu", "gelu_tanh")))

@@ -50,13 +50,15 @@ def test_fused_matches_cublaslt(activation, device):
 
 
 def test_every_implementation_is_listed_and_reasons_are_given():
-    assert implementations.names("linear_act") == ["fused", "eager", "compile", "compile_max_autotune", "cublaslt"]
+    assert implementations.names("linear_act") == ["fused", "eager", "compile", "compile_max_autotune", "cublaslt",
+                                                   "scaled_mm", "scaled_mm_compile"]
     assert implementations.names("gated_mlp") == ["fused", "eager", "compile", "compile_max_autotune", "liger_mlp",
-                                                  "liger_glu"]
+                                                  "liger_glu", "scaled_mm", "scaled_mm_compile"]
     linear = lambda act: Case("linear_act", 4, 8, 16, "bf16", act)  # noqa: E731
     assert "CUDA" in implementations.unavailable_reason(linear("relu"), "cublaslt", "cpu")
     assert "silu" in implementations.unavailable_reason(linear("silu"), "cublaslt", "cuda")
     assert implementations.unavailable_reason(linear("gelu_tanh"), "cublaslt", "cuda") is None
+    assert "FP8 dtypes only" in implementations.unavailable_reason(linear("relu"), "scaled_mm", "cuda")
     with pytest.raises(ValueError, match="implementation 'triton' of linear_act"):
         implementations.get("linear_act", "triton")
     with pytest.raises(ValueError, match="op='conv'"):
