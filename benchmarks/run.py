@@ -20,7 +20,9 @@ after A, not every commit merged in along the way. The machine name is a folder 
 letters, digits, '.', '_' and '-' only. results/benchmarks.json keeps the benchmarks this run did
 not list (another grid's, older ones'), so `asv publish` still shows the committed history.
 Without -b it runs every timing but not bench_compile's static metrics, which need no GPU and are
-recorded on a machine of their own (README, "The compile check").
+recorded on a machine of their own (README, "The compile check"). Why each skipped or failed
+value is NaN or null (asv stores no reason) goes to results/reasons/<machine>/<commit>.json
+(benchmarks/skip_reasons.py).
 
 Exit status: 0 when asv ran for every commit (a benchmark that failed is recorded as a failure,
 and said here), 1 when asv itself failed for some commit, 2 for bad arguments (a bad machine

@@ -104,7 +104,8 @@ def test_every_nan_and_null_of_a_case_benchmark_has_its_reason_kept(tiny_run):
             continue
         cols = dict(zip(doc["result_columns"], row))
         params = [dict(zip(["case", "impl", "mode"], map(eval, combo))) for combo in itertools.product(*cols["params"])]
-        for value, combo in zip(cols["result"], params):
+        values = cols["result"] if cols["result"] is not None else [None] * len(params)  # null: all failed
+        for value, combo in zip(values, params):
             if value is None or math.isnan(value):
                 entry = reasons[(name, json.dumps(combo, sort_keys=True))]
                 assert entry["status"] == ("failed" if value is None else "skipped") and entry["reason"], entry
@@ -182,11 +183,13 @@ class TestMeasuringPass:
         assert "cublaslt needs a CUDA device" in bench.measure_all(small, "cublaslt")["skip"]
         assert "too large for a CPU run" in bench.measure_all(grid("default")["linear_act"][-1].key, "eager")["skip"]
 
-    def test_fused_is_gated_under_the_interpreter(self, tmp_path):
+    def test_fused_is_gated_under_the_interpreter(self, tmp_path, monkeypatch):
         """TRITON_INTERPRET=1 (conftest) runs the real kernels on the CPU: the pass checks them."""
         bench = bench_ops.GatedMLP()
         key = grid("tiny")["gated_mlp"][0].key
+        monkeypatch.setenv(common.BENCH_ENV, r"'fused'\)$")  # fused alone, as `asv run -b` would select
         bench.setup(str(tmp_path), key, "fused")
+        assert [p.name for p in tmp_path.iterdir()] == [common._filed_name("GatedMLP", (key, "fused"))]
         assert len(bench.track_latency(str(tmp_path), key, "fused")["samples"]) == bench.interpreter_samples
 
     def test_wrong_result_fails_every_metric_before_timing(self, tmp_path):
