@@ -19,7 +19,7 @@ from .._triton_compat import autotune, dot_upcast_needed
 from ..activations import get_activation
 from ._kernel_spec import KernelSpec
 from ._gemm_launch import launch, num_sms, tma_ok
-from ._matmul_common import (check_activation_input, grouped_tile, k_offsets, k_step, m_bucket, rows_view,
+from ._matmul_common import (check_activation_input, dot_acc, grouped_tile, k_offsets, k_step, m_bucket, rows_view,
                              split_columns, to_storage)
 from ._tuning import (PERSISTENT_DTYPES, Exclusion, device_pruner, gemm_candidates, gemm_configs,
                       gemm_shared_bytes, persistent_candidates)
@@ -70,12 +70,8 @@ def _tile_program(
         x = tl.load(x_ptrs, mask=(offs_m[:, None] < M) & k_mask[None, :], other=0.0)
         wg = tl.load(wg_ptrs, mask=w_mask, other=0.0)
         wu = tl.load(wu_ptrs, mask=w_mask, other=0.0)
-        if DOT_UPCAST:
-            x = x.to(tl.float32)
-            wg = wg.to(tl.float32)
-            wu = wu.to(tl.float32)
-        acc_gate = tl.dot(x, wg, acc_gate, input_precision=INPUT_PRECISION)
-        acc_up = tl.dot(x, wu, acc_up, input_precision=INPUT_PRECISION)
+        acc_gate = dot_acc(x, wg, acc_gate, DOT_UPCAST, INPUT_PRECISION)
+        acc_up = dot_acc(x, wu, acc_up, DOT_UPCAST, INPUT_PRECISION)
         x_ptrs += k_step(stride_xk, BLOCK_K)
         wg_ptrs += k_step(stride_wgk, BLOCK_K)
         wu_ptrs += k_step(stride_wuk, BLOCK_K)
@@ -130,12 +126,8 @@ def _persistent_program(
             x = x_desc.load([off_m, ki * BLOCK_K])
             wg = wg_desc.load([off_n, ki * BLOCK_K])
             wu = wu_desc.load([off_n, ki * BLOCK_K])
-            if DOT_UPCAST:
-                x = x.to(tl.float32)
-                wg = wg.to(tl.float32)
-                wu = wu.to(tl.float32)
-            acc_gate = tl.dot(x, wg.T, acc_gate, input_precision=INPUT_PRECISION)
-            acc_up = tl.dot(x, wu.T, acc_up, input_precision=INPUT_PRECISION)
+            acc_gate = dot_acc(x, wg.T, acc_gate, DOT_UPCAST, INPUT_PRECISION)
+            acc_up = dot_acc(x, wu.T, acc_up, DOT_UPCAST, INPUT_PRECISION)
         if EPILOGUE_SUBTILE == 2:
             # Half the columns at a time: the gating temporaries and the store buffer for half a tile.
             gate_left, gate_right = split_columns(acc_gate, BLOCK_M, BLOCK_N)
