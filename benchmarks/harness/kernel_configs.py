@@ -125,7 +125,6 @@ KERNEL_CONFIGS = (
     "narrow_mlp/width=64 64 w4 s2",
     # narrow_mlp_backward: the on-chip dZ pass and the split-buffer weight gradients
     "narrow_mlp_backward/dz width=128 32 w4 s2",
-    "narrow_mlp_backward/dz width=128 64 w8 s2",
     "narrow_mlp_backward/dz width=64 128 w8 s2",
     "narrow_mlp_backward/dz width=64 32 w4 s2",
     "narrow_mlp_backward/dz width=64 64 w4 s2",

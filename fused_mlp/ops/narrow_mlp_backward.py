@@ -56,11 +56,13 @@ def wgrad_shared_bytes(config, dtype_bytes: int, constexprs: dict) -> int:
 
 
 # Measured with python -m fused_mlp.aot (Triton 3.9, erf-GELU, 5 layers): at width 128 the dZ pass
-# holds dH, Z, dZ and a weight tile per row block; 64 rows on 4 warps and 128 rows on 8 spill.
+# holds dH, Z, dZ and a weight tile per row block; 64 and 128 rows spill, so 32 rows run there.
 _BF16_FP16 = ("bf16", "fp16")
 DZ_EXCLUDED = (
     Exclusion(("sm_90", "sm_80"), _BF16_FP16, (64, 4, 2), "spills at width 128 (504 B, sm_90 bf16)", (("WIDTH", 128),)),
     Exclusion(("sm_90", "sm_80"), _BF16_FP16, (128, 8, 2), "spills at width 128 (804 B, sm_90 bf16)", (("WIDTH", 128),)),
+    Exclusion(("sm_90", "sm_80"), _BF16_FP16, (64, 8, 2), "spills at width 128 with Triton 3.9 (312 B, sm_90 bf16)",
+              (("WIDTH", 128),)),
 )
 
 
