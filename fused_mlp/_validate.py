@@ -66,7 +66,7 @@ def dot_precision(dtype: torch.dtype) -> str:
 
 
 def check_forward_only(*tensors) -> None:
-    """The kernels have no backward yet: refuse to build an output that silently has no gradient."""
+    """For the ops without a backward (the FP8 kernels): refuse to build an output that silently has no gradient."""
     if not torch.is_grad_enabled():
         return
     for t in tensors:

@@ -230,3 +230,15 @@ def test_fused_gated_mlp_module_trains_like_its_unfused_form(recompute, dtype, d
     x64 = x.detach().double().requires_grad_()
     ref = torch.autograd.grad(unfused64(x64), [x64, *unfused64.parameters()], dy.double())
     assert_gradients_close(grads, ref, DTYPES[dtype], ["x", "gate_proj", "up_proj", "down_proj"])
+
+
+@pytest.mark.parametrize("op", list(NAMES))
+@pytest.mark.parametrize("recompute", [False, True])
+def test_gated_with_no_rows_trains(op, recompute, device, poisoned_empty):
+    """M = 0: the weight gradients are zeros (sums over no rows), written by the kernels."""
+    inputs, _ = gated_inputs(op, 0, 8, 6, 5, torch.float32, seed=1)
+    inputs = leaves(*(t.to(device) for t in inputs))
+    out = fused(op, "silu", recompute)(*inputs)
+    grads = torch.autograd.grad(out, inputs, torch.zeros_like(out))
+    assert grads[0].shape == (0, 8)
+    assert all(g.shape == t.shape and torch.all(g == 0) for g, t in zip(grads[1:], inputs[1:]))

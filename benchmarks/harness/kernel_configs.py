@@ -49,10 +49,12 @@ KERNEL_CONFIGS = (
     # backward_gemm_pair: two products from one pass over A (dWg and dWu; G and U for recompute)
     "backward_gemm_pair/dw 128x128x64 w8 s3",
     "backward_gemm_pair/dw 16x64x64 w4 s3",
+    "backward_gemm_pair/dw 32x32x32 w4 s3",
     "backward_gemm_pair/dw 64x128x64 w4 s4",
     "backward_gemm_pair/dw 64x64x32 w4 s3",
     "backward_gemm_pair/recompute 128x128x64 w8 s3",
     "backward_gemm_pair/recompute 16x64x64 w4 s3",
+    "backward_gemm_pair/recompute 32x32x32 w4 s3",
     "backward_gemm_pair/recompute 64x128x64 w4 s4",
     "backward_gemm_pair/recompute 64x64x32 w4 s3",
     # gated_up: x @ Wg.T and x @ Wu.T with act(gate) * up in the epilogue
@@ -123,7 +125,6 @@ KERNEL_CONFIGS = (
     "narrow_mlp/width=64 64 w4 s2",
     # narrow_mlp_backward: the on-chip dZ pass and the split-buffer weight gradients
     "narrow_mlp_backward/dz width=128 32 w4 s2",
-    "narrow_mlp_backward/dz width=128 64 w8 s2",
     "narrow_mlp_backward/dz width=64 128 w8 s2",
     "narrow_mlp_backward/dz width=64 32 w4 s2",
     "narrow_mlp_backward/dz width=64 64 w4 s2",

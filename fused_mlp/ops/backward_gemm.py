@@ -45,8 +45,9 @@ _SHARED_PAIR = gemm_shared_bytes(operand_tiles=2)
 # python -m fused_mlp.aot (Triton 3.9): 128x256 and 128x128x32 tiles spill with every epilogue
 # that loads a second operand, so they are not candidates.
 BACKWARD_TILES = [(128, 128, 64, 3, 8), (64, 128, 64, 4, 4), (64, 64, 32, 3, 4), (32, 64, 32, 3, 4), (16, 64, 64, 3, 4)]
-# The pair kernel holds two accumulators: 32x64x32 spilled (8 B, bf16 sm_90), so not a candidate.
-PAIR_TILES = [(128, 128, 64, 3, 8), (64, 128, 64, 4, 4), (64, 64, 32, 3, 4), (16, 64, 64, 3, 4)]
+# The pair kernel holds two accumulators: 32x64x32 spilled (8 B, bf16 sm_90), so not a candidate;
+# 32x32x32 is the one measured tile that fits IEEE fp32 on sm_80 (70-96 registers, no spill).
+PAIR_TILES = [(128, 128, 64, 3, 8), (64, 128, 64, 4, 4), (64, 64, 32, 3, 4), (16, 64, 64, 3, 4), (32, 32, 32, 3, 4)]
 
 
 def backward_candidates(tiles=BACKWARD_TILES) -> list:
@@ -75,7 +76,22 @@ _EXCLUDED = (
               "spills with the dgated epilogue (576 B bf16, 24 B fp32, 1080 B tf32, sm_90)", _DGATED),
     Exclusion(("sm_90", "sm_80"), _EVERY_DTYPE, (64, 64, 32, 4, 3),
               "spills with the dgated epilogue (56 B bf16, sm_90)", _DGATED),
+    Exclusion(("sm_90", "sm_80"), ("fp32",), (64, 64, 32, 4, 3),
+              "spills in IEEE fp32 (dX 12-24 B on sm_90, dW 536 B on sm_80)", (("EPILOGUE", 0),)),
+    Exclusion(("sm_90",), ("fp32",), (128, 128, 64, 8, 3), "spills in IEEE fp32 with Triton 3.6 (dX 12 B)",
+              (("EPILOGUE", 0),)),
 )
+_PAIR_EXCLUDED = (
+    Exclusion(("sm_90", "sm_80"), ("fp32",), (64, 64, 32, 4, 3), "spills in IEEE fp32 (16 B sm_90, 704-1160 B sm_80)"),
+    Exclusion(("sm_80",), ("bf16", "fp16"), (128, 128, 64, 8, 3), "spills on sm_80 (212-236 B)"),
+    Exclusion(("sm_80",), ("bf16", "fp16"), (64, 128, 64, 4, 4), "spills on sm_80 recomputing G and U (80 B)"),
+    Exclusion(("sm_80",), ("fp32",), (16, 64, 64, 4, 3), "spills in IEEE fp32 on sm_80 (8-344 B)"),
+    Exclusion(("sm_90",), ("tf32",), (16, 64, 64, 4, 3), "spills in tf32 with Triton 3.6 (4 B, recomputing G and U)"),
+)
+# The dgated pass holds dH, G, U, dG and dU tiles: 64-row fp32 tiles spill (32-36 B, sm_90).
+_ELEMENTWISE_EXCLUDED = tuple(
+    Exclusion(("sm_90", "sm_80"), ("fp32",), key, "spills in fp32 with the dgated pass (32-36 B, sm_90)", (("GATED", True),))
+    for key in ((64, 128, 4, 1), (64, 256, 8, 1)))
 
 
 def _elementwise_candidates():
@@ -188,7 +204,7 @@ def _bwd_gemm_kernel(
 
 
 @autotune(configs=_bwd_configs(PAIR_TILES), key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "INPUT_PRECISION"],
-          prune=device_pruner(_SHARED_PAIR, "a_ptr"))
+          prune=device_pruner(_SHARED_PAIR, "a_ptr", _PAIR_EXCLUDED))
 @triton.jit
 def _bwd_gemm_pair_kernel(
     # C1 = A @ B1, C2 = A @ B2: A (M, K), B1, B2 (K, N), any strides; each A tile is loaded once
@@ -222,7 +238,8 @@ def _bwd_gemm_pair_kernel(
     tl.store(_tile_ptrs(c2_ptr, offs_m, offs_n, stride_c2m, stride_c2n), to_storage(acc2, c2_ptr.dtype.element_ty), mask=mask)
 
 
-@autotune(configs=_elementwise_configs(), key=["M_BUCKET", "N", "GATED", "STORE_DZ"], reset_to_zero=["part_ptr"])
+@autotune(configs=_elementwise_configs(), key=["M_BUCKET", "N", "GATED", "STORE_DZ"], reset_to_zero=["part_ptr"],
+          prune=device_pruner(_no_shared, "dy_ptr", _ELEMENTWISE_EXCLUDED))
 @triton.jit
 def _elementwise_backward_kernel(
     # "dact" (GATED False): dZ = act'(Z) * dY, column sums when HAS_BIAS; "dgated": dG, dU from dH, G, U
@@ -490,11 +507,11 @@ KERNELS = (
     KernelSpec("backward_gemm", "dw", _bwd_gemm_kernel, backward_candidates(), _example_dw, _SHARED, _EXCLUDED,
                epilogue_covered_by="dact"),
     KernelSpec("backward_gemm_pair", "dw", _bwd_gemm_pair_kernel, backward_candidates(PAIR_TILES), _example_pair_dw,
-               _SHARED_PAIR),
+               _SHARED_PAIR, _PAIR_EXCLUDED),
     KernelSpec("backward_gemm_pair", "recompute", _bwd_gemm_pair_kernel, backward_candidates(PAIR_TILES),
-               _example_pair_recompute, _SHARED_PAIR, epilogue_covered_by="dw"),
+               _example_pair_recompute, _SHARED_PAIR, _PAIR_EXCLUDED, epilogue_covered_by="dw"),
     KernelSpec("backward_elementwise", "dact", _elementwise_backward_kernel, _elementwise_candidates(),
-               _example_elementwise_dact, _no_shared, dtypes=_ELEMENTWISE_DTYPES, tensor_cores=False),
+               _example_elementwise_dact, _no_shared, _ELEMENTWISE_EXCLUDED, dtypes=_ELEMENTWISE_DTYPES, tensor_cores=False),
     KernelSpec("backward_elementwise", "dgated", _elementwise_backward_kernel, _elementwise_candidates(),
-               _example_elementwise_dgated, _no_shared, dtypes=_ELEMENTWISE_DTYPES, tensor_cores=False),
+               _example_elementwise_dgated, _no_shared, _ELEMENTWISE_EXCLUDED, dtypes=_ELEMENTWISE_DTYPES, tensor_cores=False),
 )

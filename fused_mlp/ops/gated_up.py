@@ -19,7 +19,7 @@ from .._triton_compat import autotune, dot_upcast_needed
 from ..activations import get_activation
 from ._kernel_spec import KernelSpec
 from ._gemm_launch import launch, num_sms, tma_ok
-from ._matmul_common import (check_activation_input, grouped_tile, k_step, m_bucket, rows_view,
+from ._matmul_common import (check_activation_input, dot_acc, grouped_tile, k_step, m_bucket, rows_view,
                              split_columns, to_storage)
 from ._tile_loads import load_k_tiles, load_wt_tile, tile_pointers, wt_tile_pointers
 from ._tuning import (PERSISTENT_DTYPES, Exclusion, device_pruner, gemm_candidates, gemm_configs,
@@ -64,12 +64,8 @@ def _tile_program(
     for k0 in range(0, K, BLOCK_K):
         x, wg = load_k_tiles(x_ptrs, wg_ptrs, offs_m, offs_n, offs_k, M, N, K - k0)
         wu = load_wt_tile(wu_ptrs, offs_n, offs_k, N, K - k0)
-        if DOT_UPCAST:
-            x = x.to(tl.float32)
-            wg = wg.to(tl.float32)
-            wu = wu.to(tl.float32)
-        acc_gate = tl.dot(x, wg, acc_gate, input_precision=INPUT_PRECISION)
-        acc_up = tl.dot(x, wu, acc_up, input_precision=INPUT_PRECISION)
+        acc_gate = dot_acc(x, wg, acc_gate, DOT_UPCAST, INPUT_PRECISION)
+        acc_up = dot_acc(x, wu, acc_up, DOT_UPCAST, INPUT_PRECISION)
         x_ptrs += k_step(stride_xk, BLOCK_K)
         wg_ptrs += k_step(stride_wgk, BLOCK_K)
         wu_ptrs += k_step(stride_wuk, BLOCK_K)
@@ -124,12 +120,8 @@ def _persistent_program(
             x = x_desc.load([off_m, ki * BLOCK_K])
             wg = wg_desc.load([off_n, ki * BLOCK_K])
             wu = wu_desc.load([off_n, ki * BLOCK_K])
-            if DOT_UPCAST:
-                x = x.to(tl.float32)
-                wg = wg.to(tl.float32)
-                wu = wu.to(tl.float32)
-            acc_gate = tl.dot(x, wg.T, acc_gate, input_precision=INPUT_PRECISION)
-            acc_up = tl.dot(x, wu.T, acc_up, input_precision=INPUT_PRECISION)
+            acc_gate = dot_acc(x, wg.T, acc_gate, DOT_UPCAST, INPUT_PRECISION)
+            acc_up = dot_acc(x, wu.T, acc_up, DOT_UPCAST, INPUT_PRECISION)
         if EPILOGUE_SUBTILE == 2:
             # Half the columns at a time: the gating temporaries and the store buffer for half a tile.
             gate_left, gate_right = split_columns(acc_gate, BLOCK_M, BLOCK_N)

@@ -1,4 +1,13 @@
-"""linear_act: act(x @ weight.T + bias) in one kernel, bias and activation in the GEMM epilogue."""
+"""linear_act: act(x @ weight.T + bias) in one kernel, bias and activation in the GEMM epilogue.
+
+How a launch is chosen: one autotuner per kernel times the tile variant (any strides, any GPU)
+and the persistent TMA variant (sm_90+, tensors that qualify for TMA: TMA_OK), keyed on the
+bucketed M, N, K and the dot precision, cached on disk; the configs offered are pruned per device
+by shared memory and the measured exclusions below (see _tuning, _gemm_launch).
+Training: the forward also stores the pre-activation Z (STORE_PRE) unless recompute=True; the
+backward (linear_act_backward) forms dZ = act'(Z) * dY with the bias sums in one pass, or in the
+epilogue of the recomputed GEMM, then dX and dW as GEMMs over views (backward_gemm).
+"""
 
 import torch
 import triton
@@ -11,7 +20,7 @@ from . import backward_gemm
 from ._autograd import refuse_double_backward, trains
 from ._kernel_spec import KernelSpec
 from ._gemm_launch import launch, num_sms, tma_ok
-from ._matmul_common import (check_activation_input, grouped_tile, k_step, m_bucket, rows_view,
+from ._matmul_common import (check_activation_input, dot_acc, grouped_tile, k_step, m_bucket, rows_view,
                              split_columns, to_storage)
 from ._tile_loads import load_k_tiles, tile_pointers
 from ._tuning import (PERSISTENT_DTYPES, Exclusion, device_pruner, gemm_candidates, gemm_configs,
@@ -53,10 +62,7 @@ def _tile_program(
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         x, w = load_k_tiles(x_ptrs, w_ptrs, offs_m, offs_n, offs_k, M, N, K - k0)
-        if DOT_UPCAST:
-            x = x.to(tl.float32)
-            w = w.to(tl.float32)
-        acc = tl.dot(x, w, acc, input_precision=INPUT_PRECISION)
+        acc = dot_acc(x, w, acc, DOT_UPCAST, INPUT_PRECISION)
         x_ptrs += k_step(stride_xk, BLOCK_K)
         w_ptrs += k_step(stride_wk, BLOCK_K)
 
@@ -114,10 +120,7 @@ def _persistent_program(
         for ki in range(k_tiles):
             x = x_desc.load([off_m, ki * BLOCK_K])
             w = w_desc.load([off_n, ki * BLOCK_K])
-            if DOT_UPCAST:
-                x = x.to(tl.float32)
-                w = w.to(tl.float32)
-            acc = tl.dot(x, w.T, acc, input_precision=INPUT_PRECISION)
+            acc = dot_acc(x, w.T, acc, DOT_UPCAST, INPUT_PRECISION)
         if EPILOGUE_SUBTILE == 2:
             # Half the columns at a time: the epilogue's temporaries and the store buffer for
             # half a tile only.

@@ -5,6 +5,11 @@ and writes only the final output. The layer weights are packed into one zero-pad
 (layers, WIDTH, WIDTH) buffer so a single kernel handles any mix of widths: the zero padding
 makes the padded lanes contribute nothing, whatever act(0) is. The one kernel is for float16 and
 bfloat16; float32 runs one linear_act kernel per layer (see _layer_by_layer).
+
+Training (float16, bfloat16): the forward also stores each needed layer's pre-activation
+(NUM_SAVED layers); the backward is narrow_mlp_backward's two kernels (dZ on chip per row block,
+then the weight gradients through a deterministic split buffer). float32 trains through
+linear_act's backward, layer by layer.
 """
 
 from collections.abc import Sequence
@@ -18,7 +23,7 @@ from .. import _validate as v
 from .._triton_compat import INTERPRETER, autotune, dot_upcast_needed
 from ..activations import get_activation
 from ._kernel_spec import KernelSpec
-from ._matmul_common import m_bucket, rows_view, saved_rows, to_storage
+from ._matmul_common import dot_acc, m_bucket, rows_view, saved_rows, to_storage
 from ._tuning import Exclusion, device_pruner
 from . import narrow_mlp_backward
 from ._autograd import refuse_double_backward, trains
@@ -83,11 +88,7 @@ def _narrow_mlp_kernel(
     for layer in tl.static_range(NUM_LAYERS):
         # Packed weights are (layer, out, in); load the transposed tile (in, out) for h @ W^T.
         w = tl.load(w_ptr + layer * WIDTH * WIDTH + offs_w[None, :] * WIDTH + offs_w[:, None])
-        a = h
-        if DOT_UPCAST:
-            a = a.to(tl.float32)
-            w = w.to(tl.float32)
-        acc = tl.dot(a, w, input_precision=INPUT_PRECISION)
+        acc = dot_acc(h, w, None, DOT_UPCAST, INPUT_PRECISION)
         if HAS_BIAS:
             acc += tl.load(b_ptr + layer * WIDTH + offs_w).to(tl.float32)[None, :]
         if layer < NUM_SAVED:  # training: the pre-activation, for the backward

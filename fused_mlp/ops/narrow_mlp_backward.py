@@ -22,7 +22,7 @@ import triton.language as tl
 from .. import _validate as v
 from .._triton_compat import INTERPRETER, autotune, dot_upcast_needed
 from ..activations import get_activation
-from ._matmul_common import m_bucket, saved_rows, to_storage
+from ._matmul_common import dot_acc, m_bucket, saved_rows, to_storage
 from ._tuning import Exclusion, device_pruner
 
 MAX_SPLITS = 256  # the weight-gradient kernel's split-buffer rows (see the module docstring)
@@ -56,11 +56,13 @@ def wgrad_shared_bytes(config, dtype_bytes: int, constexprs: dict) -> int:
 
 
 # Measured with python -m fused_mlp.aot (Triton 3.9, erf-GELU, 5 layers): at width 128 the dZ pass
-# holds dH, Z, dZ and a weight tile per row block; 64 rows on 4 warps and 128 rows on 8 spill.
+# holds dH, Z, dZ and a weight tile per row block; 64 and 128 rows spill, so 32 rows run there.
 _BF16_FP16 = ("bf16", "fp16")
 DZ_EXCLUDED = (
     Exclusion(("sm_90", "sm_80"), _BF16_FP16, (64, 4, 2), "spills at width 128 (504 B, sm_90 bf16)", (("WIDTH", 128),)),
     Exclusion(("sm_90", "sm_80"), _BF16_FP16, (128, 8, 2), "spills at width 128 (804 B, sm_90 bf16)", (("WIDTH", 128),)),
+    Exclusion(("sm_90", "sm_80"), _BF16_FP16, (64, 8, 2), "spills at width 128 with Triton 3.9 (312 B, sm_90 bf16)",
+              (("WIDTH", 128),)),
 )
 
 
@@ -99,11 +101,7 @@ def _narrow_dz_kernel(
         if layer > 0 or NEED_DX:
             # dH = dZ @ W_l: the packed (out, in) weight as stored is the (K, N) operand
             w = tl.load(w_ptr + layer * WIDTH * WIDTH + offs_w[:, None] * WIDTH + offs_w[None, :])
-            a = dz
-            if DOT_UPCAST:
-                a = a.to(tl.float32)
-                w = w.to(tl.float32)
-            dh = to_storage(tl.dot(a, w, input_precision=INPUT_PRECISION), dz_ptr.dtype.element_ty).to(tl.float32)
+            dh = to_storage(dot_acc(dz, w, None, DOT_UPCAST, INPUT_PRECISION), dz_ptr.dtype.element_ty).to(tl.float32)
     if NEED_DX:
         tl.store(dx_ptr + offs_m[:, None] * stride_dxm + offs_w.to(tl.int64)[None, :] * stride_dxk,
                  dh.to(dx_ptr.dtype.element_ty), mask=row_mask & (offs_w[None, :] < IN_FEATURES))
@@ -139,11 +137,7 @@ def _narrow_wgrad_kernel(
             # H = act(Z) in the storage dtype, as the forward rounded it; padded lanes are act(0) = 0
             z = tl.load(saved_rows(z_ptr, offs_m, M, layer - 1, WIDTH) + offs_w[None, :], mask=row_mask, other=0.0)
             h = to_storage(ACTIVATION(z.to(tl.float32)), dz_ptr.dtype.element_ty)
-        a = tl.trans(dz)
-        if DOT_UPCAST:
-            a = a.to(tl.float32)
-            h = h.to(tl.float32)
-        acc = tl.dot(a, h, acc, input_precision=INPUT_PRECISION)
+        acc = dot_acc(tl.trans(dz), h, acc, DOT_UPCAST, INPUT_PRECISION)
         if HAS_BIAS:
             bias_acc += tl.sum(dz.to(tl.float32), axis=0)
     part = (split.to(tl.int64) * NUM_LAYERS + layer) * WIDTH
