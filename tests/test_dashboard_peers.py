@@ -292,3 +292,18 @@ def test_compare_says_when_a_is_newer_than_b(px, data):
     _, _, forwards = compare.update(data, MAIN_MACHINE, MAIN_ENV, b, a, "latency", "1.1", [], None, None, None,
                                     None, None)
     assert "newer" not in texts(forwards)
+
+
+def test_a_trend_line_leaves_a_gap_where_it_failed(px, data):
+    case, impl, mode = px.flaky  # failed at one commit, ran again at the next
+    fig = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, case, "latency", [impl], "commit", [], None,
+                                  mode=mode))
+    line = next(t for t in fig.data if t.name == impl)
+    failed_at = px.history.commits.index(px.flaky_failed_at)
+    assert list(line.x).count(None) == 1 and line.y[list(line.x).index(None)] is None
+    measured = [x for x in line.x if x is not None]
+    assert failed_at not in measured and len(measured) == len(px.history.commits) - 1
+    assert line.x[list(line.x).index(None) - 1] == failed_at - 1 and line.x[list(line.x).index(None) + 1] == failed_at + 1
+    other = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, case, "latency", ["fused"], "commit", [], None,
+                                    mode=mode))
+    assert None not in list(next(t for t in other.data if t.name == "fused").x)  # never failed: no gap
