@@ -307,3 +307,20 @@ def test_a_trend_line_leaves_a_gap_where_it_failed(px, data):
     other = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, case, "latency", ["fused"], "commit", [], None,
                                     mode=mode))
     assert None not in list(next(t for t in other.data if t.name == "fused").x)  # never failed: no gap
+
+
+def test_the_overviews_colour_scale_is_the_same_at_every_commit(px, data, run):
+    def scale(commit):
+        _, panels, _, _ = _overview(data, commit)
+        figure = _panel(panels, "gated_mlp")["data"][0]
+        return figure["zmin"], figure["zmax"]
+
+    commits = px.history.commits
+    spans = {scale(c) for c in (commits[0], commits[px.history.commits.index(px.dropped_at)], commits[-1])}
+    assert len(spans) == 1 and next(iter(spans))[0] == -next(iter(spans))[1]  # symmetric in log around 1x
+    per_commit = set()
+    for c in (commits[0], commits[-1]):
+        rows = run.at_commit(c, samples=False)
+        per_commit.add(round(float(np.abs(np.log2(metrics.speedups(rows[rows["metric"] == "latency"])["speedup"]
+                                                  .astype(float))).max()), 6))
+    assert len(per_commit) == 2  # the commits' own largest speedups differ: a per-commit scale would move
