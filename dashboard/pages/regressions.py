@@ -126,6 +126,19 @@ def _accept_offer(f) -> html.Details:
     ], className="accept")
 
 
+def _kernel_filter(data: DashboardData, machine, env, f) -> dict:
+    """The Kernels page's filters that show a static finding's config: its kernel and dtype, and
+    only what changed (changed rows first)."""
+    run = data.static_runs.get((machine, env))
+    mine = run.series[(run.series["benchmark"] == f.benchmark) & (run.series["params_key"] == f.params)] \
+        if run is not None else None
+    if mine is None or mine.empty:
+        return {"changed": ["only"]}
+    row = mine.iloc[0]
+    kernel = f"{row['kernel']}/{row['variant']}" if row["variant"] else row["kernel"]  # the page's kernel key
+    return {"kernel": kernel, "dtype": row["dtype"] or None, "changed": ["only"]}
+
+
 def _size(f) -> float:
     """How large a finding is, for ordering: a series that started failing before any level change."""
     return float("inf") if f.kind == STATUS_KIND else abs(f.relative_change)
@@ -149,9 +162,10 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
         case, impl = run.series_of_params.get((f.benchmark, f.params), (None, None)) if run else (None, None)
         static = static_metrics.metric_of(f.benchmark)
         mode = None
-        if static:  # a kernel config's registers, spills, ...: the Kernels page has its history
+        if static:  # a kernel config's registers, spills, ...: the Kernels page, narrowed to its config
             metric = static.label.lower()
-            href = link("/kernels", {"machine": machine, "commit": commit, "metric": static.key, "theme": theme})
+            href = link("/kernels", {"machine": machine, "commit": commit, "metric": static.key, "theme": theme,
+                                     **_kernel_filter(data, machine, env, f)})
         elif run is not None and not run.suite:  # another project's series: its benchmark and parameters
             metric = f.benchmark
             href = link("/trends", {"machine": machine, "env": env, **run.trend_query(f.benchmark, f.params),
