@@ -14,7 +14,7 @@ import json
 
 from dash import Input, Output, dcc, html
 
-from dashboard import metrics, static_metrics
+from dashboard import commit_messages, metrics, static_metrics
 from dashboard.components import dropdown, guarded, labelled, message
 from dashboard.model import DashboardData, FindingsState, ResultsStore
 from dashboard.pages import Page
@@ -154,6 +154,9 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
               f"{n_accepted} accepted" if n_accepted else "", f"{len(members) - n_reg - n_accepted} improvement(s)"]
     header = [html.B(commit[:10]), f" · {members[0].commit_date:%Y-%m-%d %H:%M} · {machine} / {env} · ",
               f"{len(members)} series affected ({', '.join(c for c in counts if c)})"]
+    subject = commit_messages.subjects(data.project.repo, data.project.commit_rank).get(commit)
+    if subject:
+        header += [html.Br(), html.Span(subject, className="commit-subject")]
     if url:
         header += [" · ", html.A("commit ↗", href=url, target="_blank")]
     items = []
