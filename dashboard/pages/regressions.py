@@ -169,15 +169,12 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
             metric = static.label.lower()
             href = link("/kernels", {"machine": machine, "commit": commit, "metric": static.key, "theme": theme,
                                      **_kernel_filter(data, machine, env, f)})
-        elif run is not None and not run.suite:  # another project's series: its benchmark and parameters
-            metric = f.benchmark
-            href = link("/trends", {"machine": machine, "env": env, **run.trend_query(f.benchmark, f.params),
-                                    "commit": commit, "theme": theme})
-        else:
-            metric = metrics.stored_metric_of(f.benchmark) or "latency"
+        else:  # its own series on Trends: case, metric and mode here, benchmark and parameters in generic mode
+            metric = (metrics.stored_metric_of(f.benchmark) or "latency") if run is None or run.suite else f.benchmark
             mode = run.mode_of_params.get((f.benchmark, f.params)) if run else None
-            href = link("/trends", {"machine": machine, "env": env, "case": case, "metric": metric,
-                                    "mode": mode, "commit": commit, "theme": theme})
+            href = link("/trends", {"machine": machine, "env": env,
+                                    **(run.trend_query(f.benchmark, f.params) if run else {}),
+                                    "commit": commit, "theme": theme})
         entry = accepted.get(id(f))
         badge = (html.Span("accepted", className="badge accepted", style=ACCEPTED_STYLE) if entry else
                  html.Span(f.direction, className=f"badge {'bad' if f.direction == 'regression' else 'good'}"))
