@@ -324,3 +324,22 @@ def test_the_overviews_colour_scale_is_the_same_at_every_commit(px, data, run):
         per_commit.add(round(float(np.abs(np.log2(metrics.speedups(rows[rows["metric"] == "latency"])["speedup"]
                                                   .astype(float))).max()), 6))
     assert len(per_commit) == 2  # the commits' own largest speedups differ: a per-commit scale would move
+
+
+def test_the_inbox_searches_and_collapses_older_commits(px, data, monkeypatch):
+    from dashboard.detection import detect_in_worker
+    from dashboard.model import FindingsState
+    from dashboard.pages import regressions as inbox_page
+
+    found = detect_in_worker(str(px.results_dir), None)
+    state = FindingsState("done", 0.0, found, 1.0)
+    monkeypatch.setattr(inbox_page, "OPEN_GROUPS", 1)
+    everything, _ = inbox_page.inbox(data, state, None, "all", [])
+    groups = [g for g in _walk(everything) if getattr(g, "className", "") == "card inbox-group"]
+    assert len(groups) >= 3 and [g.open for g in groups] == [True] + [False] * (len(groups) - 1)
+    case, impl, mode = px.flaky
+    searched, _ = inbox_page.inbox(data, state, None, "all", [], "light", f"{impl} {mode.upper()}")
+    items = [texts(li) for li in _walk(searched) if type(li).__name__ == "Li"]
+    assert len(items) == 2 and all(f"[{impl} · {mode}]" in t and case in t for t in items)  # failed, then fixed
+    nothing, _ = inbox_page.inbox(data, state, None, "all", [], "light", "no-such-benchmark")
+    assert "No regressions and improvements found" in texts(nothing)
