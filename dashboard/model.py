@@ -131,14 +131,14 @@ class Run:
                 self.series[["benchmark", "params_key", "mode"]].itertuples(index=False)}
 
     def trend_query(self, benchmark: str, params_key: str) -> dict:
-        """The Trends URL keys that show one series (a detector finding's): its case and metric
+        """The Trends URL keys that show one series (a detector finding's): its case, metric and mode
         here, its benchmark and parameter values in generic mode."""
         mine = self.series[(self.series["benchmark"] == benchmark) & (self.series["params_key"] == params_key)]
         if mine.empty:
             return {}
         row = mine.iloc[0]
         if self.suite:
-            return {"case": row["case"], "metric": row["metric"]}
+            return {"case": row["case"], "metric": row["metric"], "mode": row["mode"]}
         params = {PARAM_PREFIX + n: [r] for n, r in zip(row["param_names"], row["param_reprs"])}
         return {"benchmark": benchmark, **params}
 

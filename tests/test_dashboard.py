@@ -430,8 +430,9 @@ def test_real_cpu_run_of_the_suite_feeds_every_view(real_run):
     roof = go.Figure(roofline.update(data, machine, env, commit, None, None, None, None, None))
     assert any((t.name or "").startswith("roof fp32") for t in roof.data)
     rows, _, _ = compare.update(data, machine, env, commit, commit, "latency", "1.1", [], None, None, None, None, None)
-    statuses = {r["impl"]: r["change"] for r in rows if r["case"] == case}
-    assert statuses["eager"] == "unchanged" and statuses["fused"] == "skipped → skipped"
+    statuses = {(r["impl"], r["mode"]): r["change"] for r in rows if r["case"] == case}  # one row per mode
+    assert statuses[("eager", "forward")] == "unchanged" and statuses[("fused", "forward")] == "skipped → skipped"
+    print("real run, per implementation and mode:", sorted(statuses.items()))
 
 
 def test_the_dashboards_table_holds_what_load_results_reads(fx, data, main_run):

@@ -142,3 +142,31 @@ def test_a_duplicate_result_file_is_reported_and_resolved_by_one_rule_in_dashboa
     assert report["gate"]["judged"][0]["commits"] == [newest]
     assert any(str(copy) in p for p in report["load_report"]["problems"])
     assert code == 0  # judged (and nothing regressed): a left-out copy is not a file the gate could not read
+
+
+def test_the_regressions_list_shows_each_commits_subject(project):
+    from dashboard.model import FindingsState
+    from dashboard.pages import regressions as inbox_page
+    from tests.test_dashboard import texts
+
+    repo, hashes, gx = project
+    data = build_data(repo / "results")
+    found = detect_in_worker(str(repo / "results"), None, data.project.commit_rank)
+    children, _ = inbox_page.inbox(data, FindingsState("done", 0.0, found, 1.0), None, "regression", [])
+    group = next(g for g in _walk_groups(children) if hashes[STEP_AT][:10] in texts(g.children[0]))
+    assert _subjects(group) == [f"c{STEP_AT}"]  # the commit's subject, from git log
+    no_repo = build_data(repo / "results", asv_conf=repo / "missing.json")
+    bare, _ = inbox_page.inbox(no_repo, FindingsState("done", 0.0, found, 1.0), None, "regression", [])
+    assert all(_subjects(g) == [] for g in _walk_groups(bare))  # no repository: hashes only
+
+
+def _subjects(group) -> list[str]:
+    from tests.test_dashboard import _walk
+
+    return [c.children for c in _walk(group) if getattr(c, "className", "") == "commit-subject"]
+
+
+def _walk_groups(children):
+    from tests.test_dashboard import _walk
+
+    return [g for g in _walk(children) if getattr(g, "className", "") == "card inbox-group"]

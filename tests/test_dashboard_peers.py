@@ -292,3 +292,54 @@ def test_compare_says_when_a_is_newer_than_b(px, data):
     _, _, forwards = compare.update(data, MAIN_MACHINE, MAIN_ENV, b, a, "latency", "1.1", [], None, None, None,
                                     None, None)
     assert "newer" not in texts(forwards)
+
+
+def test_a_trend_line_leaves_a_gap_where_it_failed(px, data):
+    case, impl, mode = px.flaky  # failed at one commit, ran again at the next
+    fig = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, case, "latency", [impl], "commit", [], None,
+                                  mode=mode))
+    line = next(t for t in fig.data if t.name == impl)
+    failed_at = px.history.commits.index(px.flaky_failed_at)
+    assert list(line.x).count(None) == 1 and line.y[list(line.x).index(None)] is None
+    measured = [x for x in line.x if x is not None]
+    assert failed_at not in measured and len(measured) == len(px.history.commits) - 1
+    assert line.x[list(line.x).index(None) - 1] == failed_at - 1 and line.x[list(line.x).index(None) + 1] == failed_at + 1
+    other = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, case, "latency", ["fused"], "commit", [], None,
+                                    mode=mode))
+    assert None not in list(next(t for t in other.data if t.name == "fused").x)  # never failed: no gap
+
+
+def test_the_overviews_colour_scale_is_the_same_at_every_commit(px, data, run):
+    def scale(commit):
+        _, panels, _, _ = _overview(data, commit)
+        figure = _panel(panels, "gated_mlp")["data"][0]
+        return figure["zmin"], figure["zmax"]
+
+    commits = px.history.commits
+    spans = {scale(c) for c in (commits[0], commits[px.history.commits.index(px.dropped_at)], commits[-1])}
+    assert len(spans) == 1 and next(iter(spans))[0] == -next(iter(spans))[1]  # symmetric in log around 1x
+    per_commit = set()
+    for c in (commits[0], commits[-1]):
+        rows = run.at_commit(c, samples=False)
+        per_commit.add(round(float(np.abs(np.log2(metrics.speedups(rows[rows["metric"] == "latency"])["speedup"]
+                                                  .astype(float))).max()), 6))
+    assert len(per_commit) == 2  # the commits' own largest speedups differ: a per-commit scale would move
+
+
+def test_the_inbox_searches_and_collapses_older_commits(px, data, monkeypatch):
+    from dashboard.detection import detect_in_worker
+    from dashboard.model import FindingsState
+    from dashboard.pages import regressions as inbox_page
+
+    found = detect_in_worker(str(px.results_dir), None)
+    state = FindingsState("done", 0.0, found, 1.0)
+    monkeypatch.setattr(inbox_page, "OPEN_GROUPS", 1)
+    everything, _ = inbox_page.inbox(data, state, None, "all", [])
+    groups = [g for g in _walk(everything) if getattr(g, "className", "") == "card inbox-group"]
+    assert len(groups) >= 3 and [g.open for g in groups] == [True] + [False] * (len(groups) - 1)
+    case, impl, mode = px.flaky
+    searched, _ = inbox_page.inbox(data, state, None, "all", [], "light", f"{impl} {mode.upper()}")
+    items = [texts(li) for li in _walk(searched) if type(li).__name__ == "Li"]
+    assert len(items) == 2 and all(f"[{impl} · {mode}]" in t and case in t for t in items)  # failed, then fixed
+    nothing, _ = inbox_page.inbox(data, state, None, "all", [], "light", "no-such-benchmark")
+    assert "No regressions and improvements found" in texts(nothing)

@@ -162,3 +162,30 @@ def test_the_start_up_line_counts_the_static_metrics_too(static_only):
     n = sum(len(run.series) for run in data.static_runs.values())
     line = loaded_line(data)
     assert n > 0 and f"{n:,} series" in line and "static compile metrics" in line and "0 series" not in line
+
+
+def test_a_static_finding_links_to_its_config_on_the_kernels_page(tmp_path):
+    """The inbox's link for a kernel config's change opens the Kernels page narrowed to that
+    kernel, dtype and metric, only what changed, changed rows first (once it opened unfiltered)."""
+    import dataclasses
+
+    from dashboard.detection import detect_in_worker
+    from dashboard.model import FindingsState
+    from dashboard.pages import regressions as inbox_page
+    from dashboard.urlstate import Query
+    from tests.test_dashboard import _walk
+
+    at, n = 7, 10  # the detector wants a few commits of history before a change
+    series = [dataclasses.replace(spec, steps=((at, 0.125),) if spec.steps else ()) for spec in _static_series()]
+    history = write_history(tmp_path / "results", series, n, seed=3, machine=MACHINE, env_name=ENV, n_samples=1,
+                            warmup_outlier_prob=0.0, machine_params={"triton": "3.6.0", "gpu": "none"})
+    data = build_data(tmp_path / "results")
+    found = [f for f in detect_in_worker(str(tmp_path / "results"), None) if f.commit_hash == history.commits[at]]
+    assert found and all(GROWN in f.params for f in found)
+    children, _ = inbox_page.inbox(data, FindingsState("done", 0.0, found, 1.0), None, "all", [])
+    href = next(c.href for c in _walk(children) if getattr(c, "href", "").startswith("/kernels"))
+    q = Query(href.split("?", 1)[1])
+    assert (q.one("kernel"), q.one("dtype"), q.one("metric"), q.many("changed"), q.one("commit")) == (
+        "linear_act/tile", "bf16", "track_registers", ["only"], history.commits[at])
+    rows, _ = kernels.update_table(data, MACHINE, q.one("commit"), q.one("kernel"), q.one("dtype"), q.many("changed"))
+    assert [r["config"] for r in rows] == ["128x128x64 w8 s3"]

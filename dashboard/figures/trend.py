@@ -54,10 +54,11 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
             traces.append(dict(type="scatter", x=x, y=band["y_lo"].to_numpy(), mode="lines", line=dict(width=0),
                                fill="tonexty", fillcolor=alpha(color, 0.18), hoverinfo="skip",
                                name=f"{line} 99% CI", showlegend=False, legendgroup=line))
+        x, y, custom = _broken_where_not_run(rows, not_run[not_run["line"] == line], xcol)
         traces.append(dict(
-            type="scatter", x=_x(rows, xcol), y=rows["y"].to_numpy(), mode="lines+markers", name=line,
+            type="scatter", x=x, y=y, mode="lines+markers", name=line, connectgaps=False,
             legendgroup=line, line=dict(color=color, width=2), marker=dict(size=5, color=color),
-            customdata=_commit_custom(rows),
+            customdata=custom,
             hovertemplate=(f"<b>{line}</b> %{{y:.4g}}{' ' + shown.symbol if shown.symbol else ''}<br>commit "
                            "%{customdata[3]} (#%{customdata[2]})<br>%{customdata[1]}<extra></extra>")))
     layout = {}
@@ -126,6 +127,21 @@ def line_colors(lines: list[str]) -> dict[str, str]:
     palette = LINE_PALETTE
     others = [line for line in lines if line not in IMPL_COLORS]
     return {line: IMPL_COLORS.get(line) or palette[others.index(line) % len(palette)] for line in lines}
+
+
+def _broken_where_not_run(rows: pd.DataFrame, not_run: pd.DataFrame, xcol: str) -> tuple[list, list, list]:
+    """A line's x, y and customdata with a gap (None) between two measured points wherever the
+    line failed or was skipped in between: a line never bridges commits it did not measure."""
+    x, y, custom = list(_x(rows, xcol)), rows["y"].tolist(), _commit_custom(rows).tolist()
+    if not_run.empty or len(rows) < 2:
+        return x, y, custom
+    missing = np.sort(not_run["position"].to_numpy(dtype=float))
+    positions = rows["position"].to_numpy(dtype=float)
+    # a gap after point i when some not-run position lies strictly between points i and i + 1
+    after = np.searchsorted(missing, positions[:-1], side="right") < np.searchsorted(missing, positions[1:], side="left")
+    for i in np.flatnonzero(after)[::-1]:
+        x.insert(i + 1, None), y.insert(i + 1, None), custom.insert(i + 1, None)
+    return x, y, custom
 
 
 def _commit_custom(rows: pd.DataFrame) -> np.ndarray:

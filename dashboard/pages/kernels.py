@@ -63,7 +63,11 @@ def resources_table(run: Run, commit: str, kernel=None, dtype=None, changed_only
     table = table[_selected(table, kernel, dtype)]
     if changed_only:
         table = table[table["changed"]]
-    return table.sort_values(static_metrics.ROW_KEY).reset_index(drop=True)
+    # what moved first, then configs that came (or went) at this commit, then the rest
+    rank = np.where(table["changed"] & ~table["new_here"] & ~table["gone_here"], 0,
+                    np.where(table["new_here"] | table["gone_here"], 1, 2))
+    return (table.assign(_rank=rank).sort_values(["_rank", *static_metrics.ROW_KEY]).drop(columns="_rank")
+            .reset_index(drop=True))
 
 
 def _table_columns() -> list[dict]:

@@ -80,7 +80,7 @@ def update(data: DashboardData, machine, env, commit, base, op, dtype, activatio
                    if baselines is None or c.impl in baselines]
     common = {"machine": run.machine, "env": run.env_name, "theme": theme}
     return (headline(table, changes, base, commit, common, selections, set_changes, baselines),
-            panels(table, regressed, theme, _set_notes(set_changes)),
+            panels(table, regressed, theme, _set_notes(set_changes), run_color_span(run)),
             change_card(changes, base, commit, common),
             device_panel(data, run.machine, run.env_name, commit))
 
@@ -226,11 +226,28 @@ def _counts_by_panel(changes) -> dict:
     return cached
 
 
-def panels(table, regressed: dict[str, str], theme: str, set_notes: dict | None = None):
-    """One heatmap per op x dtype x mode on one colour scale, and the scale's legend."""
+_SPANS: dict[int, tuple] = {}  # id(run) -> (run, its colour span): one scale for every commit of a run
+
+
+def run_color_span(run) -> float:
+    """The colour scale's half-width for a run, the same at every commit so that colours compare
+    across commits (symmetric in log around 1x): from the speedups over the best unfused at the
+    run's newest commit, all cases and modes, within heatmap.color_span's limits."""
+    cached = _SPANS.get(id(run))
+    if cached is None or cached[0] is not run:
+        rows = run.at_commit(run.commits["commit_hash"].iloc[-1], samples=False)
+        cached = (run, color_span(metrics.speedups(rows[rows["metric"] == "latency"])["speedup"]))
+        _SPANS.clear()  # one results set at a time
+        _SPANS[id(run)] = cached
+    return cached[1]
+
+
+def panels(table, regressed: dict[str, str], theme: str, set_notes: dict | None = None, span: float | None = None):
+    """One heatmap per op x dtype x mode on one colour scale (``span``: the run's, else this
+    table's), and the scale's legend."""
     if table.empty:
         return []
-    span = color_span(table["speedup"])
+    span = color_span(table["speedup"]) if span is None else span
     graphs = []
     keys = sorted(table.groupby(["op", "dtype", "mode"], sort=False).groups,
                   key=lambda k: (str(k[0]), str(k[1]), metrics.mode_order(k[2])))

@@ -14,7 +14,7 @@ import json
 
 from dash import Input, Output, dcc, html
 
-from dashboard import metrics, static_metrics
+from dashboard import commit_messages, metrics, static_metrics
 from dashboard.components import dropdown, guarded, labelled, message
 from dashboard.model import DashboardData, FindingsState, ResultsStore
 from dashboard.pages import Page
@@ -27,6 +27,7 @@ ID = "regressions"
 WHO, WHY = "YOUR NAME", "WHY THIS CHANGE IS ACCEPTED"  # what a person replaces before committing the entry
 STATUS_KIND = "status"  # regressions.failures.StatusChange.kind
 MAX_GROUPS = 40  # commit groups rendered at once; the rest are counted
+OPEN_GROUPS = 3  # the newest commits' groups are open; older ones collapsed (click to open)
 DIRECTIONS = {"regression": "regressions", "all": "regressions and improvements"}
 ONLY = {"confirmed": " confirmed", "present": " still present", "open": " open (not accepted)"}
 ACCEPTED_STYLE = {"background": "var(--muted)", "color": "var(--panel)"}
@@ -45,6 +46,8 @@ def layout(data: DashboardData, query: Query):
             labelled("Only", dcc.Checklist(id=qid(ID, "only"), options=[
                 {"label": label, "value": value} for value, label in ONLY.items()],
                 value=query.many("only", allowed=tuple(ONLY)), inline=True), "30rem"),
+            labelled("Search", dcc.Input(id=qid(ID, "q"), type="search", value=query.one("q", ""), debounce=True,
+                                         placeholder="benchmark, case, parameter…", className="search"), "18rem"),
         ], className="controls"),
         dcc.Interval(id="regressions-poll", interval=1500, disabled=False),
         html.Div(id="regressions-inbox"),
@@ -70,8 +73,14 @@ def acceptances(data: DashboardData, findings) -> tuple[dict[int, object], str |
     return out, None
 
 
-def inbox(data: DashboardData, state: FindingsState, machine, direction, only, theme="light"):
-    """(inbox children, polling disabled?)."""
+def _matches(f, words: list[str]) -> bool:
+    text = f"{f.benchmark} {f.params} {f.commit_hash}".lower()
+    return all(w in text for w in words)
+
+
+def inbox(data: DashboardData, state: FindingsState, machine, direction, only, theme="light", search=None):
+    """(inbox children, polling disabled?). ``search``: words every finding shown contains (in its
+    benchmark, parameters or commit), case-insensitive."""
     if state.status == "running":
         return message("Finding changes in every series… (started with this results set; this page updates by "
                        "itself)"), False
@@ -84,7 +93,8 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
                 and (direction == "all" or f.direction == "regression")
                 and ("confirmed" not in only or getattr(f, "confirmed", True))  # a status change is definite
                 and ("present" not in only or f.present_at_newest)
-                and ("open" not in only or id(f) not in accepted)]
+                and ("open" not in only or id(f) not in accepted)
+                and _matches(f, str(search or "").lower().split())]
     warning = [message(f"accepted.json cannot be used, so nothing is shown as accepted: {problem}", "error")] \
         if problem else []
     if not findings:
@@ -98,8 +108,8 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
     children = warning + [html.P(f"{len(findings)} finding(s) at {len(groups)} commit(s): {n_open} open "
                                  f"regression(s), {n_accepted} accepted in accepted.json; analysed in "
                                  f"{state.seconds or 0:.1f} s.", id="regressions-count")]
-    for (commit, mach, env), members in list(groups.items())[:MAX_GROUPS]:
-        children.append(_group(data, commit, mach, env, members, theme, accepted))
+    for i, ((commit, mach, env), members) in enumerate(list(groups.items())[:MAX_GROUPS]):
+        children.append(_group(data, commit, mach, env, members, theme, accepted, open_=i < OPEN_GROUPS))
     if len(groups) > MAX_GROUPS:
         children.append(html.P(f"… and {len(groups) - MAX_GROUPS} older commit(s); narrow the filters.",
                                className="hint"))
@@ -126,12 +136,25 @@ def _accept_offer(f) -> html.Details:
     ], className="accept")
 
 
+def _kernel_filter(data: DashboardData, machine, env, f) -> dict:
+    """The Kernels page's filters that show a static finding's config: its kernel and dtype, and
+    only what changed (changed rows first)."""
+    run = data.static_runs.get((machine, env))
+    mine = run.series[(run.series["benchmark"] == f.benchmark) & (run.series["params_key"] == f.params)] \
+        if run is not None else None
+    if mine is None or mine.empty:
+        return {"changed": ["only"]}
+    row = mine.iloc[0]
+    kernel = f"{row['kernel']}/{row['variant']}" if row["variant"] else row["kernel"]  # the page's kernel key
+    return {"kernel": kernel, "dtype": row["dtype"] or None, "changed": ["only"]}
+
+
 def _size(f) -> float:
     """How large a finding is, for ordering: a series that started failing before any level change."""
     return float("inf") if f.kind == STATUS_KIND else abs(f.relative_change)
 
 
-def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
+def _group(data: DashboardData, commit, machine, env, members, theme, accepted, open_=True):
     n_accepted = sum(id(f) in accepted for f in members)
     n_reg = sum(f.direction == "regression" for f in members) - n_accepted
     url = data.commit_link(commit)
@@ -141,6 +164,9 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
               f"{n_accepted} accepted" if n_accepted else "", f"{len(members) - n_reg - n_accepted} improvement(s)"]
     header = [html.B(commit[:10]), f" · {members[0].commit_date:%Y-%m-%d %H:%M} · {machine} / {env} · ",
               f"{len(members)} series affected ({', '.join(c for c in counts if c)})"]
+    subject = commit_messages.subjects(data.project.repo, data.project.commit_rank).get(commit)
+    if subject:
+        header += [html.Br(), html.Span(subject, className="commit-subject")]
     if url:
         header += [" · ", html.A("commit ↗", href=url, target="_blank")]
     items = []
@@ -149,18 +175,16 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
         case, impl = run.series_of_params.get((f.benchmark, f.params), (None, None)) if run else (None, None)
         static = static_metrics.metric_of(f.benchmark)
         mode = None
-        if static:  # a kernel config's registers, spills, ...: the Kernels page has its history
+        if static:  # a kernel config's registers, spills, ...: the Kernels page, narrowed to its config
             metric = static.label.lower()
-            href = link("/kernels", {"machine": machine, "commit": commit, "metric": static.key, "theme": theme})
-        elif run is not None and not run.suite:  # another project's series: its benchmark and parameters
-            metric = f.benchmark
-            href = link("/trends", {"machine": machine, "env": env, **run.trend_query(f.benchmark, f.params),
-                                    "commit": commit, "theme": theme})
-        else:
-            metric = metrics.stored_metric_of(f.benchmark) or "latency"
+            href = link("/kernels", {"machine": machine, "commit": commit, "metric": static.key, "theme": theme,
+                                     **_kernel_filter(data, machine, env, f)})
+        else:  # its own series on Trends: case, metric and mode here, benchmark and parameters in generic mode
+            metric = (metrics.stored_metric_of(f.benchmark) or "latency") if run is None or run.suite else f.benchmark
             mode = run.mode_of_params.get((f.benchmark, f.params)) if run else None
-            href = link("/trends", {"machine": machine, "env": env, "case": case, "metric": metric,
-                                    "mode": mode, "commit": commit, "theme": theme})
+            href = link("/trends", {"machine": machine, "env": env,
+                                    **(run.trend_query(f.benchmark, f.params) if run else {}),
+                                    "commit": commit, "theme": theme})
         entry = accepted.get(id(f))
         badge = (html.Span("accepted", className="badge accepted", style=ACCEPTED_STYLE) if entry else
                  html.Span(f.direction, className=f"badge {'bad' if f.direction == 'regression' else 'good'}"))
@@ -180,7 +204,8 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted):
             dcc.Link("trend →", href=href, className="trend-link"),
             *([_accept_offer(f)] if f.direction == "regression" and not entry else []),
         ], className="accepted" if entry else None))
-    return html.Div([html.Div(header, className="group-header"), html.Ul(items)], className="card inbox-group")
+    return html.Details([html.Summary(header, className="group-header"), html.Ul(items)], open=open_,
+                        className="card inbox-group")
 
 
 def _class_badge(run, f, case, metric, static) -> list:
@@ -197,10 +222,10 @@ def register(app, store: ResultsStore):
     @app.callback(Output("regressions-inbox", "children"), Output("regressions-poll", "disabled"),
                   Input("regressions-poll", "n_intervals"), Input(qid(ID, "machine"), "value"),
                   Input(qid(ID, "direction"), "value"), Input(qid(ID, "only"), "value"),
-                  Input(qid(SHELL, "theme"), "value"))
+                  Input(qid(SHELL, "theme"), "value"), Input(qid(ID, "q"), "value"))
     @guarded(lambda t: message(t, "error"), lambda t: True)
-    def _update(_, machine, direction, only, theme):
-        return inbox(store.get(), store.findings(), machine, direction, only, theme)
+    def _update(_, machine, direction, only, theme, search):
+        return inbox(store.get(), store.findings(), machine, direction, only, theme, search)
 
 
 PAGE = Page("/regressions", "Regressions", 4, layout, register, "changes found by the detector, per commit")
