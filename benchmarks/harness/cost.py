@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import fp8
-from .ops import spec_of
+from . import fp8_dtypes
+from .ops import RandomTensor, output_features, spec_of
 from .workloads import Case
 
 
@@ -50,8 +50,8 @@ def flops(case: Case) -> int:
 
 def min_bytes(case: Case) -> int:
     """Bytes a perfectly fused implementation must read and write."""
-    if fp8.is_fp8(case.dtype):  # one byte per e4m3 element, bf16 out
-        return fp8.min_bytes(case)
+    if fp8_dtypes.is_fp8(case.dtype):  # one byte per e4m3 element, bf16 out
+        return _fp8_min_bytes(case)
     return spec_of(case).min_elements(case) * case.itemsize
 
 
@@ -73,4 +73,27 @@ def floor_seconds(case: Case, ceilings: Ceilings) -> float:
 def roof_dtype(case: Case) -> str:
     """The matmul ceiling a Case runs against: its dtype's, the FP8 one for W8A8 (fp8,
     fp8_tensor), bf16's for W8A16 (its weights are up-cast to bf16 before the dot)."""
-    return fp8.ROOF_DTYPE.get(case.dtype, case.dtype)
+    return fp8_dtypes.ROOF_DTYPE.get(case.dtype, case.dtype)
+
+
+def _fp8_min_bytes(case: Case) -> int:
+    """What a perfect FP8 kernel moves: x at X_BYTES, every weight at one byte per element, the
+    bias and output in bf16, and the fp32 scales."""
+    inputs = spec_of(case).inputs(case)
+    total = case.M * output_features(case) * fp8_dtypes.OUT_BYTES
+    rows = 1 if fp8_dtypes.granularity(case.dtype) == "tensor" else None
+    for name, value in inputs.items():
+        if not isinstance(value, RandomTensor):
+            continue
+        elements = 1
+        for size in value.shape:
+            elements *= size
+        if name == "x":
+            total += elements * fp8_dtypes.X_BYTES[case.dtype]
+            if fp8_dtypes.form(case.dtype) == "w8a8":
+                total += (rows or value.shape[0]) * fp8_dtypes.SCALE_BYTES
+        elif name == "bias":
+            total += elements * fp8_dtypes.OUT_BYTES
+        else:
+            total += elements + (rows or value.shape[0]) * fp8_dtypes.SCALE_BYTES
+    return total

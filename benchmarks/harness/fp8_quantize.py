@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from .fp8_dtypes import SCALE_NAMES, WEIGHT_NAMES, form, granularity
+
 E4M3 = torch.float8_e4m3fn
 E4M3_LARGEST = float(torch.finfo(E4M3).max)  # 448
 SMALLEST_SCALE = float(torch.finfo(torch.float32).tiny)
@@ -38,3 +40,16 @@ def dequantize(q: torch.Tensor, scale: torch.Tensor, dtype: torch.dtype) -> torc
     rows = q.to(torch.float64 if dtype == torch.float64 else torch.float32).reshape(-1, q.shape[-1])
     s = scale.to(rows.dtype).reshape(-1, 1)
     return (rows * s).reshape(q.shape).to(dtype)
+
+
+def quantize_inputs(case, inputs: dict) -> dict:
+    """An FP8 Case's inputs from the same Case's bf16 ones (tensors.make_inputs): every weight
+    quantized to e4m3 with its scales, and x too for W8A8 (x_scale None for W8A16)."""
+    g = granularity(case.dtype)
+    for name in WEIGHT_NAMES[case.op]:
+        inputs[name], inputs[SCALE_NAMES[name]] = quantize(inputs[name], g)
+    if form(case.dtype) == "w8a8":
+        inputs["x"], inputs["x_scale"] = quantize(inputs["x"], g)
+    else:
+        inputs["x_scale"] = None
+    return inputs

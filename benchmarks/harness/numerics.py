@@ -12,7 +12,7 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from . import fp8
+from . import fp8_dtypes
 from .workloads import Case
 
 TORCH_DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -37,7 +37,7 @@ def activation_fn(name: str):
 
 
 def torch_dtype(case: Case) -> torch.dtype:
-    if fp8.is_fp8(case.dtype):  # FP8 Cases compute into bf16
+    if fp8_dtypes.is_fp8(case.dtype):  # FP8 Cases compute into bf16
         return torch.bfloat16
     return TORCH_DTYPES[case.dtype]
 

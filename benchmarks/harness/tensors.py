@@ -3,9 +3,13 @@ torch dtypes and activations of numerics.py, under the names everyone imports th
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
-from . import fp8
+
+from .fp8_dtypes import is_fp8
+from .fp8_quantize import quantize_inputs
 from .numerics import ACTIVATION_FNS, TORCH_DTYPES, F, activation_fn, f64, rounded, torch_dtype
 from .ops import RandomTensor, spec_of
 from .workloads import Case
@@ -16,8 +20,8 @@ __all__ = ["ACTIVATION_FNS", "F", "TORCH_DTYPES", "activation_fn", "f64", "make_
 def make_inputs(case: Case, device="cpu", seed: int = 0) -> dict:
     """Fresh random inputs for `case`, as keyword arguments of its op (and of every
     implementation of it); the same seed gives the same inputs."""
-    if fp8.is_fp8(case.dtype):  # bf16 inputs, quantized to e4m3
-        return fp8.make_inputs(case, device, seed)
+    if is_fp8(case.dtype):  # the same Case's bf16 inputs, quantized to e4m3
+        return quantize_inputs(case, make_inputs(dataclasses.replace(case, dtype="bf16"), device, seed))
     gen = torch.Generator(device=device).manual_seed(seed)
     dtype = torch_dtype(case)
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 
-from . import fp8
+from . import fp8_dtypes
 from .ops import output_features
 from .workloads import Case
 
@@ -51,5 +51,5 @@ def accumulation_bound(case: Case) -> float:
 
 def tolerance(case: Case) -> float:
     """The largest relative error ||out - ref|| / ||ref|| a correct result of `case` may have."""
-    storage = fp8.storage_tolerance(case) if fp8.is_fp8(case.dtype) else STORAGE[case.dtype]
+    storage = fp8_dtypes.storage_tolerance(case) if fp8_dtypes.is_fp8(case.dtype) else STORAGE[case.dtype]
     return storage + accumulation_bound(case)

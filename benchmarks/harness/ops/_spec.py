@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..fp8_dtypes import FP8_OPS, is_fp8
+
 if TYPE_CHECKING:
     from ..workloads import Case
 
@@ -82,6 +84,8 @@ class OpSpec:
             raise ValueError(f"widths apply to layered ops only, not {self.name}")
         if case.bias and not self.has_bias:
             raise ValueError(f"{self.name} has no bias")
+        if is_fp8(case.dtype) and self.name not in FP8_OPS:
+            raise ValueError(f"{self.name} has no FP8 form: dtype {case.dtype!r} is for {list(FP8_OPS)}")
 
     def output_features(self, case: Case) -> int:
         return case.N

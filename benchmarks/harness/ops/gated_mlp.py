@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from itertools import product
 
-from .. import fp8, liger
+from .. import fp8_peers, liger
 from ..workloads import TOKENS, Case
 from ._spec import OpSpec, Peer, RandomTensor
 from .gated_up import OP as GATED_UP
@@ -24,7 +24,7 @@ class GatedMLP(OpSpec):
     benchmark_class = "GatedMLP"
     peers = {"liger_mlp": Peer(liger.mlp_gated_mlp, liger.mlp_unavailable),
              "liger_glu": Peer(liger.glu_gated_mlp, liger.glu_unavailable),
-             **fp8.peers("gated_mlp")}  # scaled_mm, scaled_mm_compile: the FP8 dtypes only
+             **fp8_peers.peers("gated_mlp")}  # scaled_mm, scaled_mm_compile: the FP8 dtypes only
 
     def flops(self, case):
         return 3 * 2 * case.M * case.K * case.N

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from itertools import product
 
-from .. import fp8
+from .. import fp8_peers
 from ..workloads import ACTIVATIONS, MODEL_PROJECTIONS, TOKENS, Case
 from ._spec import OpSpec, Peer, RandomTensor
 
@@ -66,7 +66,7 @@ class LinearAct(OpSpec):
     benchmark_class = "LinearAct"
     has_bias = True
     peers = {"cublaslt": Peer(cublaslt_linear_act, cublaslt_unavailable, cublaslt_no_backward),
-             **fp8.peers("linear_act")}  # scaled_mm, scaled_mm_compile: the FP8 dtypes only
+             **fp8_peers.peers("linear_act")}  # scaled_mm, scaled_mm_compile: the FP8 dtypes only
 
     def flops(self, case):
         return 2 * case.M * case.K * case.N
