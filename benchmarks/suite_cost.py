@@ -61,6 +61,8 @@ INPUTS = {
                "bf16 measured on the H200; fp16 as bf16; fp32 (no TF32) the H200's spec; fp8 assumed 2x bf16 (the datasheet's ratio)"),
     "fp64_tflops": (60.0, "the H200's FP64 tensor-core spec, for the float64 reference"),
     "ceiling_process_s": (1.0, "assumed: one 2 GiB copy or 8192^3 matmul, 23 calls"),
+    "hot_process_s": (1.5, "assumed: a bench_hot process (CUDA init, inputs, the first call from warm Triton "
+                           "caches, the float64 check, a graph capture and 50 replays of 20 calls)"),
 }
 
 # Liger-Kernel's kernels per peer and pass: (kernel, autotuned configs) from Liger 0.8.5's source
@@ -277,6 +279,7 @@ def model(grid: str, warm: bool) -> dict[str, Cost]:
 def _model(grid: str, warm: bool) -> dict[str, Cost]:
     from .common import _CaseBenchmark
     from .harness import implementations
+    from .harness.fp8_dtypes import SCALED_MM_COMPILE
     from .harness.modes import FORWARD
     from .harness.workloads import Case
 
@@ -288,6 +291,12 @@ def _model(grid: str, warm: bool) -> dict[str, Cost]:
         combos = list(itertools.product(*cls.params))
         c = Cost(processes=len(combos) * len(_metrics(cls)))
         c.spend("asv", c.processes * value("process_s"))
+        if getattr(cls, "hot", False):  # bench_hot: every metric's process sets its combination up again
+            c.measured = sum(1 for key, impl in combos
+                             if not implementations.unavailable_reason(Case.from_key(key), impl, "cuda"))
+            c.spend("measuring", c.measured * len(_metrics(cls)) * (value("cuda_init_s") + value("hot_process_s")))
+            per_class[f"{cls.__module__}.{cls.__name__}"] = c
+            continue
         if not issubclass(cls, _CaseBenchmark):  # the device ceilings: the GPU sizes run, the CPU ones skip
             from . import bench_device
 
@@ -306,7 +315,7 @@ def _model(grid: str, warm: bool) -> dict[str, Cost]:
             call = _call_seconds(case)
             c.spend("measuring", _measured_seconds(cls, case, training, mode, session.first(("process", cls, key, mode))))
             graph = "training" if training else "inference"  # backward and full modes share one graph
-            if impl in implementations.COMPILE_MODES:
+            if impl in implementations.COMPILE_MODES or impl == SCALED_MM_COMPILE:  # a cold Inductor compile each
                 session.torch_compile(c, (impl, case, graph), value("training_graphs") if training else 1)
                 if impl == implementations.COMPILE_MAX_AUTOTUNE:
                     session.max_autotune(c, _gemm_shapes(case, training))

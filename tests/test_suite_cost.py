@@ -51,7 +51,7 @@ def test_the_counts_are_the_suite_s_own(cold):
         classes = suite_cost.timing_classes("default")
         names = {f"{c.__module__}.{c.__name__}" for c in classes}
         assert names == set(cold["default"]) - {"asv run"}
-        assert {n.split(".")[1] for n in names} == {"bench_device", "bench_ops", "bench_training"}
+        assert {n.split(".")[1] for n in names} == {"bench_device", "bench_hot", "bench_ops", "bench_training"}
         for cls in classes:
             combos = list(itertools.product(*cls.params))
             c = cold["default"][f"{cls.__module__}.{cls.__name__}"]
@@ -97,12 +97,16 @@ class TestLeftOut:
 
     def test_default_compiles_where_the_question_is(self):
         up_8192 = Case("linear_act", 8192, 4096, 14336, "bf16", "gelu_tanh", bias=True)
-        fp32 = Case("linear_act", 2048, 4096, 14336, "fp32", "gelu_tanh", bias=True)
-        assert up_8192 in OPS["linear_act"].cases("default") and fp32 in OPS["linear_act"].cases("default")
+        silu = Case("linear_act", 2048, 4096, 14336, "bf16", "silu", bias=True)
+        assert up_8192 in OPS["linear_act"].cases("default") and silu in OPS["linear_act"].cases("default")
         assert grids.left_out(up_8192, "compile", "forward", "default") is None
         assert grids.left_out(up_8192, "compile_max_autotune", "forward", "default") is None
-        assert "main case" in grids.left_out(fp32, "compile", "forward", "default")
-        assert "Llama-3-8B" in grids.left_out(fp32, "compile_max_autotune", "forward", "default")
+        assert "main case" in grids.left_out(silu, "compile", "forward", "default")
+        assert "Llama-3-8B" in grids.left_out(silu, "compile_max_autotune", "forward", "default")
+        fp8_prefill = Case("linear_act", 8192, 4096, 14336, "fp8", "gelu_tanh", bias=True)
+        for impl in ("compile", "scaled_mm_compile"):
+            assert "full grid" in grids.left_out(fp8_prefill, impl, "forward", "default")
+        assert grids.left_out(fp8_prefill, "scaled_mm", "forward", "default") is None
         assert "training modes" in grids.left_out(up_8192, "compile", "full", "default")
         swiglu = OPS["gated_mlp"].training_cases("default")[0]
         assert grids.left_out(swiglu, "compile_max_autotune", "backward", "default") is None
