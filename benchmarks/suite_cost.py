@@ -29,6 +29,8 @@ import pkgutil
 import sys
 from dataclasses import dataclass, field
 
+from .harness import fp8_dtypes
+
 # (value, source). H200 numbers are from the runner measurements in docs/design.md.
 INPUTS = {
     "import_torch_s": (4.9, "measured on the H200 runner"),
@@ -155,11 +157,14 @@ def _metrics(cls) -> list[str]:
 def _gemm_kernels(case) -> list[tuple]:
     """(kernel, M, N, K, dtype, activation, bias) of every fused GEMM launch a Case makes."""
     M = case.M
+    # The FP8 forms launch the _fp8 kernels, in e4m3 (W8A8) or with bf16 x (W8A16)
+    suffix, dtype = ("_fp8", "fp8" if fp8_dtypes.form(case.dtype) == "w8a8" else "bf16") if fp8_dtypes.is_fp8(
+        case.dtype) else ("", case.dtype)
     if case.op == "linear_act":
-        return [("linear_act", M, case.N, case.K, case.dtype, case.activation, case.bias)]
+        return [("linear_act" + suffix, M, case.N, case.K, dtype, case.activation, case.bias)]
     if case.op == "gated_mlp":
-        return [("gated_up", M, case.N, case.K, case.dtype, case.activation, False),
-                ("linear_act", M, case.K, case.N, case.dtype, "none", False)]
+        return [("gated_up" + suffix, M, case.N, case.K, dtype, case.activation, False),
+                ("linear_act" + suffix, M, case.K, case.N, dtype, "none", False)]
     if case.op == "narrow_mlp":
         width = 64 if max(case.widths) <= 64 else 128
         return [(f"narrow_mlp/width={width}", M, case.widths[-1], case.K, case.dtype, case.activation, case.bias)]

@@ -97,12 +97,12 @@ class TestLeftOut:
 
     def test_default_compiles_where_the_question_is(self):
         up_8192 = Case("linear_act", 8192, 4096, 14336, "bf16", "gelu_tanh", bias=True)
-        silu = Case("linear_act", 2048, 4096, 14336, "bf16", "silu", bias=True)
-        assert up_8192 in OPS["linear_act"].cases("default") and silu in OPS["linear_act"].cases("default")
+        mid = Case("linear_act", 2048, 4096, 14336, "bf16", "gelu_tanh", bias=True)
+        assert up_8192 in OPS["linear_act"].cases("default") and mid in OPS["linear_act"].cases("default")
         assert grids.left_out(up_8192, "compile", "forward", "default") is None
         assert grids.left_out(up_8192, "compile_max_autotune", "forward", "default") is None
-        assert "main case" in grids.left_out(silu, "compile", "forward", "default")
-        assert "Llama-3-8B" in grids.left_out(silu, "compile_max_autotune", "forward", "default")
+        assert "main case" in grids.left_out(mid, "compile", "forward", "default")
+        assert "training shapes" in grids.left_out(mid, "compile_max_autotune", "forward", "default")
         fp8_prefill = Case("linear_act", 8192, 4096, 14336, "fp8", "gelu_tanh", bias=True)
         for impl in ("compile", "scaled_mm_compile"):
             assert "full grid" in grids.left_out(fp8_prefill, impl, "forward", "default")
