@@ -7,7 +7,7 @@
 #   1. quick  asv quick grid at HEAD, bench_device, bench_ops and bench_training, one asv run per class (asv
 #             writes a result file only when a run ends: a cut-short stage keeps the classes done)
 #   2. check  benchmarks.gpu_check, bf16 first, gpu_check.json rewritten after every case
-#   3. native the kernel tests that force each GEMM variant natively (tests/test_persistent.py)
+#   3. native the kernel tests natively: GEMM variants forced, FP8, backward
 #   4. rest   the asv --grid (default: default) at HEAD or --commits, class by class, as time allows
 #   5. profile a profile pass of the quick grid, if time is left
 #
@@ -104,7 +104,13 @@ asv_by_class() {  # GRID [--commits C]
 }
 
 gpu_check() { python3 -m benchmarks.gpu_check --out "$OUT" ${small:+"$small"} > "$OUT/gpu_check.log" 2>&1; }
-native() { python3 -m pytest -q -x -p no:cacheprovider tests/test_persistent.py > "$OUT/native_tests.log" 2>&1; }
+# Native runs of the kernel tests, most telling first (the GEMM variants forced, then FP8, then the
+# backward kernels); no -x: every failure is in the log, and a stage cut short keeps what ran.
+native() {
+  python3 -m pytest -q -rfE -p no:cacheprovider tests/test_persistent.py \
+    tests/test_fp8.py tests/test_fp8_errors.py tests/test_fp8_modules.py \
+    tests/test_backward.py tests/test_backward_gated.py tests/test_backward_narrow.py > "$OUT/native_tests.log" 2>&1
+}
 quick_grid=$([ -n "$small" ] && echo tiny || echo quick)
 profile() {
   python3 -m benchmarks.profile --grid "$quick_grid" --machine "$machine" --save results/profiles > "$OUT/profile.log" 2>&1
