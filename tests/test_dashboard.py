@@ -287,7 +287,9 @@ def test_a_planted_fused_regression_is_marked_in_the_headline_panel_and_change_l
     assert cell.startswith("⚠ ")  # once a plain "1.00x"
     assert len(figure.layout.shapes) == 1  # the outline
     hover = heat.customdata[list(heat.y).index(label)][list(heat.x).index(case.activation)]
-    assert "+3" in hover and "since" in hover  # fused latency +30 % (noise aside) since the previous commit
+    # fused latency +30 % planted; the synthetic samples' noise moves the medians' ratio by a few %
+    step = re.search(r"fused latency \+(\d+)% since", hover)
+    assert step and abs(int(step.group(1)) - 30) <= 5, hover
     listed = next(c for c in _walk(changes) if getattr(c, "id", None) == "overview-change-list")
     trend = next(c.href for c in _walk(listed) if getattr(c, "href", "").startswith("/trends"))
     q = Query(trend.split("?", 1)[1])
@@ -327,6 +329,7 @@ def test_regressions_inbox_groups_by_commit_and_links_to_trends(data, fx):
 def test_regressions_inbox_shows_accepted_findings_as_accepted(data, fx, tmp_path):
     import dataclasses
     import json
+import re
 
     findings = find_changes(data.rows_frame())
     state = FindingsState("done", 0.0, findings, 1.0)
