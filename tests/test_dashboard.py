@@ -2,6 +2,8 @@
 functions, the app's routing and URL state — on a generated history in our suite's shape and on
 one real CPU run of the suite."""
 
+import re
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -329,7 +331,6 @@ def test_regressions_inbox_groups_by_commit_and_links_to_trends(data, fx):
 def test_regressions_inbox_shows_accepted_findings_as_accepted(data, fx, tmp_path):
     import dataclasses
     import json
-import re
 
     findings = find_changes(data.rows_frame())
     state = FindingsState("done", 0.0, findings, 1.0)
