@@ -366,6 +366,8 @@ def test_url_state_round_trip_and_navigation():
     assert query_from_controls(["dark", "tflops"], ids, "") == "?theme=dark&metric=tflops"
     hrefs, classes = nav_state(discover_pages(), "/trends", "?machine=h200&metric=tflops&theme=dark")
     assert hrefs[1] == "/trends?machine=h200&theme=dark" and classes[1] == "active"
+    hrefs, _ = nav_state(discover_pages(), "/", "?mode=backward&metric=tflops")  # the mode follows to every page
+    assert hrefs[1] == "/trends?mode=backward" and hrefs[2] == "/compare?mode=backward"
 
 
 def test_every_page_renders_from_a_link_and_bad_links_degrade(fx):
