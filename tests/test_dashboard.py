@@ -291,7 +291,8 @@ def test_a_planted_fused_regression_is_marked_in_the_headline_panel_and_change_l
     listed = next(c for c in _walk(changes) if getattr(c, "id", None) == "overview-change-list")
     trend = next(c.href for c in _walk(listed) if getattr(c, "href", "").startswith("/trends"))
     q = Query(trend.split("?", 1)[1])
-    assert (q.one("case"), q.one("commit"), q.one("machine")) == (fx.regressed[0], commit, MAIN_MACHINE)
+    assert (q.one("case"), q.one("commit"), q.one("machine"), q.one("mode")) == (fx.regressed[0], commit,
+                                                                                  MAIN_MACHINE, "forward")
     older = main_run.commits["commit_hash"].iloc[2]  # a chosen baseline instead of the previous commit
     headline, _, changes, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, commit, older, None, None, None, None,
                                               None)
