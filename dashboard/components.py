@@ -20,6 +20,7 @@ from dashboard.urlstate import Query, qid
 
 FACET_LABELS = {"op": "Op", "dtype": "dtype", "activation": "Activation", "shape": "Shape", "impl": "Implementation",
                 "mode": "Mode"}
+ALL_WORD = "all"  # a filter value meaning no filter (the Kernels page writes it)
 GRAPH_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
 
@@ -88,6 +89,9 @@ def run_of(data: DashboardData, query: Query) -> Run | None:
     """The run a link asks for; a machine or environment these results do not have is noted on
     the query (the page then says what it shows instead)."""
     machine, env = query.one("machine"), query.one("env")
+    static_machines = {m for m, _ in data.static_runs}
+    if machine in static_machines and machine not in data.machine_names():
+        machine = env = None  # the Kernels page's machine, carried over: no timings there, so the default run
     if machine is not None and machine not in data.machine_names():
         query.reject("machine", machine)
     run = data.run(machine, env)
@@ -216,7 +220,8 @@ def facet_controls(page: str, run: Run | None, query: Query, facets=metrics.FACE
     """Multi-select filters for op, dtype, activation, shape, implementation; labels count cases."""
     catalog = run.catalog if run is not None else metrics.empty_catalog()
     values = facet_values(catalog)
-    selections = {f: query.many(f, allowed=values[f]) for f in metrics.FACETS}
+    # "all" is the Kernels page's word for no filter (its dtype=all follows to the other pages)
+    selections = {f: [] if query.many(f) == [ALL_WORD] else query.many(f, allowed=values[f]) for f in metrics.FACETS}
     counts = metrics.facet_counts(catalog, selections)
     return [labelled(FACET_LABELS[f], dropdown(page, f, facet_options(values[f], counts[f]), selections[f],
                                                multi=True, placeholder="all"),

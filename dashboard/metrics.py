@@ -11,7 +11,6 @@ row): a view's rows get the Case fields through their series.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -586,6 +585,3 @@ def sort_values_naturally(values) -> list[str]:
         return [int(part) if i % 2 else part for i, part in enumerate(re.split(r"(\d+)", v))]
     return sorted({str(v) for v in values}, key=key)
 
-
-def finite_or_none(x) -> float | None:
-    return float(x) if x is not None and isinstance(x, (int, float)) and math.isfinite(x) else None

@@ -11,7 +11,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode
 QUERY_TYPE = "q"
 SHELL = "shell"  # controls outside any page (the theme)
 # Selections that follow the user from page to page through the navigation links.
-SHARED_KEYS = ("machine", "env", "op", "dtype", "activation", "shape", "impl", "theme")
+SHARED_KEYS = ("machine", "env", "op", "dtype", "activation", "shape", "impl", "mode", "theme")
 PARAM_PREFIX = "p_"  # generic Trends: p_<parameter>=<asv's repr() of the values shown>
 # Characters a list item keeps as they are; everything else ("," and "%" above all) is escaped.
 _LIST_SAFE = " =.:_-+*/()[]'\"<>|~!@$^&;?{}"

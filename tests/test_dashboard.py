@@ -295,7 +295,8 @@ def test_a_planted_fused_regression_is_marked_in_the_headline_panel_and_change_l
     listed = next(c for c in _walk(changes) if getattr(c, "id", None) == "overview-change-list")
     trend = next(c.href for c in _walk(listed) if getattr(c, "href", "").startswith("/trends"))
     q = Query(trend.split("?", 1)[1])
-    assert (q.one("case"), q.one("commit"), q.one("machine")) == (fx.regressed[0], commit, MAIN_MACHINE)
+    assert (q.one("case"), q.one("commit"), q.one("machine"), q.one("mode")) == (fx.regressed[0], commit,
+                                                                                  MAIN_MACHINE, "forward")
     older = main_run.commits["commit_hash"].iloc[2]  # a chosen baseline instead of the previous commit
     headline, _, changes, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, commit, older, None, None, None, None,
                                               None)
@@ -370,6 +371,8 @@ def test_url_state_round_trip_and_navigation():
     assert query_from_controls(["dark", "tflops"], ids, "") == "?theme=dark&metric=tflops"
     hrefs, classes = nav_state(discover_pages(), "/trends", "?machine=h200&metric=tflops&theme=dark")
     assert hrefs[1] == "/trends?machine=h200&theme=dark" and classes[1] == "active"
+    hrefs, _ = nav_state(discover_pages(), "/", "?mode=backward&metric=tflops")  # the mode follows to every page
+    assert hrefs[1] == "/trends?mode=backward" and hrefs[2] == "/compare?mode=backward"
 
 
 def test_every_page_renders_from_a_link_and_bad_links_degrade(fx):

@@ -170,3 +170,19 @@ def _walk_groups(children):
     from tests.test_dashboard import _walk
 
     return [g for g in _walk(children) if getattr(g, "className", "") == "card inbox-group"]
+
+
+def test_a_trend_hover_shows_the_commits_subject(project):
+    import plotly.graph_objects as go
+
+    from dashboard.pages import _generic_trends
+
+    repo, hashes, gx = project
+    data = build_data(repo / "results")
+    figure = go.Figure(_generic_trends.update(data, MACHINE, ENV, gx.stepped[0], {}, "commit", [], None)[0])
+    line = next(t for t in figure.data if t.mode == "lines+markers")
+    assert "customdata[4]" in line.hovertemplate
+    assert [c[4] for c in line.customdata if c is not None][:3] == ["<br>c0", "<br>c1", "<br>c2"]
+    bare = build_data(repo / "results", asv_conf=repo / "missing.json")  # no repository: no subjects
+    plain = go.Figure(_generic_trends.update(bare, MACHINE, ENV, gx.stepped[0], {}, "commit", [], None)[0])
+    assert {c[4] for c in next(t for t in plain.data if t.mode == "lines+markers").customdata if c is not None} == {""}

@@ -127,6 +127,11 @@ def test_beside_timings_the_static_series_stay_off_the_timing_pages(tmp_path):
     assert "No timings" not in texts(render_page(store, pages, "/", ""))
     kernels_text = texts(render_page(store, pages, "/kernels", ""))
     assert "Static compile metrics, not timings" in kernels_text and "Could not build" not in kernels_text
+    # leaving Kernels carries its machine and dtype=all to the timing pages: no false "this link asks for" notice
+    for path in ("/", "/trends", "/compare", "/roofline"):
+        shown = render_page(store, pages, path, f"?machine={MACHINE}&dtype=all")
+        assert "asks for what these results do not have" not in texts(shown), path
+    assert "asks for what" in texts(render_page(store, pages, "/trends", "?machine=nosuch"))  # a real miss still is
     store.close()
 
 

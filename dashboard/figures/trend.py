@@ -60,7 +60,7 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
             legendgroup=line, line=dict(color=color, width=2), marker=dict(size=5, color=color),
             customdata=custom,
             hovertemplate=(f"<b>{line}</b> %{{y:.4g}}{' ' + shown.symbol if shown.symbol else ''}<br>commit "
-                           "%{customdata[3]} (#%{customdata[2]})<br>%{customdata[1]}<extra></extra>")))
+                           "%{customdata[3]} (#%{customdata[2]})<br>%{customdata[1]}%{customdata[4]}<extra></extra>")))
     layout = {}
     _add_not_run_markers(traces, layout, annotations, not_run, lines, colors, xcol, len(ok) > 0)
     if changes is not None and len(changes):
@@ -145,9 +145,14 @@ def _broken_where_not_run(rows: pd.DataFrame, not_run: pd.DataFrame, xcol: str) 
 
 
 def _commit_custom(rows: pd.DataFrame) -> np.ndarray:
+    """hash, date, position, short hash and "<br>" + the commit's subject (a ``subject`` column,
+    from the repository, where the rows have one) per row, for the hover."""
     hashes = rows["commit_hash"].astype(str)
+    subjects = (("<br>" + rows["subject"].fillna("").astype(str)).where(rows["subject"].fillna("") != "", "")
+                if "subject" in rows.columns else pd.Series("", index=rows.index))
     return np.stack([hashes.to_numpy(), rows["date"].dt.strftime("%Y-%m-%d %H:%M").to_numpy(),
-                     rows["position"].astype(str).to_numpy(), hashes.str[:10].to_numpy()], axis=1)
+                     rows["position"].astype(str).to_numpy(), hashes.str[:10].to_numpy(),
+                     subjects.to_numpy(dtype=object)], axis=1)
 
 
 def _add_not_run_markers(traces: list, layout: dict, annotations: list, not_run: pd.DataFrame, lines: list[str],

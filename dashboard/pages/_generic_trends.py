@@ -15,6 +15,7 @@ from functools import lru_cache
 import pandas as pd
 from dash import ALL, Input, Output, State, html
 
+from dashboard import commit_messages
 from dashboard.components import (
     commit_options, dropdown, error_figure, graph, guarded, labelled, message, register_run_controls,
     resolve_commit, run_controls, run_of, trend_view_controls,
@@ -164,6 +165,9 @@ def update(data: DashboardData, machine, env, benchmark, chosen: dict[str, list[
     rows = rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash", how="left")
     rows["line"] = rows["series"].map(labels)
     rows["y"], rows["y_lo"], rows["y_hi"] = rows["value"], rows["ci_99_a"], rows["ci_99_b"]
+    subjects = commit_messages.subjects(data.project.repo, data.project.commit_rank)
+    if subjects:  # what each commit says it did, in the hover
+        rows["subject"] = rows["commit_hash"].astype(str).map(subjects)
     changes = _series_changes(hash(data.signature), run, tuple(int(i) for i in series.index))
     if len(changes):
         by_params = dict(zip(series["params_key"], labels))

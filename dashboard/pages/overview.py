@@ -301,7 +301,7 @@ def change_card(changes, base, commit, common: dict):
     significant = significant.sort_values(["fused_first", "size"], ascending=[True, False])
     items = []
     for r in significant.head(MAX_LISTED_CHANGES).itertuples(index=False):
-        href = link("/trends", {**common, "case": r.case, "metric": "latency", "commit": commit})
+        href = link("/trends", {**common, "case": r.case, "metric": "latency", "mode": r.mode, "commit": commit})
         items.append(html.Li([
             html.Span("slower" if r.change == "worse" else "faster",
                       className=f"badge {'bad' if r.change == 'worse' else 'good'}"),
@@ -313,7 +313,8 @@ def change_card(changes, base, commit, common: dict):
             html.P([html.Span(str(counts["worse"]), className="count bad", id="overview-slower"), " slower, ",
                     html.Span(str(counts["better"]), className="count good", id="overview-faster"), " faster, "
                     f"{counts['unchanged']} unchanged (within {FACTOR:g}× or not significant), {counts['other']} not "
-                    "comparable (skipped, failed or new)"]),
+                    "comparable (skipped, failed or new). Change = latency here / at ", base[:8], " − 1 (Compare's "
+                    "ratio − 1)."]),
             (html.Ul(items, className="changes", id="overview-change-list") if items
              else html.P("No significant change.")),
             dcc.Link(f"{'and ' + str(more) + ' more ' if more > 0 else 'all '}in Compare →", href=compare_href)]

@@ -20,7 +20,8 @@ from dashboard.model import DashboardData, FindingsState, ResultsStore
 from dashboard.pages import Page
 from dashboard.regressions.acceptance import (AcceptedFileError, accepted_path, find_acceptance, load_accepted,
                                               plausible_commits)
-from dashboard.regressions.formatting import format_p, format_value
+from dashboard.regressions.formatting import format_p
+from dashboard.units import format_value  # the pages' one number format ("196 µs")
 from dashboard.urlstate import SHELL, Query, link, qid
 
 ID = "regressions"
@@ -107,7 +108,9 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
     n_open = sum(f.direction == "regression" for f in findings) - n_accepted
     children = warning + [html.P(f"{len(findings)} finding(s) at {len(groups)} commit(s): {n_open} open "
                                  f"regression(s), {n_accepted} accepted in accepted.json; analysed in "
-                                 f"{state.seconds or 0:.1f} s.", id="regressions-count")]
+                                 f"{state.seconds or 0:.1f} s. Change = the level after / the level before − 1, "
+                                 "the detector's levels over the commits either side (Compare and the Overview: "
+                                 "one commit against another).", id="regressions-count")]
     for i, ((commit, mach, env), members) in enumerate(list(groups.items())[:MAX_GROUPS]):
         children.append(_group(data, commit, mach, env, members, theme, accepted, open_=i < OPEN_GROUPS))
     if len(groups) > MAX_GROUPS:

@@ -10,7 +10,7 @@ from collections import OrderedDict
 import pandas as pd
 from dash import Input, Output, State, dcc, html
 
-from dashboard import metrics
+from dashboard import commit_messages, metrics
 from dashboard.components import (
     commit_options, dropdown, error_figure, facet_controls, graph, guarded, labelled, message,
     register_facet_counts, register_run_controls, resolve_commit, run_controls, run_of, static_only_notice,
@@ -126,6 +126,9 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
                                            f"(the cost model counts a forward's flops and bytes); {mode} shows "
                                            "latency, peak memory and kernels.")
     derived = metrics.derive(rows, metric, data.ceilings)
+    subjects = commit_messages.subjects(data.project.repo, data.project.commit_rank)
+    if subjects:  # what each commit says it did, in the hover
+        derived["subject"] = derived["commit_hash"].astype(str).map(subjects)
     if impl:
         changes = changes[changes["impl"].isin(impl)]
     spec = metrics.METRICS[metric]

@@ -16,7 +16,7 @@ from dashboard.regressions.acceptance import Acceptance, AcceptedFileError, load
 from dashboard.regressions.direction import HIGHER, LOWER, metric_direction
 from dashboard.regressions.failures import StatusChange, find_status_changes
 from dashboard.regressions.findings import (IMPROVEMENT, REGRESSION, Finding, find_changes, findings_frame,
-                                            position_note, resolve_commit, since_filter)
+                                            position_note, resolve_commit)
 from dashboard.regressions.gate import GateVerdict, judge
 from dashboard.regressions.statistics import (TAIL, Change, DetectorSettings, best_split, change_interval,
                                               detect_changes)
@@ -24,4 +24,4 @@ from dashboard.regressions.statistics import (TAIL, Change, DetectorSettings, be
 __all__ = ["HIGHER", "IMPROVEMENT", "LOWER", "REGRESSION", "TAIL", "Acceptance", "AcceptedFileError", "Change",
            "DetectorSettings", "Finding", "GateVerdict", "StatusChange", "best_split", "change_interval",
            "detect_changes", "find_changes", "find_status_changes", "findings_frame", "judge", "load_accepted",
-           "metric_direction", "position_note", "resolve_commit", "since_filter"]
+           "metric_direction", "position_note", "resolve_commit"]

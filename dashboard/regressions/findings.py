@@ -180,10 +180,3 @@ def resolve_commit(frame: pd.DataFrame, commit: str) -> str:
     if len(matches) > 1:
         raise ValueError(f"commit {commit!r} is ambiguous: {', '.join(m[:12] for m in matches[:5])}")
     return matches[0]
-
-
-def since_filter(findings: list[Finding], frame: pd.DataFrame, commit: str) -> list[Finding]:
-    """Findings at ``commit`` or later (by commit date)."""
-    full = resolve_commit(frame, commit)
-    start = frame.loc[frame["commit_hash"].astype(str) == full, "date"].min()
-    return [f for f in findings if f.commit_date >= start]
