@@ -87,6 +87,12 @@ source tools/gpu_runner/restore_git.sh || exit 1  # .git and git itself from .ca
 if [ -d .whl ]; then
   log "installing asv and pytest from .whl/"
   python3 -m pip install -q --no-index --find-links .whl asv pytest 2>&1 | tail -3
+  # Optional, each on its own: NVML for the runner state, Liger for its peers (torch and triton are
+  # the runner's). A missing wheel means "not recorded" / a skip with its reason, not a stop.
+  for optional in nvidia-ml-py liger-kernel; do
+    python3 -m pip install -q --no-index --find-links .whl --no-deps "$optional" >/dev/null 2>&1 \
+      || log "  $optional not installed (not in .whl/)"
+  done
 fi
 python3 -c "import asv, torch, triton; print('asv', asv.__version__, 'torch', torch.__version__, 'triton', triton.__version__)" \
   | tee -a "$OUT/session.log" || exit 1
@@ -96,7 +102,8 @@ python3 -c "import asv, torch, triton; print('asv', asv.__version__, 'torch', to
 # (discovery and the forkserver import torch), beside benchmarks.run's one run per grid.
 asv_by_class() {  # GRID [--commits C]
   local g=$1 rc=0 b; shift
-  for b in 'bench_device\.' 'bench_ops\.GatedMLP\.' 'bench_ops\.NarrowMLP\.' 'bench_ops\.LinearAct\.' 'bench_training\.'; do
+  for b in 'bench_device\.' 'bench_ops\.GatedMLP\.' 'bench_ops\.NarrowMLP\.' 'bench_ops\.LinearAct\.' 'bench_training\.' \
+           'bench_hot\.'; do
     python3 -m benchmarks.run --machine "$machine" --grid "$g" --bench "$b" "$@" >>"$OUT/asv.log" 2>&1 || rc=$?
     log "  $g $b: exit $rc"
   done
