@@ -146,7 +146,7 @@ def _git(repo, *args, date=None):
 
 def _history(repo: Path, n: int, planted_at: int) -> list[str]:
     """A copy of this project with n commits: neutral ones and one that plants the delay."""
-    for part in ("fused_mlp", "benchmarks", "dashboard"):
+    for part in ("fused_mlp", "benchmarks", "dashboard", "tools/asv_plugins"):  # asv.conf.json names the plugin
         shutil.copytree(ROOT / part, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
     for part in ("asv.conf.json", "pyproject.toml"):
         shutil.copy(ROOT / part, repo / part)
