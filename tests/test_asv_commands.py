@@ -61,7 +61,9 @@ def test_readme_asv_commands_run_offline_with_torch_in_a_venv(tmp_path):
 
     run("machine", "--yes", "--machine", "ci-plain")
     run("run", f"{parent}^..{head}", "--machine", "ci-plain", "-b", SELECTED)  # README: asv run A..B
-    run("continuous", parent, head, "--machine", "ci-plain", "-b", SELECTED)
+    # continuous exits 1 on any significant change: on a shared CPU the copy timing moves by noise,
+    # so it compares the constant check only (the run above timed both commits' copies)
+    run("continuous", parent, head, "--machine", "ci-plain", "-b", r"^bench_where\.")
     compared = run("compare", parent, head, "--machine", "ci-plain")
     run("publish")
     results = tmp_path / "results" / "ci-plain"
