@@ -135,7 +135,7 @@ def gradients_problem(case: Case, inputs: dict, grad_out: torch.Tensor, grads) -
 
 def step_samples(step: Step, device, samples: int, warmup: int) -> list[float]:
     """Seconds of the timed part of each call (CUDA events, cold L2, as timing.latency_samples;
-    wall clock on the CPU, a pipeline check only)."""
+    on the CPU this process's CPU time, as timing.latency_samples: a pipeline check only)."""
     device = torch.device(device)
     for _ in range(warmup):
         step()
@@ -143,9 +143,9 @@ def step_samples(step: Step, device, samples: int, warmup: int) -> list[float]:
         out = []
         for _ in range(samples):
             state = step.before()
-            start = time.perf_counter()
+            start = time.process_time()
             step.timed(state)
-            out.append(time.perf_counter() - start)
+            out.append(time.process_time() - start)
             del state
         return out
     flush = torch.empty(_FLUSH_BYTES, dtype=torch.int8, device=device)
