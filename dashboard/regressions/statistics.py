@@ -363,7 +363,9 @@ def _judge(before, after, k, at_tail, sigma, samples, s: DetectorSettings, logsp
     sign = 1.0 if np.median(after) > np.median(before) else -1.0
     weakest = float(np.min(sign * (after - np.median(before))))
     needed = math.log1p(s.threshold) if logspace else s.threshold * (abs(float(np.median(before))) or 1.0)
-    if weakest < needed:
+    # ... and be nearer the new level than the old one: a commit that is not has the change
+    # start after it (a small drift, then a step at the newest commits, is not one change here).
+    if weakest < needed or weakest < sign * float(np.median(after) - np.median(before)) / 2:
         return None
     z = weakest / sigma / math.sqrt(1 / len(before) + 1 / len(after)) if sigma > 0 else math.inf
     if z < s.suspect_z:
