@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dashboard import cache_manifest, safe_read
+from dashboard import cache_manifest, results_folder, safe_read
 from dashboard import data as loader
 from dashboard.cache_manifest import SEGMENT_NAME, CacheDamaged
 from dashboard.safe_read import inside
@@ -50,7 +50,7 @@ FORMAT = 2
 ROW_COLUMNS = ("value", "failed", *loader.STATS_KEYS, "sample_start", "sample_length")
 MAX_SEGMENTS = 24  # beyond this many, the small segments are merged into one
 BATCH_BYTES = 192 << 20  # JSON parsed per segment: the parser's arrays for it are what memory holds
-SKIP_DIRS = ("profiles",)  # results/profiles holds profile passes (dashboard.profiles), not asv results
+SKIP_DIRS = results_folder.NOT_MACHINES  # results/profiles holds profile passes (dashboard.profiles)
 # The dtype each column is written with; a column read back in another is not this cache's.
 COLUMN_DTYPES = {"value": np.float64, "failed": np.bool_, **{k: np.float64 for k in loader.STATS_KEYS},
                  "sample_start": np.int64, "sample_length": np.int64, "samples": np.float64}
@@ -69,10 +69,11 @@ def default_cache_dir() -> Path:
 
 
 def parser_fingerprint() -> str:
-    """Changes when the parser's code does (data.py, safe_read.py, this module): a cache written
-    by another version is not trusted."""
+    """Changes when the parser's code does (data.py, safe_read.py, results_folder.py, this module): a
+    cache written by another version is not trusted."""
     digest = hashlib.sha256(f"format {FORMAT}".encode())
-    for path in (Path(loader.__file__), Path(safe_read.__file__), Path(cache_manifest.__file__), Path(__file__)):
+    for path in (Path(loader.__file__), Path(safe_read.__file__), Path(results_folder.__file__),
+                 Path(cache_manifest.__file__), Path(__file__)):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -141,49 +142,12 @@ class ParsedResults:
 
 def list_result_files(root: Path) -> tuple[list[tuple[str, str, int, int, int, int]], dict, list[loader.SkippedFile]]:
     """(relative path, machine, size, mtime_ns, ctime_ns, inode) of every result file, machine.json contents, and
-    what cannot be read at all. Layout and limits as load_results reads them: a machine folder
-    that leads out of the results folder is skipped here, and every file is read by the loader's
-    safe reader (dashboard.safe_read), which refuses FIFOs, devices and symlinks out of it."""
-    files, machines, skipped = [], {}, []
-    with os.scandir(root) as top:
-        machine_dirs = sorted(e.name for e in top if e.is_dir() and not e.name.startswith(".")
-                              and e.name not in SKIP_DIRS)
-    for machine in machine_dirs:
-        mdir = root / machine
-        if not inside(mdir, root):
-            skipped.append(loader.SkippedFile(str(mdir), f"a symlink to {os.path.realpath(mdir)!r}, outside "
-                                                         f"{str(root)!r}"))
-            continue
-        info_path = mdir / "machine.json"
-        if info_path.exists() or info_path.is_symlink():
-            info, reason = loader.read_json_file(info_path, root)
-            if reason is None and isinstance(info, dict):
-                machines[machine] = info
-            else:
-                skipped.append(loader.SkippedFile(str(info_path), reason or "not an asv machine.json"))
-        with os.scandir(mdir) as entries:
-            names = sorted(e.name for e in entries if e.name.endswith(".json") and e.name != "machine.json")
-        for name in names:
-            path = mdir / name
-            try:
-                st = path.stat()  # of what a symlink points to: a new target is a changed file
-            except OSError as exc:
-                skipped.append(loader.SkippedFile(str(path), f"cannot stat ({exc.strerror or exc})"))
-                continue
-            files.append((f"{machine}/{name}", machine, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino))
-    return files, machines, skipped
+    what cannot be read at all: dashboard.results_folder's listing, the one the gate's loader reads too."""
+    listing = results_folder.list_results(root)
+    return [f.identity[:1] + (f.machine,) + f.identity[1:] for f in listing.files], listing.machines, listing.skipped
 
 
-def read_benchmarks(root: Path) -> tuple[dict, list[loader.SkippedFile]]:
-    path = root / "benchmarks.json"
-    if not (path.exists() or path.is_symlink()):
-        return {}, []
-    doc, reason = loader.read_json_file(path, root)
-    if reason is None and not isinstance(doc, dict):
-        reason = "not an asv benchmarks.json (top level is not an object)"
-    if reason is not None:
-        return {}, [loader.SkippedFile(str(path), reason + "; parameter names and units unknown")]
-    return {k: v for k, v in doc.items() if isinstance(v, dict)}, []
+read_benchmarks = results_folder.read_benchmarks  # the loader's reading of benchmarks.json
 
 
 # --------------------------------------------------------------------------- parsing into a segment

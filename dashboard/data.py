@@ -11,8 +11,9 @@ it failed (and a whole-benchmark ``null`` means every combination failed); param
 values are stored as ``repr()`` strings in ``itertools.product`` order; CIs may be
 ``-Infinity``/``Infinity`` when there were too few samples.
 
-Any file that cannot be used is listed in ``LoadReport.skipped`` with the reason and the
-rest still loads. Every file is read through :mod:`dashboard.safe_read`: regular files inside the
+The folder is listed by :mod:`dashboard.results_folder` (the walk the dashboard's cache and
+reload check use too). Any file that cannot be used is listed in ``LoadReport.skipped`` with the
+reason and the rest still loads. Every file is read through :mod:`dashboard.safe_read`: regular files inside the
 results folder only, with a size and a nesting limit, and commit dates in a sane range, so no
 file in results/ can hang, exhaust or crash the dashboard or the gate.
 
@@ -41,7 +42,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from dashboard.safe_read import date_problem, inside, read_json
+# ResultsDirError and SkippedFile live with the folder's listing; importers still take them from here.
+from dashboard.results_folder import ResultsDirError, SkippedFile, list_results, read_benchmarks  # noqa: F401
+from dashboard.safe_read import date_problem, read_json
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -68,12 +71,6 @@ FILES_PER_TASK = 8
 # A benchmark's parameter grid larger than this is not a real one (a whole-benchmark failure
 # would otherwise make one row per combination of a grid a small file can describe).
 MAX_COMBINATIONS = 1_000_000
-
-
-@dataclass(frozen=True)
-class SkippedFile:
-    path: str
-    reason: str
 
 
 @dataclass
@@ -135,10 +132,6 @@ class SampleStore:
         it = iter(values)
         islice = itertools.islice
         return [None if n < 0 else list(islice(it, n)) for n in lengths.tolist()]
-
-
-class ResultsDirError(Exception):
-    """The results directory itself is unusable (missing, not a directory)."""
 
 
 def read_json_file(path: Path, root: Path | None = None) -> tuple[object | None, str | None]:
@@ -558,55 +551,19 @@ def load_results(results_dir: str | Path, machine: str | None = None, *, samples
     if samples not in (SAMPLES_LISTS, SAMPLES_COMPACT):
         raise ValueError(f"samples must be {SAMPLES_LISTS!r} or {SAMPLES_COMPACT!r}, not {samples!r}")
     root = Path(results_dir)
-    if not root.exists():
-        raise ResultsDirError(f"results directory {str(root)!r} does not exist")
-    if not root.is_dir():
-        raise ResultsDirError(f"results path {str(root)!r} is not a directory")
-    report = LoadReport()
-
-    benchmarks: dict = {}
-    bench_file = root / "benchmarks.json"
-    if bench_file.exists() or bench_file.is_symlink():
-        doc, reason = read_json_file(bench_file, root)
-        if reason is None and not isinstance(doc, dict):
-            reason = "not an asv benchmarks.json (top level is not an object)"
-        if reason is not None:
-            report.skipped.append(SkippedFile(str(bench_file), reason + "; parameter names and units unknown"))
-        else:
-            benchmarks = {k: v for k, v in doc.items() if isinstance(v, dict)}
-
-    machine_dirs = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-    if machine is not None:
-        machine_dirs = [p for p in machine_dirs if p.name == machine]
-    machines: dict = {}
-    tasks: list[tuple[str, str, str]] = []
-    # The report lists each machine's machine.json problem, then its result files, in order.
-    order: list[SkippedFile | int] = []
-    for mdir in machine_dirs:
-        if not inside(mdir, root):
-            order.append(SkippedFile(str(mdir), f"a symlink to {os.path.realpath(mdir)!r}, outside {str(root)!r}"))
-            continue
-        info_path = mdir / "machine.json"
-        if info_path.exists() or info_path.is_symlink():
-            info, reason = read_json_file(info_path, root)
-            if reason is None and isinstance(info, dict):
-                machines[mdir.name] = info
-            else:
-                order.append(SkippedFile(str(info_path), reason or "not an asv machine.json"))
-        for path in sorted(mdir.glob("*.json")):
-            if path.name != "machine.json":
-                order.append(len(tasks))
-                tasks.append((str(path), mdir.name, str(root)))
-
+    listing = list_results(root, machine)  # as the dashboard's cache lists it; ResultsDirError if unusable
+    benchmarks, bench_skipped = read_benchmarks(root)
+    # The report lists benchmarks.json's and the folder's problems, then the result files', in file order.
+    report = LoadReport(skipped=bench_skipped + listing.skipped)
+    machines = listing.machines
+    tasks = [(str(root / f.relative), f.machine, str(root)) for f in listing.files]
     parsed = _parse_files(tasks, jobs)
     files: list[dict] = []
-    for item in order:
-        if isinstance(item, SkippedFile):
-            report.skipped.append(item)
-        elif parsed[item]["reason"] is not None:
-            report.skipped.append(SkippedFile(parsed[item]["path"], parsed[item]["reason"]))
+    for item in parsed:
+        if item["reason"] is not None:
+            report.skipped.append(SkippedFile(item["path"], item["reason"]))
         else:
-            files.append(parsed[item])
+            files.append(item)
     del parsed
 
     from dashboard.duplicates import choose  # one file per commit, by the dashboard's rule

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import gc
-import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dashboard import asvconf, conf_reader, metrics, static_metrics
+from dashboard import asvconf, conf_reader, metrics, results_folder, static_metrics
 from dashboard.cache import ResultsCache
 from dashboard.data import LoadReport, ResultsDirError, SkippedFile
 from dashboard.detection import Detector, FindingsState  # noqa: F401 (FindingsState: pages import it here)
@@ -264,25 +263,13 @@ class DashboardData:
 
 
 def results_signature(results_dir: Path) -> tuple:
-    """Names, sizes, mtimes and ctimes of the files asv writes: changes when results change (the
-    ctime too when a file is rewritten with its old size and mtime)."""
-    entries = []
+    """Changes when the results do: the result files' names, sizes, mtimes, ctimes and inodes as
+    dashboard.results_folder lists them for the loaders, the other JSON files beside them, and
+    what cannot be read ("missing" when the folder itself cannot be listed)."""
     try:
-        with os.scandir(results_dir) as top:
-            for entry in top:
-                if entry.is_file() and entry.name.endswith(".json"):
-                    st = entry.stat()
-                    entries.append((entry.name, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-                elif entry.is_dir() and not entry.name.startswith("."):
-                    with os.scandir(entry.path) as sub:
-                        for f in sub:
-                            if f.name.endswith(".json"):
-                                st = f.stat()
-                                entries.append((f"{entry.name}/{f.name}", st.st_size, st.st_mtime_ns,
-                                                st.st_ctime_ns))
-    except OSError:
+        return results_folder.list_results(results_dir, read_machines=False).signature()
+    except ResultsDirError:
         return ("missing",)
-    return tuple(sorted(entries))
 
 
 def _report_of(table: ResultsTable) -> LoadReport:

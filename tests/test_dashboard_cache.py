@@ -270,3 +270,37 @@ def test_a_result_file_rewritten_with_the_same_size_and_mtime_is_parsed_again(re
     data = build_data(results, cache_dir=cache)
     assert data.files_parsed == 1
     same(rows(data), rows(build_data(results)))
+
+
+# --------------------------------------------------------------------------- one walk of the results folder
+
+
+def _reasons(skipped):
+    return {os.path.relpath(s.path): s.reason for s in skipped}
+
+
+def test_the_gate_and_the_dashboard_read_the_same_files_and_skip_them_alike(results, tmp_path):
+    """One listing (dashboard.results_folder) for the gate's loader, the cache and the reload
+    check: a dangling link, a stray file under profiles/ and a hidden folder read the same way."""
+    os.symlink(tmp_path / "gone.json", results / MAIN_MACHINE / "dangling-virtualenv.json")
+    (results / "profiles").mkdir()
+    shutil.copy(sorted((results / MAIN_MACHINE).glob(f"*-{MAIN_ENV}.json"))[0], results / "profiles" / "stray.json")
+    gate = load_results(results, jobs=1).load_report
+    dashboard = build_data(results, cache_dir=tmp_path / "cache").report
+    assert _reasons(gate.skipped) == _reasons(dashboard.skipped)
+    assert "cannot stat" in _reasons(gate.skipped)[os.path.relpath(results / MAIN_MACHINE / "dangling-virtualenv.json")]
+    assert sorted(gate.loaded_files) == sorted(dashboard.loaded_files)
+    assert not any("profiles" in p for p in gate.loaded_files + list(_reasons(gate.skipped)))
+
+
+def test_a_dangling_link_does_not_blind_the_reload_check(results, tmp_path):
+    """Once, one file the check could not stat made the signature a constant ("missing"): new
+    results never reloaded."""
+    os.symlink(tmp_path / "gone.json", results / MAIN_MACHINE / "dangling-virtualenv.json")
+    before = results_signature(results)
+    files = sorted((results / MAIN_MACHINE).glob(f"*-{MAIN_ENV}.json"))
+    doc = json.loads(files[0].read_text())
+    doc["commit_hash"] = "b" * 40
+    (results / MAIN_MACHINE / f"{'b' * 8}-{MAIN_ENV}.json").write_text(json.dumps(doc))
+    assert results_signature(results) != before
+    assert results_signature(tmp_path / "nowhere") == ("missing",)
