@@ -1,4 +1,5 @@
-"""The one commit order of the dashboard, its detector worker and the gate (no Dash).
+"""The one commit order of the dashboard, its detector worker and the gate, and the one way a
+hash or prefix names a commit of the results (no Dash).
 
 asv's rule: commits go in the repository's revision order (``git rev-list --all --date-order``
 of the repository asv.conf.json names, dashboard.asvconf) where it can be read, else by the date
@@ -31,6 +32,23 @@ def commit_order(dates: dict[str, int], rank: dict[str, int] | None) -> list[str
     return sorted(dates, key=lambda h: keys[h])
 
 
+def resolve_commit(commits, wanted: str) -> str:
+    """The full hash that ``wanted`` (a hash or a prefix, any case) names among ``commits`` (hashes,
+    or a frame with a ``commit_hash`` column); ValueError naming the problem when it names none or
+    several. The gate's --base/--head and every page's commit in a link go through here."""
+    if hasattr(commits, "columns"):
+        commits = commits["commit_hash"].astype(str).unique()
+    prefix = str(wanted or "").strip().lower()
+    if not prefix:
+        raise ValueError("no commit given")
+    matches = sorted({h for h in map(str, commits) if h.lower().startswith(prefix)})
+    if not matches:
+        raise ValueError(f"commit {wanted!r} is not in the results")
+    if len(matches) > 1:
+        raise ValueError(f"commit {wanted!r} is ambiguous: {', '.join(m[:12] for m in matches[:5])}")
+    return matches[0]
+
+
 def order_note(rank: dict[str, int] | None, repo=None) -> str:
     """What every page and the gate say about the order they use."""
     if rank:
@@ -61,3 +79,15 @@ def with_order(frame, rank: dict[str, int] | None):
                         on=["machine", "env_name", "commit_hash"])
     out[ORDER] = joined[ORDER].to_numpy(dtype=np.int64)
     return out
+
+
+def commits_in_order(frame):
+    """Commits of each (machine, env) of a load_results frame in order: machine, env_name,
+    commit_hash, date. The order is the frame's ``order`` column where it has one (with_order:
+    the repository's order), else :func:`commit_order` by the stored dates."""
+    cols = ["machine", "env_name", "commit_hash", "date"]
+    if ORDER in frame.columns:
+        commits = frame[[*cols, ORDER]].drop_duplicates(subset=cols[:3])
+    else:
+        commits = with_order(frame[cols].drop_duplicates(subset=cols[:3]), None)
+    return commits.sort_values(["machine", "env_name", ORDER, "commit_hash"])[cols].reset_index(drop=True)

@@ -12,7 +12,7 @@ import functools
 import dash
 from dash import Input, Output, State, dash_table, dcc, html
 
-from dashboard import metrics
+from dashboard import commit_order, metrics
 from dashboard.callbacks_boundary import log_failure
 from dashboard.figures import build_empty_figure, impl_sort_key
 from dashboard.model import DashboardData, ResultsStore, Run
@@ -73,16 +73,26 @@ def commit_options(run: Run | None) -> list[dict]:
     return [{"label": commit_label(h, d), "value": h} for h, d in zip(commits["commit_hash"], commits["date"])]
 
 
-def resolve_commit(run: Run | None, wanted: str | None, offset_from_newest: int = 0) -> str | None:
-    """A commit of the run: the wanted one (a hash prefix is enough), else newest minus offset."""
+def named_commit(run: Run | None, wanted: str | None) -> str | None:
+    """The commit of the run that ``wanted`` names (commit_order.resolve_commit: the gate's rule,
+    a unique hash prefix, any case), or None."""
+    if run is None or not wanted:
+        return None
+    try:
+        return commit_order.resolve_commit(run.commits["commit_hash"].tolist(), wanted)
+    except ValueError:
+        return None
+
+
+def commit_or_newest(run: Run | None, wanted: str | None, offset_from_newest: int = 0) -> str | None:
+    """The commit ``wanted`` names in the run, else its newest minus ``offset_from_newest``."""
     if run is None or run.commits.empty:
         return None
     hashes = run.commits["commit_hash"].tolist()
-    if wanted:
-        for h in hashes:
-            if h.startswith(wanted):
-                return h
-    return hashes[max(len(hashes) - 1 - offset_from_newest, 0)]
+    return named_commit(run, wanted) or hashes[max(len(hashes) - 1 - offset_from_newest, 0)]
+
+
+resolve_commit = commit_or_newest  # the name the pages import; the matching rule is commit_order's
 
 
 def run_of(data: DashboardData, query: Query) -> Run | None:
@@ -101,21 +111,19 @@ def run_of(data: DashboardData, query: Query) -> Run | None:
 
 
 def commit_of(run: Run | None, query: Query, key: str, offset_from_newest: int = 0) -> str | None:
-    """resolve_commit for ``key`` of the query, noting a commit the run does not have."""
+    """commit_or_newest for ``key`` of the query, noting a commit the run does not have."""
     wanted = query.one(key)
-    chosen = resolve_commit(run, wanted, offset_from_newest)
-    if wanted and (chosen is None or not chosen.startswith(wanted)):
+    if wanted and named_commit(run, wanted) is None:
         query.reject(key, wanted)
-    return chosen
+    return commit_or_newest(run, wanted, offset_from_newest)
 
 
 def marked_commit(run: Run | None, query: Query) -> str | None:
     """The commit a link marks, if the run has it (else nothing is marked, and the page says so)."""
     wanted = query.one("commit")
-    chosen = resolve_commit(run, wanted) if wanted else None
-    if wanted and (chosen is None or not chosen.startswith(wanted)):
+    chosen = named_commit(run, wanted)
+    if wanted and chosen is None:
         query.reject("commit", wanted)
-        return None
     return chosen
 
 
@@ -192,7 +200,7 @@ def register_run_controls(app: dash.Dash, store: ResultsStore, page: str, commit
         def _commits(machine, env, *current):
             run = store.get().run(machine, env)
             options = commit_options(run)
-            values = [resolve_commit(run, c, commit_keys[k]) for k, c in zip(keys, current)]
+            values = [commit_or_newest(run, c, commit_keys[k]) for k, c in zip(keys, current)]
             return [options] * len(keys) + values
 
 

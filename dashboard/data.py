@@ -42,7 +42,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-# ResultsDirError and SkippedFile live with the folder's listing; importers still take them from here.
+# commit_order (a frame's commits in order), ResultsDirError and SkippedFile live in their own
+# modules; importers still take them from here.
+from dashboard.commit_order import commits_in_order as commit_order  # noqa: F401
 from dashboard.results_folder import ResultsDirError, SkippedFile, list_results, read_benchmarks  # noqa: F401
 from dashboard.safe_read import date_problem, read_json
 
@@ -577,17 +579,3 @@ def load_results(results_dir: str | Path, machine: str | None = None, *, samples
     frame, param_columns, store = _assemble(files, benchmarks, report, samples)
     return LoadedResults(frame, report, benchmarks, machines, param_columns,
                          store if samples == SAMPLES_COMPACT else None)
-
-
-def commit_order(frame: pd.DataFrame) -> pd.DataFrame:
-    """Commits of each (machine, env) in order: machine, env_name, commit_hash, date. The order is
-    the frame's ``order`` column where it has one (dashboard.commit_order.with_order: the
-    repository's order, as the dashboard's), else the stored date."""
-    from dashboard.commit_order import ORDER
-
-    cols = ["machine", "env_name", "commit_hash", "date"]
-    if ORDER in frame.columns:
-        commits = frame[[*cols, ORDER]].drop_duplicates(subset=cols[:3])
-        return commits.sort_values(["machine", "env_name", ORDER, "commit_hash"])[cols].reset_index(drop=True)
-    commits = frame[cols].drop_duplicates(subset=cols[:3])
-    return commits.sort_values(["machine", "env_name", "date", "commit_hash"]).reset_index(drop=True)

@@ -1,4 +1,5 @@
-"""How values are shown: one scaled unit per axis or table column, and one number-with-unit format.
+"""How values are shown: one scaled unit per axis or table column, one number-with-unit format and
+one relative-change format, used by the pages and the gate's reports alike.
 
 asv stores times in seconds and memory in bytes. An axis of 135e-6 s values reads best as
 "135" under "µs", not as Plotly's SI ticks with a suffix ("135µ s"), so figures and tables pick
@@ -77,3 +78,13 @@ def format_value(value, unit: str | None, digits: int = 3) -> str:
         shown = _scaled(shown.symbol, abs(x))
     symbol, number = shown.symbol, f"{x / shown.scale:.{digits}g}"
     return f"{number} {symbol}" if symbol else number
+
+
+def format_change(relative) -> str:
+    """A relative change (new / old - 1) as every page and the gate print it: "+25.8%", "-3.1%",
+    "–" when there is none. What it is relative to is for the place that shows it to say."""
+    try:
+        x = float(relative)
+    except (TypeError, ValueError):
+        return "–"
+    return f"{x:+.1%}" if math.isfinite(x) else "–"

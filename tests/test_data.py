@@ -239,3 +239,48 @@ def test_a_file_cut_anywhere_is_reported_as_truncated(tmp_path):
         assert doc is None and reason.startswith("truncated JSON"), (cut, REAL_RESULT[cut - 10:cut], reason)
     path.write_text(REAL_RESULT.replace('"env_vars": {},', '"env_vars": {},,', 1))
     assert read_json_file(path)[1].startswith("broken JSON")
+
+
+def test_the_gate_and_the_regressions_page_print_one_change_alike(tmp_path, capsys):
+    """The same change read "123μs -> 160μs +30.1%" in the gate and "123 µs → 160 µs (+30.1%"
+    on the Regressions page: one format_value, one format_change (dashboard.units)."""
+    import re
+
+    from dashboard.model import ResultsStore
+    from dashboard.pages.regressions import inbox
+    from dashboard.regressions.cli import main as gate
+    from tests.suite_fixtures import MAIN_MACHINE, write_dashboard_fixture
+
+    fx = write_dashboard_fixture(tmp_path / "results")
+    gate(["--results", str(fx.results_dir), "--machine", MAIN_MACHINE, "--format", "text"])
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if fx.regressed[0] in ln and "track_latency" in ln
+             and "'fused'" in ln and "REGRESSION" in ln]
+    assert lines, "the gate lists the planted regression"
+    before, after, change = re.search(r"  (\S+ \S+) -> (\S+ \S+)  ([+-]\d+\.\d%)  ", lines[0]).groups()
+    store = ResultsStore(fx.results_dir, detect_in_background=False)
+    try:
+        page = str(inbox(store.get(), store.findings(), MAIN_MACHINE, "regression", [])[0])
+    finally:
+        store.close()
+    assert f"{before} → {after} ({change}," in page
+
+
+def test_a_commit_prefix_names_the_same_commit_for_the_gate_and_the_pages(tmp_path):
+    """One resolve_commit (dashboard.commit_order): the pages once took the first commit an
+    ambiguous prefix matched, and matched case-sensitively, where the gate refused."""
+    from dashboard.commit_order import resolve_commit
+    from dashboard.components import named_commit
+    from dashboard.model import build_data
+
+    history = write_history(tmp_path, [SeriesSpec("b.S.track_latency", (1,), ("m",))], 40, seed=3)
+    run = next(iter(build_data(tmp_path).runs.values()))
+    frame = load_results(tmp_path).frame
+    by_prefix = {}
+    for h in history.commits:
+        by_prefix.setdefault(h[:1], []).append(h)
+    ambiguous = next(p for p, hs in by_prefix.items() if len(hs) > 1)
+    with pytest.raises(ValueError, match="ambiguous"):
+        resolve_commit(frame, ambiguous)
+    assert named_commit(run, ambiguous) is None
+    wanted = history.commits[5][:8].upper()
+    assert resolve_commit(frame, wanted) == named_commit(run, wanted) == history.commits[5]

@@ -8,7 +8,7 @@ import pytest
 from dashboard.data import load_results
 from dashboard.regressions import find_status_changes, load_accepted
 from dashboard.regressions.acceptance import Acceptance, AcceptedFileError, find_acceptance, plausible_commits
-from dashboard.regressions.formatting import format_p, format_value
+from dashboard.regressions.formatting import format_change, format_p, format_value
 from dashboard.regressions.gate import judged_runs
 from tests.asv_fixtures import SeriesSpec, write_history
 
@@ -75,12 +75,20 @@ def test_judged_runs_are_the_newest_commit_or_every_commit_after_the_base(tmp_pa
 
 
 @pytest.mark.parametrize("value, unit, text", [
-    (1.234e-4, "seconds", "123μs"), (2.5, "seconds", "2.50s"), (3.2e9, "bytes", "3.2 GB"), (512, "bytes", "512 B"),
-    (123.4, "TFLOP/s", "123.4 TFLOP/s"), (5.0, "unit", "5"), (2.0, "kernels", "2 kernels"), (2.5, None, "2.5"),
-    (float("nan"), "seconds", "n/a"),
+    (1.234e-4, "seconds", "123 µs"), (2.5, "seconds", "2.5 s"), (3.2e9, "bytes", "3.2 GB"), (512, "bytes", "512 B"),
+    (123.4, "TFLOP/s", "123 TFLOP/s"), (5.0, "unit", "5"), (2.0, "kernels", "2 kernels"), (2.5, None, "2.5"),
+    (float("nan"), "seconds", "–"), (None, "seconds", "–"),
 ])
 def test_values_print_in_their_unit_never_the_word_unit(value, unit, text):
     assert format_value(value, unit) == text
+
+
+def test_the_gate_prints_numbers_with_the_pages_one_definition():
+    """Once the gate printed asv's "123μs" and the pages "123 µs": one format_value, one format_change."""
+    from dashboard import units
+
+    assert format_value is units.format_value and format_change is units.format_change
+    assert [format_change(r) for r in (0.2581, -0.031, float("nan"), None)] == ["+25.8%", "-3.1%", "–", "–"]
 
 
 @pytest.mark.parametrize("p, text", [

@@ -53,7 +53,7 @@ def test_a_clear_regression_at_the_newest_commit_fails_at_once(tmp_path, capsys)
     gate_section = out[:out.index("History:")]
     assert "REGRESSION (fails the gate)" in gate_section and history.commits[39][:12] in gate_section
     assert "bench.Mlp.track_latency(m=16, impl='fused')" in gate_section and "+20" in gate_section
-    assert "μs -> " in gate_section and "p<1e-6" in out and "p=0 " not in out and " unit" not in out
+    assert "µs -> " in gate_section and "p<1e-6" in out and "p=0 " not in out and " unit" not in out
     assert out.rstrip().endswith("Gate: FAIL: 1 regression(s)") and err == ""
 
 

@@ -12,7 +12,7 @@ from dash import Input, Output, State, html
 from dashboard import metrics
 from dashboard.components import (
     commit_options, dropdown, env_options, generic_notice, guarded, labelled, machine_options, message,
-    register_run_controls, run_of, static_only_notice, styled_datatable,
+    named_commit, register_run_controls, run_of, static_only_notice, styled_datatable,
 )
 from dashboard.model import DashboardData, ResultsStore, Run
 from dashboard.pages import Page
@@ -33,9 +33,9 @@ def newest_common(a: Run | None, b: Run | None) -> str | None:
 
 
 def _commit(run: Run | None, wanted, fallback: str | None) -> str | None:
+    """The commit ``wanted`` names in the run, else ``fallback`` if the run has it, else its newest."""
     hashes = run.commits["commit_hash"].tolist() if run is not None else []
-    chosen = next((h for h in hashes if wanted and h.startswith(wanted)), None)
-    return chosen or (fallback if fallback in hashes else (hashes[-1] if hashes else None))
+    return named_commit(run, wanted) or (fallback if fallback in hashes else (hashes[-1] if hashes else None))
 
 
 def _other_run(data: DashboardData, run: Run | None, machine, env) -> Run | None:

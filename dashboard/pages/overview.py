@@ -18,7 +18,7 @@ from dashboard.components import (
 from dashboard.figures.heatmap import build_speedup_panel_figure, color_span, speedup_legend_stops, speedup_text
 from dashboard.model import DashboardData, ResultsStore
 from dashboard.pages import Page, kernels
-from dashboard.units import format_value
+from dashboard.units import format_change, format_value
 from dashboard.urlstate import SHELL, Query, link, qid
 
 ID = "overview"
@@ -116,7 +116,7 @@ def _regressed_fused(changes, base: str | None) -> dict[str, str]:
     if changes is None:
         return {}
     worse = changes[(changes["impl"] == metrics.FUSED) & (changes["change"] == "worse")]
-    return {c: f"fused latency {r - 1:+.0%} since {base[:8]} (significant)"
+    return {c: f"fused latency {format_change(r - 1)} since {base[:8]} (significant)"
             for c, r in zip(worse["case"], worse["ratio"])}
 
 
@@ -306,7 +306,7 @@ def change_card(changes, base, commit, common: dict):
             html.Span("slower" if r.change == "worse" else "faster",
                       className=f"badge {'bad' if r.change == 'worse' else 'good'}"),
             f" {r.impl} ", html.Code(r.case), f" {format_value(r.old, 'seconds')} → {format_value(r.new, 'seconds')} "
-            f"({r.ratio - 1:+.0%}) ", dcc.Link("trend →", href=href, className="trend-link")]))
+            f"({format_change(r.ratio - 1)}) ", dcc.Link("trend →", href=href, className="trend-link")]))
     more = len(significant) - len(items)
     compare_href = link("/compare", {**common, "a": base, "b": commit, "metric": "latency", "sig": ["only"]})
     return [html.H3(f"Latency since {base[:8]}"),

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.data import STATUS_OK
+from dashboard.regressions.formatting import format_change
 
 LIBRARY, ENVIRONMENT, NOISE = "library", "environment", "noise"
 CLASSES = (LIBRARY, ENVIRONMENT, NOISE)
@@ -110,19 +111,19 @@ def classify(finding, frame: pd.DataFrame, states: Mapping[str, Mapping[str, obj
     fused = rows.get(finding.params)
     if fused is not None and _spread_grew(fused, split, step):
         return Classification(NOISE, f"the spread grew after {finding.commit_hash[:8]}, not the level ("
-                                     f"{finding.relative_change:+.1%} within {NOISE_SIGMAS:g}x the spread after)"
+                                     f"{format_change(finding.relative_change)} within {NOISE_SIGMAS:g}x the spread after)"
                                      + said, state_changes=changed)
     controls = {c: rows[with_impl(finding.params, c)] for c in CONTROLS if with_impl(finding.params, c) in rows}
     moves = tuple(m for m in (_control_move(r, c, split, step) for c, r in controls.items()) if m is not None)
     if not moves:
         return Classification(LIBRARY, "no control measured either side of the change" + said,
                               state_changes=changed)
-    listed = ", ".join(f"{m.impl} {m.relative_change:+.1%}" for m in moves)
+    listed = ", ".join(f"{m.impl} {format_change(m.relative_change)}" for m in moves)
     if fused is not None and _controls_explain(fused, [controls[m.impl] for m in moves], split, step):
-        return Classification(ENVIRONMENT, f"the controls moved too ({listed}; fused {finding.relative_change:+.1%})"
+        return Classification(ENVIRONMENT, f"the controls moved too ({listed}; fused {format_change(finding.relative_change)})"
                                            + said, moves, changed)
     return Classification(LIBRARY, f"the controls did not move as much ({listed}; fused "
-                                   f"{finding.relative_change:+.1%})" + said, moves, changed)
+                                   f"{format_change(finding.relative_change)})" + said, moves, changed)
 
 
 def classify_all(findings: Sequence, frame: pd.DataFrame, states=None) -> dict:

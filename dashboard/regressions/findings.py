@@ -10,7 +10,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from dashboard.commit_order import ORDER
+from dashboard.commit_order import ORDER, resolve_commit  # noqa: F401 (re-exported by the package)
 from dashboard.data import STATUS_OK
 from dashboard.regressions.direction import HIGHER, metric_direction
 from dashboard.regressions.statistics import TAIL, Change, DetectorSettings, detect_changes
@@ -169,14 +169,3 @@ def findings_frame(findings: Sequence[Finding]) -> pd.DataFrame:
     """Findings as a DataFrame (one row each, newest commit first) for tables and pages."""
     columns = [f.name for f in dataclasses.fields(Finding)]
     return pd.DataFrame([dataclasses.astuple(f) for f in findings], columns=columns)
-
-
-def resolve_commit(frame: pd.DataFrame, commit: str) -> str:
-    """Full hash for a (prefix of a) commit present in the results; ValueError otherwise."""
-    known = frame["commit_hash"].astype(str).unique()
-    matches = sorted({h for h in known if h.startswith(commit.lower())})
-    if not matches:
-        raise ValueError(f"commit {commit!r} is not in the results")
-    if len(matches) > 1:
-        raise ValueError(f"commit {commit!r} is ambiguous: {', '.join(m[:12] for m in matches[:5])}")
-    return matches[0]

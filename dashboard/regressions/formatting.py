@@ -1,32 +1,15 @@
-"""Numbers as reports print them: values in their unit, p-values with sensible precision.
-
-Times and sizes go through asv's own formatters (``asv.util.human_time``, ``human_file_size``), as
-``asv compare`` prints them. asv calls a track benchmark's unit "unit" when it declares none;
-that word is never printed.
+"""Numbers as the gate's reports print them: values and changes exactly as the pages show them
+(dashboard.units: "196 µs", "2.15 GB", "+25.8%"; asv's placeholder unit "unit" never printed),
+p-values with sensible precision.
 """
 
 from __future__ import annotations
 
 import math
 
-from asv.util import human_file_size, human_time
+from dashboard.units import format_change, format_value  # noqa: F401 (the one definition; re-exported)
 
-NO_UNIT = {"", "unit", "units"}
 P_FLOOR = 1e-6  # below this a p-value from a handful of points or samples says only "tiny"
-
-
-def format_value(value: float, unit: str | None) -> str:
-    """1.234e-4, "seconds" -> "123μs"; 3.2e9, "bytes" -> "3.2 GB"; 123.4, "TFLOP/s" -> "123.4 TFLOP/s"."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    unit = (unit or "").strip()
-    if unit.lower() in ("seconds", "second", "s"):
-        return human_time(value)
-    if unit.lower() in ("bytes", "byte", "b"):
-        text = human_file_size(value)  # "3.2G", "1.54k", "512"
-        return f"{text[:-1]} {text[-1]}B" if text[-1].isalpha() else f"{text} B"
-    text = f"{value:.4g}"
-    return text if unit.lower() in NO_UNIT else f"{text} {unit}"
 
 
 def format_p(p: float) -> str:

@@ -16,7 +16,7 @@ from typing import Sequence
 from dashboard.data import LoadReport
 from dashboard.regressions.failures import StatusChange
 from dashboard.regressions.findings import REGRESSION, Finding
-from dashboard.regressions.formatting import format_p, format_value
+from dashboard.regressions.formatting import format_change, format_p, format_value
 from dashboard.regressions.classify import ENVIRONMENT, NOISE
 from dashboard.regressions.gate import ACCEPTED, EARLIER, REGRESSION_ITEM, SUSPECTED, GateItem, GateVerdict
 
@@ -73,7 +73,7 @@ def describe(c: Change) -> str:
         previous = f"; previous {c.previous_commit[:8]}" if c.previous_commit else ""
         return f"{label:<11} {name}  {c.summary()}  [{c.status()}{previous}]"
     return (f"{c.direction.upper():<11} {name}  {format_value(c.before, c.unit)} -> "
-            f"{format_value(c.after, c.unit)}  {c.relative_change:+.1%}  {format_p(c.p_value)}  "
+            f"{format_value(c.after, c.unit)}  {format_change(c.relative_change)}  {format_p(c.p_value)}  "
             f"[{c.status()}; previous {c.previous_commit[:8]}]")
 
 
@@ -174,7 +174,7 @@ def render_markdown(findings: Sequence[Finding], status_changes: Sequence[Status
                              f"{c.status()} |")
             else:
                 lines.append(f"| {c.direction} | {name} | {_md(c.params)} | {format_value(c.before, c.unit)} → "
-                             f"{format_value(c.after, c.unit)} | {c.relative_change:+.1%} | "
+                             f"{format_value(c.after, c.unit)} | {format_change(c.relative_change)} | "
                              f"{format_p(c.p_value).removeprefix('p=')} | {c.status()} |")
         lines.append("")
     if not findings and not status_changes:
