@@ -153,8 +153,13 @@ rows, _, _ = compare.update(data, MAIN_MACHINE, MAIN_ENV, commits[0], commits[-1
                             None, None, None, None, None)
 assert rows
 regressions.inbox(data, store.findings(), None, "regression", [])
+# The newest commit introduced nothing (the planted regression is older and still open): pass.
 code = gate(["--results", str(fx.results_dir), "--machine", MAIN_MACHINE])
-assert code in (0, 1), code
+assert code == 0, code
+# Judged from the commit before the planted regression, the gate fails on it.
+before = fx.main.commits[fx.main.commits.index(fx.regression_commit) - 1]
+code = gate(["--results", str(fx.results_dir), "--machine", MAIN_MACHINE, "--base", before])
+assert code == 1, code
 loaded = sorted(m for m in ("torch", "triton", "fused_mlp") if m in sys.modules)
 print("loaded:", loaded)
 '''
