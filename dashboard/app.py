@@ -24,7 +24,7 @@ from dashboard.figures import THEMES, warm_up
 from dashboard.cache import default_cache_dir
 from dashboard.commit_order import order_note
 from dashboard.model import DEFAULT_RESULTS_DIR, ResultsStore
-from dashboard.pages import Page, discover_pages
+from dashboard.pages import Page, discover_pages, page_layout
 from dashboard.urlstate import QUERY_TYPE, SHELL, Query, encode_query, qid
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,7 @@ def render_page(store: ResultsStore, pages: list[Page], pathname: str | None, se
                          html.P(["No page at ", html.Code(str(pathname)), ". Pick one above."])])
     try:
         query = Query(search)
-        layout = page.layout(data, query)
+        layout = page_layout(page, pages, data, query)  # the registry decides what the mode shows
         return html.Div([load_report_panel(data), link_notice(query, layout), layout, order_line(data)])
     except Exception as exc:  # a hand-edited link must not produce a traceback
         log.exception("layout of %s failed", page.path)

@@ -70,3 +70,62 @@ def test_the_page_and_its_callback(fx, data):
     older = h200.commits["commit_hash"].iloc[0]  # a commit A100 never ran: nothing to compare there
     rows, _, summary, _ = machines.update(data, MAIN_MACHINE, MAIN_ENV, older, SECOND_MACHINE, SECOND_ENV, common)
     assert "different commits" in texts(summary)
+
+
+# --------------------------------------------------------------------------- the page registry decides the mode
+
+
+def test_the_registry_says_why_a_suite_page_is_off_for_other_results(tmp_path):
+    """Machines and Roofline no longer check the mode themselves: the registry shows their
+    notice for another project's results and for a folder of static compile metrics only, and
+    the Overview of the latter is the Kernels page."""
+    from tests.generic_fixtures import write_generic_history
+    from tests.test_dashboard_static import _write_static
+
+    write_generic_history(tmp_path / "generic", n_commits=6)
+    _write_static(tmp_path / "static")
+    pages = discover_pages()
+    by_path = {p.path: p for p in pages}
+    assert by_path["/machines"].modes == by_path["/roofline"].modes == ("suite",)
+    for folder, notice in (("generic", "is off for these results"), ("static", "No timings in these results yet")):
+        store = ResultsStore(tmp_path / folder, detect_in_background=False)
+        try:
+            for path in ("/machines", "/roofline"):
+                text = texts(render_page(store, pages, path, ""))
+                assert notice in text and "Could not build" not in text, (folder, path)
+                assert by_path[path].title in text
+            overview = texts(render_page(store, pages, "/", ""))
+        finally:
+            store.close()
+        assert notice in overview
+    assert "Static compile metrics, not timings" in overview  # the Kernels page, standing in
+
+
+def _page_modules():
+    import ast
+    from pathlib import Path
+
+    import dashboard.pages as package
+
+    folder = Path(package.__file__).parent
+    return {f"dashboard.pages.{p.stem}": ast.parse(p.read_text()) for p in folder.glob("*.py") if p.stem != "__init__"}
+
+
+def test_pages_never_import_pages():
+    """A page (a module with PAGE) is imported by the registry only; helpers a few pages share
+    live in modules of their own (underscore names, no PAGE)."""
+    import ast
+
+    modules = _page_modules()
+    pages = {name for name, tree in modules.items()
+             if any(isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "PAGE" for t in n.targets)
+                    for n in tree.body)}
+    assert {"dashboard.pages.machines", "dashboard.pages.roofline", "dashboard.pages.trends"} <= pages
+    found = set()
+    for name, tree in modules.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                targets = {node.module} | {f"{node.module}.{a.name}" for a in node.names}
+                found |= {(name, t) for t in targets & pages if t != name}
+    # Still to untangle on the Trends side: _generic_trends borrows trends.commit_info.
+    assert found <= {("dashboard.pages._generic_trends", "dashboard.pages.trends")}, found

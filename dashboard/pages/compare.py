@@ -10,9 +10,9 @@ from dash import Input, Output, State, dcc, html
 from dashboard import metrics
 from dashboard.components import (
     dropdown, facet_controls, guarded, labelled, message, register_facet_counts, register_run_controls,
-    run_controls, run_of, static_only_notice,
+    run_controls, run_of,
 )
-from dashboard.model import DashboardData, ResultsStore
+from dashboard.model import GENERIC, SUITE, DashboardData, ResultsStore
 from dashboard.pages import Page, _generic_compare
 from dashboard.pages._comparison import (
     COMMITS, DEFAULT_FACTOR, comparison_columns, comparison_controls, comparison_datatable, summary_line,
@@ -27,8 +27,6 @@ COLUMNS = ["op", "dtype", "activation", "shape", "impl", "mode", "old", "new", "
 
 
 def layout(data: DashboardData, query: Query):
-    if data.static_only:
-        return static_only_notice(data, "Compare")
     if data.generic:  # another project's benchmarks: benchmark and parameters instead of Cases
         return _generic_compare.layout(data, query)
     run = run_of(data, query)
@@ -114,4 +112,4 @@ def register(app, store: ResultsStore):
         return dcc.send_string(csv_text(store.get(), *args), f"compare-{machine}-{(a or '')[:8]}-{(b or '')[:8]}.csv")
 
 
-PAGE = Page("/compare", "Compare", 2, layout, register, "commit A vs commit B")
+PAGE = Page("/compare", "Compare", 2, layout, register, "commit A vs commit B", modes=(SUITE, GENERIC))

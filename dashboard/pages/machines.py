@@ -11,10 +11,10 @@ from dash import Input, Output, State, html
 
 from dashboard import metrics
 from dashboard.components import (
-    commit_options, dropdown, env_options, generic_notice, guarded, labelled, machine_options, message,
-    named_commit, register_run_controls, run_of, static_only_notice, styled_datatable,
+    commit_options, dropdown, env_options, guarded, labelled, machine_options, message,
+    named_commit, register_run_controls, run_of, styled_datatable,
 )
-from dashboard.model import DashboardData, ResultsStore, Run
+from dashboard.model import SUITE, DashboardData, ResultsStore, Run
 from dashboard.pages import Page
 from dashboard.units import display_unit
 from dashboard.urlstate import Query, qid
@@ -47,10 +47,6 @@ def _other_run(data: DashboardData, run: Run | None, machine, env) -> Run | None
 
 
 def layout(data: DashboardData, query: Query):
-    if data.static_only:
-        return static_only_notice(data, "Machines")
-    if data.generic:
-        return generic_notice(data, "Machines")
     run_a = run_of(data, query)
     run_b = _other_run(data, run_a, query.one("machine_b"), query.one("env_b"))
     common = newest_common(run_a, run_b)
@@ -176,4 +172,5 @@ def register(app, store: ResultsStore):
         return update(store.get(), *args)
 
 
-PAGE = Page("/machines", "Machines", 2, layout, register, "one machine against another, at a common commit")
+PAGE = Page("/machines", "Machines", 2, layout, register, "one machine against another, at a common commit",
+            modes=(SUITE,))

@@ -12,12 +12,12 @@ from dash import Input, Output, State, dcc, html
 
 from dashboard import comparison_set, metrics
 from dashboard.components import (
-    commit_of, commit_options, dropdown, facet_controls, generic_notice, guarded, labelled, message,
+    commit_of, commit_options, dropdown, facet_controls, guarded, labelled, message,
     register_facet_counts, register_run_controls, run_controls, run_of,
 )
 from dashboard.figures.heatmap import build_speedup_panel_figure, color_span, speedup_legend_stops, speedup_text
-from dashboard.model import DashboardData, ResultsStore
-from dashboard.pages import Page, kernels
+from dashboard.model import STATIC, SUITE, DashboardData, ResultsStore
+from dashboard.pages import Page
 from dashboard.units import format_change, format_value
 from dashboard.urlstate import SHELL, Query, link, qid
 
@@ -29,13 +29,6 @@ MAX_LISTED_CHANGES = 12
 
 
 def layout(data: DashboardData, query: Query):
-    if data.static_only:  # what there is to see: the static compile metrics' history
-        return html.Div([html.P([
-            "No timings in these results yet (they come from a GPU runner); these are the static compile "
-            "metrics of the kernels, commit by commit."], className="message", id="static-notice"),
-            kernels.layout(data, query)])
-    if data.generic:
-        return generic_notice(data, "Overview")
     run = run_of(data, query)
     base = commit_of(run, query, "base", 1) if query.one("base") else None
     return html.Div([
@@ -375,4 +368,6 @@ def register(app, store: ResultsStore):
         return update(store.get(), *args)
 
 
-PAGE = Page("/", "Overview", 0, layout, register, "fused vs unfused at one commit, and what changed")
+# Static compile metrics only: what there is to see is their history, the Kernels page.
+PAGE = Page("/", "Overview", 0, layout, register, "fused vs unfused at one commit, and what changed",
+            modes=(SUITE,), stand_ins=((STATIC, "/kernels"),))

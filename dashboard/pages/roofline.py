@@ -7,11 +7,10 @@ from dash import Input, Output, html
 
 from dashboard import metrics
 from dashboard.components import (
-    error_figure, facet_controls, generic_notice, graph, guarded, register_facet_counts, register_run_controls,
-    run_controls, run_of, static_only_notice,
+    error_figure, facet_controls, graph, guarded, register_facet_counts, register_run_controls, run_controls, run_of,
 )
 from dashboard.figures import build_roofline_figure
-from dashboard.model import DashboardData, ResultsStore
+from dashboard.model import SUITE, DashboardData, ResultsStore
 from dashboard.pages import Page
 from dashboard.urlstate import SHELL, Query, qid
 
@@ -21,10 +20,6 @@ FACETS = tuple(f for f in metrics.FACETS if f != "mode")  # forward only: see th
 
 
 def layout(data: DashboardData, query: Query):
-    if data.static_only:
-        return static_only_notice(data, "Roofline")
-    if data.generic:
-        return generic_notice(data, "Roofline")
     run = run_of(data, query)
     return html.Div([
         html.H1("Roofline"),
@@ -72,4 +67,4 @@ def register(app, store: ResultsStore):
         return update(store.get(), *args)
 
 
-PAGE = Page("/roofline", "Roofline", 3, layout, register, "achieved TFLOP/s vs arithmetic intensity")
+PAGE = Page("/roofline", "Roofline", 3, layout, register, "achieved TFLOP/s vs arithmetic intensity", modes=(SUITE,))
