@@ -1,7 +1,7 @@
 """The Dash app: a shell (navigation, theme, copy-link) around the pages of dashboard.pages.
 
     app = create_app("results")      # or python -m dashboard --results DIR
-    server = app.server              # WSGI: dashboard.app:server serves the repo's results/
+    server = app.server              # WSGI: gunicorn dashboard.wsgi:server (README "Deploying for a team")
 
 Routing and URL state: one ``dcc.Location``. A page is rendered from the path and the query
 string; every control whose id is ``urlstate.qid(page, key)`` writes its value back to the
@@ -21,7 +21,6 @@ from dash import ALL, Dash, Input, Output, State, dcc, html
 from dashboard import callbacks_boundary
 from dashboard.components import empty_state, link_notice, load_report_panel, message
 from dashboard.figures import THEMES, warm_up
-from dashboard.cache import default_cache_dir
 from dashboard.commit_order import order_note
 from dashboard.model import DEFAULT_RESULTS_DIR, ResultsStore
 from dashboard.pages import Page, discover_pages, page_layout
@@ -149,9 +148,13 @@ def create_app(results_dir: str | Path | None = None, asv_conf: Path | None = No
 
 
 def __getattr__(name: str):
-    """``dashboard.app:server`` for WSGI servers, built on first use (importing stays cheap)."""
+    """``dashboard.app:server`` for WSGI servers, built on first use (importing stays cheap), with
+    the settings dashboard.wsgi reads from the environment (FUSED_MLP_RESULTS, ...)."""
     if name in ("app", "server"):
-        app = create_app(cache_dir=default_cache_dir())
+        from dashboard.wsgi import settings_from_env
+
+        settings = settings_from_env()
+        app = create_app(settings["results_dir"], asv_conf=settings["asv_conf"], cache_dir=settings["cache_dir"])
         globals().update(app=app, server=app.server)
         return globals()[name]
     raise AttributeError(name)
