@@ -26,6 +26,7 @@ changes its ctime.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -39,6 +40,11 @@ from pathlib import Path
 
 import numpy as np
 
+try:
+    import fcntl
+except ImportError:  # Windows: loads there go ahead without the lock
+    fcntl = None
+
 from dashboard import cache_manifest, results_folder, safe_read
 from dashboard import data as loader
 from dashboard.cache_manifest import SEGMENT_NAME, CacheDamaged
@@ -48,6 +54,7 @@ log = logging.getLogger(__name__)
 FORMAT = 2
 # Per-row columns of a segment, as the parser produces them (stats rows become their own files).
 ROW_COLUMNS = ("value", "failed", *loader.STATS_KEYS, "sample_start", "sample_length")
+LOCK_NAME = ".lock"  # in the cache folder: held while a process loads through it
 MAX_SEGMENTS = 24  # beyond this many, the small segments are merged into one
 BATCH_BYTES = 192 << 20  # JSON parsed per segment: the parser's arrays for it are what memory holds
 SKIP_DIRS = results_folder.NOT_MACHINES  # results/profiles holds profile passes (dashboard.profiles)
@@ -323,10 +330,33 @@ class ResultsCache:
     def load(self) -> ParsedResults:
         """Every result file, parsed now or read from the cache. Raises loader.ResultsDirError
         when the results folder itself is unusable."""
-        if not self.root.exists():
-            raise loader.ResultsDirError(f"results directory {str(self.root)!r} does not exist")
-        if not self.root.is_dir():
-            raise loader.ResultsDirError(f"results path {str(self.root)!r} is not a directory")
+        results_folder.check_root(self.root)
+        with self._exclusive():
+            return self._load_locked()
+
+    @contextlib.contextmanager
+    def _exclusive(self):
+        """One process at a time loads through this cache (gunicorn's workers start together on
+        one cache dir): the first parses and writes it, the others wait and then read it, instead
+        of each parsing everything and deleting the segments the other just wrote. Where there is
+        no lock to take (no cache, a folder that cannot be written, no flock) the load goes ahead."""
+        handle = None
+        if self.dir is not None and fcntl is not None:
+            try:
+                self.dir.mkdir(parents=True, exist_ok=True)
+                handle = open(self.dir / LOCK_NAME, "a")
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            except OSError:
+                if handle is not None:
+                    handle.close()
+                handle = None
+        try:
+            yield
+        finally:
+            if handle is not None:
+                handle.close()  # closing releases the lock
+
+    def _load_locked(self) -> ParsedResults:
         listed, machines, skipped = list_result_files(self.root)
         benchmarks, bench_skipped = read_benchmarks(self.root)
         note = self.refused

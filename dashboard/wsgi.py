@@ -9,8 +9,8 @@
     FUSED_MLP_ASV_CONF   the project's asv.conf.json (default: the one beside the results)
 
 Or build one with arguments: ``gunicorn 'dashboard.wsgi:create_server("/srv/results")'``.
-Each worker loads the results itself (through the shared cache: the first to start parses,
-every write is a new file moved into place, so the others read a whole cache or parse too) and
+Each worker loads the results itself, through the shared cache (dashboard.cache: one process at
+a time loads through it, so the first worker parses and the others read what it wrote), and
 reloads when the folder changes. A setting that cannot work stops the server at start with a
 message naming it (ValueError), never a traceback from the first request.
 """

@@ -304,3 +304,28 @@ def test_a_dangling_link_does_not_blind_the_reload_check(results, tmp_path):
     (results / MAIN_MACHINE / f"{'b' * 8}-{MAIN_ENV}.json").write_text(json.dumps(doc))
     assert results_signature(results) != before
     assert results_signature(tmp_path / "nowhere") == ("missing",)
+
+
+def test_processes_starting_together_on_one_cache_parse_once_and_agree(results, tmp_path):
+    """gunicorn's workers start at once on one cache dir: one parses and writes the cache, the
+    others wait for it and read it (each once parsed everything and deleted the other's segments)."""
+    import subprocess
+    import sys
+
+    go = tmp_path / "go"
+    code = ("import os, sys, time; from dashboard.model import build_data; print('ready', flush=True)\n"
+            "while not os.path.exists(sys.argv[3]): time.sleep(0.005)\n"
+            "d = build_data(sys.argv[1], cache_dir=sys.argv[2])\n"
+            "print(d.files_parsed, len(d.rows_frame(samples=False)), repr(d.cache_note))")
+    starts = [subprocess.Popen([sys.executable, "-c", code, str(results), str(tmp_path / "cache"), str(go)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               cwd=os.path.dirname(os.path.dirname(__file__))) for _ in range(3)]
+    assert [p.stdout.readline() for p in starts] == ["ready\n"] * 3  # all imported: now they load at once
+    go.touch()
+    outs = [p.communicate(timeout=300) for p in starts]
+    assert all(p.returncode == 0 for p in starts), [err[-2000:] for _, err in outs]
+    parsed, n_rows, notes = zip(*(out.split(maxsplit=2) for out, _ in outs))
+    n_files = len(list(results.glob("*/*.json"))) - 2  # all but the machine.json files
+    assert sorted(map(int, parsed)) == [0, 0, n_files]  # one parsed, the others read its cache
+    assert len(set(n_rows)) == 1 and set(notes) == {"''\n"}
+    assert build_data(results, cache_dir=tmp_path / "cache").files_parsed == 0
