@@ -44,13 +44,23 @@ def detect(table, series_ids, benchmarks_meta: dict) -> list:
     return findings
 
 
-def detect_in_worker(results_dir: str, cache_dir: str | None, commit_rank: dict | None = None) -> list:
+def detect_in_worker(results_dir: str, cache_dir: str | None, commit_rank: dict | None = None,
+                     key: str | None = None) -> list:
     """What the worker process runs: load, pick the series the dashboard shows, detect, in the
-    dashboard's commit order (``commit_rank``: the repository's, dashboard.commit_order)."""
+    dashboard's commit order (``commit_rank``: the repository's, dashboard.commit_order). With a
+    cache dir and a ``key`` (findings_store.findings_key), the findings another process over the
+    same results already detected are read instead (gunicorn's workers detect once in all)."""
+    from dashboard.cache import ResultsCache
+    from dashboard.findings_store import detect_once
     from dashboard.model import load_table, shown_series
 
-    table = load_table(Path(results_dir), Path(cache_dir) if cache_dir else None, commit_rank)
-    return detect(table, shown_series(table), table.parsed.benchmarks)
+    cache = Path(cache_dir) if cache_dir else None
+
+    def run() -> list:
+        table = load_table(Path(results_dir), cache, commit_rank)
+        return detect(table, shown_series(table), table.parsed.benchmarks)
+
+    return detect_once(ResultsCache(results_dir, cache).dir if cache else None, key, run)
 
 
 @dataclass
@@ -82,7 +92,10 @@ class Detector:
             if nothing_to_do:
                 state.status, state.findings, state.seconds = "done", [], 0.0
                 return state
-            args = (str(results_dir), str(cache_dir) if cache_dir else None, commit_rank or None)
+            from dashboard.findings_store import findings_key
+
+            args = (str(results_dir), str(cache_dir) if cache_dir else None, commit_rank or None,
+                    findings_key(key, commit_rank) if cache_dir else None)
             if self.in_background:
                 future = self._pool().submit(detect_in_worker, *args)
                 future.add_done_callback(lambda f, s=state: self._finish(s, f, args))

@@ -329,3 +329,33 @@ def test_processes_starting_together_on_one_cache_parse_once_and_agree(results, 
     assert sorted(map(int, parsed)) == [0, 0, n_files]  # one parsed, the others read its cache
     assert len(set(n_rows)) == 1 and set(notes) == {"''\n"}
     assert build_data(results, cache_dir=tmp_path / "cache").files_parsed == 0
+
+
+def test_the_detector_runs_once_per_results_change_for_all_processes_on_one_cache(results, tmp_path, monkeypatch):
+    """gunicorn's workers each have a detector: the first detects and stores the findings in the
+    cache folder, the others read them; a changed folder, or a stored file that was tampered
+    with, is detected again."""
+    from dashboard import detection, findings_store
+
+    calls = []
+    real = detection.detect
+    monkeypatch.setattr(detection, "detect", lambda *a: calls.append(1) or real(*a))
+    cache = tmp_path / "cache"
+
+    def findings_of_a_new_worker():
+        data = build_data(results, cache_dir=cache)
+        state = detection.Detector(in_background=False).state(data.signature, results, cache, False,
+                                                              data.project.commit_rank)
+        assert state.status == "done", state.error
+        return [findings_store._to_json(f) for f in state.findings]
+
+    first = findings_of_a_new_worker()
+    assert first and findings_of_a_new_worker() == first and len(calls) == 1
+    stored = next(cache.rglob(findings_store.FILE_NAME))
+    stored.write_text(stored.read_text().replace('"regression"', '"improvement"', 1))
+    assert findings_of_a_new_worker() == first and len(calls) == 2  # not trusted: detected again
+    doc = json.loads(sorted((results / MAIN_MACHINE).glob(f"*-{MAIN_ENV}.json"))[-1].read_text())
+    doc["commit_hash"] = "c" * 40
+    (results / MAIN_MACHINE / f"{'c' * 8}-{MAIN_ENV}.json").write_text(json.dumps(doc))
+    findings_of_a_new_worker()
+    assert len(calls) == 3  # new results: detected again
