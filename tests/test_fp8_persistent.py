@@ -141,3 +141,32 @@ def test_persistent_configs_are_offered_on_sm90_for_qualifying_w8a8_launches_onl
         kept = prune(configs, {"x_ptr": x}, TMA_OK=tma_ok)
         assert any(_tuning.is_persistent(c) for c in kept) == expect_persistent, (capability, tma_ok)
         assert any(not _tuning.is_persistent(c) for c in kept)
+
+
+def _measure_variants():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "measure_fp8_variants.py"
+    spec = importlib.util.spec_from_file_location("measure_fp8_variants", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_variant_measurement_checks_every_config_before_timing_it(tmp_path, monkeypatch):
+    """tools/measure_fp8_variants.py (for the GPU session) on the CPU: both variants run, each
+    held to the dequantized reference; a wrong result is reported and not timed (exit 1)."""
+    import json
+
+    tool = _measure_variants()
+    assert tool.main(["--small", "--samples", "1", "--json", str(tmp_path / "rows.json")]) == 0
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    assert {(r["variant"], r["ran"]) for r in rows} == {("tile", "tile"), ("persistent", "persistent")}
+    assert all(r["problem"] is None and r["median_s"] > 0 and r["rel_error"] < 1e-2 for r in rows)
+
+    real = fused_mlp.linear_act_fp8
+    monkeypatch.setattr(fused_mlp, "linear_act_fp8", lambda *a, **k: real(*a, **k) * 1.05)
+    assert tool.main(["--small", "--samples", "1", "--json", str(tmp_path / "rows.json")]) == 1
+    rows = json.loads((tmp_path / "rows.json").read_text())
+    assert all("relative error" in r["problem"] and r["median_s"] is None for r in rows)
