@@ -125,8 +125,9 @@ def test_saturated_inputs(poisoned_empty):
 
 
 def test_persistent_configs_are_offered_on_sm90_for_qualifying_w8a8_launches_only(monkeypatch):
-    """The W8A8 autotuner's candidates include the persistent ones; the pruner keeps them only
-    on a GPU with TMA and for a launch whose tensors qualify (TMA_OK); W8A16 has none."""
+    """The W8A8 autotuner's candidates include the persistent ones; the pruner offers the first
+    W8A8_PERSISTENT_OFFERED of them (the rest are held back) only on a GPU with TMA and for a
+    launch whose tensors qualify (TMA_OK); W8A16 has none."""
     import types
 
     configs = _fp8_common.candidates("w8a8") + _fp8_common.persistent_candidates()
@@ -139,8 +140,13 @@ def test_persistent_configs_are_offered_on_sm90_for_qualifying_w8a8_launches_onl
     for capability, tma_ok, expect_persistent in (((9, 0), True, True), ((9, 0), False, False), ((8, 9), True, False)):
         monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None, c=capability: c)
         kept = prune(configs, {"x_ptr": x}, TMA_OK=tma_ok)
-        assert any(_tuning.is_persistent(c) for c in kept) == expect_persistent, (capability, tma_ok)
+        persistent = [c for c in kept if _tuning.is_persistent(c)]
+        offered = _fp8_common.persistent_candidates()[:_fp8_common.W8A8_PERSISTENT_OFFERED]
+        assert persistent == (offered if expect_persistent else [])
         assert any(not _tuning.is_persistent(c) for c in kept)
+        if capability == (9, 0) and tma_ok:  # the measurement times the held-back ones too
+            timed = _measure_variants().configs_to_time(x, x, x)
+            assert [c for c, _ in timed] == configs and [c for c, offered in timed if offered] == kept
 
 
 def _measure_variants():

@@ -9,8 +9,10 @@ projection (14336 -> 4096) at 8192, per-token and per-channel scales, bf16 out, 
 bias. Each config's output is held to the float64 reference of the dequantized inputs before it
 is timed (a wrong config is reported, never timed). Prints, per shape, every config's median
 (CUDA events, L2 flushed: harness.timing) and the best tile against the best persistent one: the
-persistent variant pays where its best beats the tile variant's best. The autotuner makes the
-same choice per shape at run time; this says by how much, and for which shapes.
+persistent variant pays where its best beats the tile variant's best. The persistent configs held
+back from the autotuner (fused_mlp/ops/_fp8_common.py: the default grid's compile budget) are
+timed too, so the answer says which of them to offer. The autotuner picks per shape at run time;
+this says by how much, and for which shapes.
 Exit 1 if a config is wrong, 2 for bad arguments (or no sm_90 GPU without --small).
 """
 
@@ -30,21 +32,26 @@ SHAPES = [(16, 4096, 14336), (128, 4096, 14336), (1024, 4096, 14336), (8192, 409
 SMALL_SHAPES = [(33, 48, 72), (3, 64, 40)]
 
 
-def offered(x, w, out) -> list:
-    """The configs the autotuner would be offered for this launch: on a GPU, the candidates of
-    both variants pruned by the device and TMA_OK; under the interpreter, one of each variant."""
+def configs_to_time(x, w, out) -> list[tuple[object, bool]]:
+    """(config, offered) for this launch: on a GPU, every candidate of both variants that this
+    device and TMA_OK allow, the persistent ones held back from the autotuner included (offered
+    False); under the interpreter, one of each variant."""
     from fused_mlp.ops import _fp8_common, _tuning, fp8_linear
     from fused_mlp.ops._gemm_launch import tma_ok
 
     if _tuning.INTERPRETER:
-        return [_tuning.INTERPRETER_CONFIGS["tile"], _tuning.INTERPRETER_CONFIGS["persistent"]]
-    prune = _tuning.device_pruner(fp8_linear._SHARED, "x_ptr", fp8_linear._EXCLUDED)
+        return [(_tuning.INTERPRETER_CONFIGS["tile"], True), (_tuning.INTERPRETER_CONFIGS["persistent"], True)]
     configs = _fp8_common.candidates("w8a8") + _fp8_common.persistent_candidates()
-    return prune(configs, {"x_ptr": x}, TMA_OK=tma_ok(x, w, out))
+    qualifies = tma_ok(x, w, out)
+    offered = _tuning.device_pruner(fp8_linear._SHARED, "x_ptr", fp8_linear._EXCLUDED)(configs, {"x_ptr": x},
+                                                                                          TMA_OK=qualifies)
+    rules = tuple(e for e in fp8_linear._EXCLUDED if e.why != _fp8_common.HELD_BACK)
+    allowed = _tuning.device_pruner(fp8_linear._SHARED, "x_ptr", rules)(configs, {"x_ptr": x}, TMA_OK=qualifies)
+    return [(c, c in offered) for c in allowed]
 
 
 def measure_shape(M: int, K: int, N: int, device: str, samples: int) -> list[dict]:
-    """One row per offered config: variant, config, median seconds (None when wrong), error."""
+    """One row per config timed: variant, offered, config, median seconds (None when wrong), error."""
     import fused_mlp
     from benchmarks.harness import timing
     from benchmarks.harness.references import mismatch, rel_error
@@ -61,7 +68,7 @@ def measure_shape(M: int, K: int, N: int, device: str, samples: int) -> list[dic
     ref = torch.nn.functional.gelu(z, approximate="tanh")
     del z
     rows = []
-    for config in offered(x, w, torch.empty(M, N, dtype=torch.bfloat16, device=device)):
+    for config, offered in configs_to_time(x, w, torch.empty(M, N, dtype=torch.bfloat16, device=device)):
         def call():
             return fused_mlp.linear_act_fp8(x, w, ws, bias, "gelu_tanh", x_scale=xs, check_scales=False)
 
@@ -69,6 +76,7 @@ def measure_shape(M: int, K: int, N: int, device: str, samples: int) -> list[dic
         with force_config(config) as ran:
             out = call()
             row = {"M": M, "K": K, "N": N, "variant": variant, "config": config_label(config_dict(config)),
+                   "offered": offered,
                    "ran": ran[0], "rel_error": rel_error(out, ref),
                    "problem": mismatch(out, ref, torch.bfloat16) or (None if ran[0] == variant else f"ran {ran[0]}")}
             seconds = timing.latency_samples(call, device, samples) if row["problem"] is None else None
@@ -77,20 +85,23 @@ def measure_shape(M: int, K: int, N: int, device: str, samples: int) -> list[dic
     return rows
 
 
-def best(rows: list[dict], variant: str) -> dict | None:
-    timed = [r for r in rows if r["variant"] == variant and r["median_s"] is not None]
+def best(rows: list[dict], variant: str, offered_only: bool = True) -> dict | None:
+    timed = [r for r in rows if r["variant"] == variant and r["median_s"] is not None
+             and (r["offered"] or not offered_only)]
     return min(timed, key=lambda r: r["median_s"]) if timed else None
 
 
 def summary_line(rows: list[dict]) -> str:
+    """| shape | best tile | best persistent offered | best persistent of all | tile / each |"""
     M, K, N = rows[0]["M"], rows[0]["K"], rows[0]["N"]
-    tile, pers = best(rows, "tile"), best(rows, "persistent")
-    if tile is None or pers is None:
-        return f"| {M}x{K}->{N} | {tile and tile['config']} | {pers and pers['config']} | - |"
-    tflops = 2 * M * K * N / 1e12
-    return (f"| {M}x{K}->{N} | {tile['config']} {tile['median_s'] * 1e6:.1f} us ({tflops / tile['median_s']:.0f} TFLOP/s) "
-            f"| {pers['config']} {pers['median_s'] * 1e6:.1f} us ({tflops / pers['median_s']:.0f} TFLOP/s) "
-            f"| {tile['median_s'] / pers['median_s']:.2f}x |")
+    flops = 2 * M * K * N
+
+    def cell(r):
+        return f"{r['config']} {r['median_s'] * 1e6:.1f} us ({flops / r['median_s'] / 1e12:.0f} TFLOP/s)" if r else "-"
+
+    tile, offered, any_persistent = best(rows, "tile"), best(rows, "persistent"), best(rows, "persistent", False)
+    ratios = " / ".join(f"{tile['median_s'] / r['median_s']:.2f}x" if tile and r else "-" for r in (offered, any_persistent))
+    return f"| {M}x{K}->{N} | {cell(tile)} | {cell(offered)} | {cell(any_persistent)} | {ratios} |"
 
 
 def main(argv=None) -> int:
@@ -115,10 +126,12 @@ def main(argv=None) -> int:
         shape_rows = measure_shape(M, K, N, device, args.samples)
         for r in shape_rows:
             time_text = f"{r['median_s'] * 1e6:.1f} us" if r["median_s"] is not None else f"NOT TIMED: {r['problem']}"
-            print(f"{M}x{K}->{N} {r['variant']:10} {r['config']:28} {time_text} (rel err {r['rel_error']:.1e})",
+            print(f"{M}x{K}->{N} {r['variant']:10} {r['config']:28} {'' if r['offered'] else '(held back) '}"
+                  f"{time_text} (rel err {r['rel_error']:.1e})",
                   flush=True)
         rows.append(shape_rows)
-    print("\n| shape | best tile | best persistent | tile / persistent |\n| --- | --- | --- | --- |")
+    print("\n| shape | best tile | best persistent offered | best persistent (held back too) | tile / each |\n"
+          "| --- | --- | --- | --- | --- |")
     for shape_rows in rows:
         print(summary_line(shape_rows))
     flat = [r for shape_rows in rows for r in shape_rows]
