@@ -5,12 +5,16 @@ op against its peers (eager, torch.compile, cuBLASLt), as ratios taken in one ru
     python -m benchmarks.gpu_check --small          # tiny shapes; runs on the CPU under the
                                                     # interpreter, only to test this script
 
-bf16 runs first (the one dtype whose tensor-core dot the CPU interpreter cannot check), and
-gpu_check.json under --out is rewritten after every case, so a session cut short by its time
-limit still brings back what was checked. Every implementation is held to the same bound
-(harness.tolerances: the dtype's storage term plus fp32 accumulation over K). Prints a markdown
-table last. Exits 1 if any fused result is wrong, 2 for bad arguments (and on a machine without
-CUDA unless --small: the real sizes under the interpreter would take hours).
+bf16 runs first (the one dtype whose tensor-core dot the CPU interpreter cannot check), then
+the FP8 dtypes (W8A8 per token and channel, W8A16, W8A8 per tensor: their e4m3 wgmma code has
+run only under the interpreter), then fp16 and fp32. gpu_check.json under --out is rewritten
+after every case, so a session cut short by its time limit still brings back what was checked.
+Every implementation is held to the same bound (harness.tolerances: the dtype's storage term plus
+fp32 accumulation over K); an FP8 case's reference is float64 from its dequantized inputs, as in
+tests/test_fp8.py. W8A8 cases are skipped, with the reason, on a GPU without FP8 tensor cores
+(below sm_89): a skipped case is neither correct nor wrong, and is shown as skipped. Prints a
+markdown table last. Exits 1 if any fused result is wrong, 2 for bad arguments (and on a machine
+without CUDA unless --small: the real sizes under the interpreter would take hours).
 """
 
 import argparse
@@ -23,17 +27,20 @@ from pathlib import Path
 
 import torch
 
-from .harness import implementations, timing  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
-from .harness.cost import floor_seconds
+from .harness import fp8, implementations, timing  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
+from .harness.cost import Ceilings, floor_seconds, matmul_tflops, roof_dtype
 from .harness.references import mismatch, reference, rel_error
 from .harness.tensors import make_inputs, torch_dtype
 from .harness.tolerances import tolerance
 from .harness.workloads import Case
 
-DTYPES = ("bf16", "fp16", "fp32")  # bf16 first: what only the GPU can check
+# bf16 first: what only the GPU can check; then the FP8 forms, never yet run natively
+DTYPES = ("bf16", "fp8", "w8a16", "fp8_tensor", "fp16", "fp32")
 
 
 def real_cases(dtype: str) -> list[Case]:
+    if fp8.is_fp8(dtype):
+        return fp8_real_cases(dtype)
     return [
         Case("linear_act", 8192, 4096, 14336, dtype, "gelu_tanh", bias=True),
         Case("linear_act", 16, 4096, 14336, dtype, "gelu_tanh", bias=True),
@@ -44,7 +51,26 @@ def real_cases(dtype: str) -> list[Case]:
     ]
 
 
+def fp8_real_cases(dtype: str) -> list[Case]:
+    """W8A8 at prefill and one decode size, W8A16 at decode (its form: the weights' bytes are the
+    cost there) and once at prefill; per-tensor scales on the two prefill shapes."""
+    def up(M, activation="gelu_tanh"):  # Llama-3-8B's up projection
+        return Case("linear_act", M, 4096, 14336, dtype, activation, bias=True)
+
+    def swiglu(M):  # Llama-3-8B's MLP
+        return Case("gated_mlp", M, 4096, 14336, dtype, "silu")
+
+    if dtype == "fp8":
+        return [up(8192), up(16), swiglu(8192), Case("gated_mlp", 8192, 768, 3072, dtype, "gelu_tanh")]
+    if dtype == "w8a16":
+        return [up(1, "silu"), up(16), swiglu(16), up(8192)]
+    return [up(8192), swiglu(8192)]
+
+
 def small_cases(dtype: str) -> list[Case]:
+    if fp8.is_fp8(dtype):  # K and N multiples of 16: the W8A8 launches may take the TMA variant
+        linear = [Case("linear_act", 33, 48, 72, dtype, "gelu_tanh", bias=True)]
+        return linear if dtype == "fp8_tensor" else linear + [Case("gated_mlp", 33, 48, 72, dtype, "silu")]
     return [
         Case("linear_act", 33, 40, 72, dtype, "gelu_tanh", bias=True),
         Case("gated_mlp", 33, 40, 72, dtype, "silu"),
@@ -52,10 +78,22 @@ def small_cases(dtype: str) -> list[Case]:
     ]
 
 
+def skip_reason(case: Case, device) -> str | None:
+    """Why this GPU cannot run `case` at all (W8A8 below sm_89: no FP8 tensor cores), or None.
+    Only a missing capability skips; a commit without the op is a failure (check_case)."""
+    if fp8.is_fp8(case.dtype) and fp8.form(case.dtype) == "w8a8":
+        return fp8.fp8_tensor_cores_missing(str(torch.device(device)))
+    return None
+
+
 def check_case(case: Case, device, samples: int) -> dict:
+    row = {"case": case.key, "op": case.op, "dtype": case.dtype, "tolerance": tolerance(case)}
+    row["skipped"] = skip_reason(case, device)
+    if row["skipped"]:
+        return {**row, "seconds": {}, "rel_errors": {}, "problems": {}, "rel_error": math.nan,
+                "problem": None, "correct": None}
     implementations.reset_compiled()  # a fresh torch.compile graph per case (Dynamo's recompile limit)
     inputs = make_inputs(case, device)
-    row = {"case": case.key, "op": case.op, "dtype": case.dtype, "tolerance": tolerance(case)}
     with torch.inference_mode():
         ref = reference(case, inputs)
         row["seconds"], row["rel_errors"], row["problems"] = {}, {}, {}
@@ -126,20 +164,17 @@ def main(argv=None) -> int:
     report = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
               "torch": torch.__version__, "triton": __import__("triton").__version__, "rows": [],
               "complete": False}
-    ceilings = timing.measure_ceilings(device) if device == "cuda" else None
+    ceilings = measure_ceilings(device) if device == "cuda" else None
     if ceilings:
         report["ceilings"] = {"copy_gbps": ceilings.copy_gbps, "matmul_tflops": ceilings.matmul_tflops}
     for dtype in DTYPES:
         for case in (small_cases if args.small else real_cases)(dtype):
             row = check_case(case, device, args.samples)
-            if ceilings:
+            if ceilings and roof_dtype(case) in ceilings.matmul_tflops and not row.get("skipped"):
                 row["floor_s"] = floor_seconds(case, ceilings)
             report["rows"].append(row)
             write_report(args.out, report)
-            wrong = [impl for impl, problem in row["problems"].items() if problem]
-            print(f"{case.key}: rel_error {row['rel_error']:.2e} (bound {row['tolerance']:.1e}) "
-                  f"{'ok' if row['correct'] else 'WRONG'}" + (f"; wrong: {', '.join(wrong)}" if wrong else ""),
-                  flush=True)
+            print(progress_line(row), flush=True)
     report["complete"] = True
     write_report(args.out, report)
 
@@ -150,12 +185,39 @@ def main(argv=None) -> int:
     print("| case | correct (rel err) | fused us | peer / fused | fused / floor |")
     print("| --- | --- | --- | --- | --- |")
     for row in report["rows"]:
-        fused = row["seconds"]["fused"]["median"]
-        peers = ", ".join(f"{impl} {t['median'] / fused:.2f}x" for impl, t in row["seconds"].items() if impl != "fused")
-        floor = f"{fused / row['floor_s']:.2f}x" if "floor_s" in row else "-"
-        print(f"| {row['case']} | {'yes' if row['correct'] else 'NO'} ({row['rel_error']:.1e}) | "
-              f"{fused * 1e6:.1f} | {peers} | {floor} |")
-    return 0 if all(row["correct"] for row in report["rows"]) else 1
+        print(table_line(row))
+    return 0 if all(row["correct"] or row.get("skipped") for row in report["rows"]) else 1
+
+
+def measure_ceilings(device) -> Ceilings:
+    """Copy and bf16/fp16/fp32 matmul ceilings, and the FP8 one (an e4m3 _scaled_mm) where the
+    GPU has FP8 tensor cores: the W8A8 floors need it (without it they are left out)."""
+    ceilings = timing.measure_ceilings(device)
+    if fp8.matmul_missing(device) is None:
+        seconds = timing.median(fp8.matmul_samples(device, timing.MATMUL_N))
+        ceilings.matmul_tflops["fp8"] = matmul_tflops(timing.MATMUL_N, seconds)
+    return ceilings
+
+
+def progress_line(row: dict) -> str:
+    if row.get("skipped"):
+        return f"{row['case']}: skipped ({row['skipped']})"
+    wrong = [impl for impl, problem in row["problems"].items() if problem]
+    return (f"{row['case']}: rel_error {row['rel_error']:.2e} (bound {row['tolerance']:.1e}) "
+            f"{'ok' if row['correct'] else 'WRONG'}" + (f"; wrong: {', '.join(wrong)}" if wrong else ""))
+
+
+def table_line(row: dict) -> str:
+    """A row of the closing table; a skipped case says why, a case without a fused time has none."""
+    if row.get("skipped"):
+        return f"| {row['case']} | skipped: {row['skipped']} | - | - | - |"
+    fused = row["seconds"].get("fused", {}).get("median")
+    if fused is None:  # the fused implementation could not run here (its reason is the problem)
+        return f"| {row['case']} | NO ({row['problem']}) | - | - | - |"
+    peers = ", ".join(f"{impl} {t['median'] / fused:.2f}x" for impl, t in row["seconds"].items() if impl != "fused")
+    floor = f"{fused / row['floor_s']:.2f}x" if "floor_s" in row else "-"
+    return (f"| {row['case']} | {'yes' if row['correct'] else 'NO'} ({row['rel_error']:.1e}) | "
+            f"{fused * 1e6:.1f} | {peers} | {floor} |")
 
 
 if __name__ == "__main__":

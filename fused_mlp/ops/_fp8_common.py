@@ -18,7 +18,7 @@ from .. import _validate as v
 from .._triton_compat import INTERPRETER
 from ..quantize import FP8_DTYPE, check_scale
 from ._matmul_common import rows_view
-from ._tuning import _gemm_config
+from ._tuning import Exclusion, _gemm_config, _persistent, config_key, is_persistent
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps). An e4m3 wgmma takes K in steps of 32 and a
 # 128-byte row is one swizzle line: BLOCK_K 128 for 1-byte operands (64 where shared memory is
@@ -48,6 +48,26 @@ W8A16_TILES = [
     (64, 64, 64, 4, 4),  # prefill for the gated kernel, whose two up-cast weight tiles spill above
 ]
 
+# The persistent TMA variant of linear_act_fp8 (W8A8 on sm_90; see _gemm_launch), as bf16's:
+# (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps, EPILOGUE_SUBTILE). Every one compiles clean
+# (python -m fused_mlp.aot --candidates, Triton 3.6.0 and 3.9.0, erf-GELU). Not listed: tutorial
+# 09's fp8 tile 128x256x128 spills (144-152 B at 255 registers: the promoted and the imprecise
+# accumulator), and 128x128x128 on one warpgroup sits at 253-254 registers.
+W8A8_PERSISTENT_TILES = [
+    (128, 128, 128, 4, 8, 2),  # the tile variant's first tile, with the half-width epilogue (16 KB less)
+    (128, 128, 128, 4, 8, 1),
+    (64, 256, 128, 3, 8, 2),
+    (64, 128, 128, 4, 4, 1),
+    (16, 64, 256, 6, 4, 1),  # decode (M <= 16), as the tile variant's (mma: wgmma needs 64 rows)
+    (16, 32, 256, 6, 4, 1),  # decode, N = 4096 (a down projection)
+]
+# Offered to the autotuner: the first only, until a GPU says which pay. Each offered config adds
+# ~2.5 s of cold compiles and tuning to the default asv grid (python -m benchmarks.suite_cost),
+# which has none to spare; tools/measure_fp8_variants.py times the held-back ones too.
+W8A8_PERSISTENT_OFFERED = 1
+HELD_BACK = ("held back from the autotuner (the default grid's compile budget) until a GPU shows it pays: "
+             "tools/measure_fp8_variants.py")
+
 FORMS = ("w8a8", "w8a16")
 # Under the interpreter: one small config, K steps of 32 so the tests' K (37-131) loop several times.
 INTERPRETER_CONFIG = _gemm_config(32, 32, 32, 1, 4)
@@ -57,23 +77,47 @@ ACTIVATION_DTYPES = (torch.bfloat16, torch.float16)  # W8A16's x
 
 
 def candidates(form: str, operand_tiles: int = 1) -> list[triton.Config]:
-    """Every config of `form`'s kernel its autotuner may be offered (two weight tiles per K step,
-    gated: BLOCK_N <= 128, as for the bf16 kernels)."""
+    """Every tile-variant config of `form`'s kernel its autotuner may be offered (two weight
+    tiles per K step, gated: BLOCK_N <= 128, as for the bf16 kernels)."""
     tiles = W8A8_TILES if form == "w8a8" else W8A16_TILES
     return [_gemm_config(*t) for t in tiles if operand_tiles == 1 or t[1] <= 128]
 
 
-def configs(form: str, operand_tiles: int = 1) -> list[triton.Config]:
-    """What the autotuner gets: the one interpreter config on the CPU, every candidate on a GPU."""
-    return [INTERPRETER_CONFIG] if INTERPRETER else candidates(form, operand_tiles)
+def persistent_candidates() -> list[triton.Config]:
+    """Every persistent-variant config of linear_act_fp8's W8A8 kernel (the held-back ones too:
+    the compile check and the variant measurement see them; the pruner does not offer them)."""
+    return [_gemm_config(*t[:5], **_persistent(t[5])) for t in W8A8_PERSISTENT_TILES]
+
+
+def held_back_persistent() -> tuple[Exclusion, ...]:
+    """The persistent candidates past W8A8_PERSISTENT_OFFERED, as exclusions (not offered, why)."""
+    return tuple(Exclusion(("sm_90",), ("fp8",), config_key(c), HELD_BACK)
+                 for c in persistent_candidates()[W8A8_PERSISTENT_OFFERED:])
+
+
+def configs(form: str, operand_tiles: int = 1, persistent: bool = False) -> list[triton.Config]:
+    """What the autotuner gets: the one interpreter config on the CPU (tests force the persistent
+    one, see _gemm_launch.force_config), every candidate on a GPU, the persistent ones too where
+    the kernel has that variant (pruned per launch: TMA_OK, sm_90)."""
+    if INTERPRETER:
+        return [INTERPRETER_CONFIG]
+    return candidates(form, operand_tiles) + (persistent_candidates() if persistent else [])
+
+
+# The persistent variant's TMA store stages one epilogue subtile of the output; out_dtype is not
+# among the launch's constexprs, so the estimate takes the widest (fp32).
+_WIDEST_OUT_BYTES = 4
 
 
 def shared_bytes(operand_tiles: int):
     """num_stages buffers of the x tile (dtype_bytes: 1 for W8A8, 2 for W8A16) and the 1-byte
-    weight tiles."""
+    weight tiles, plus for the persistent variant the TMA store's subtile buffer."""
     def estimate(config: triton.Config, dtype_bytes: int, constexprs: dict) -> int:
         bm, bn, bk = (config.kwargs[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
-        return config.num_stages * (bm * bk * dtype_bytes + operand_tiles * bk * bn)
+        operands = config.num_stages * (bm * bk * dtype_bytes + operand_tiles * bk * bn)
+        if not is_persistent(config):
+            return operands
+        return operands + bm * (bn // config.kwargs.get("EPILOGUE_SUBTILE", 1)) * _WIDEST_OUT_BYTES
     return estimate
 
 

@@ -42,3 +42,25 @@ def load_k_tiles(x_ptrs, w_ptrs, offs_m, offs_n, offs_k, M, N, k_left):
     """x's and W^T's tiles at this K step (k_left of K still to go), zero past the edges."""
     x = tl.load(x_ptrs, mask=(offs_m[:, None] < M) & (offs_k[None, :] < k_left), other=0.0)
     return x, load_wt_tile(w_ptrs, offs_n, offs_k, N, k_left)
+
+
+@triton.jit
+def gated_tile_start(x_ptr, wg_ptr, wu_ptr, M, N, stride_xm, stride_xk, stride_wgn, stride_wgk, stride_wun,
+                     stride_wuk, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                     GROUP_M: tl.constexpr):
+    """The start of a gated kernel's K loop (gated_up and its FP8 form: one x tile and two W^T
+    tiles, gate and up, per K step): tile_pointers' offsets and pointers, the up tile's pointers,
+    and the two fp32 accumulators, zeroed."""
+    offs_m, offs_n, offs_k, x_ptrs, wg_ptrs = tile_pointers(x_ptr, wg_ptr, M, N, stride_xm, stride_xk, stride_wgn,
+                                                            stride_wgk, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
+    wu_ptrs = wt_tile_pointers(wu_ptr, offs_n, offs_k, stride_wun, stride_wuk)
+    acc_gate = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    acc_up = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    return offs_m, offs_n, offs_k, x_ptrs, wg_ptrs, wu_ptrs, acc_gate, acc_up
+
+
+@triton.jit
+def load_gated_k_tiles(x_ptrs, wg_ptrs, wu_ptrs, offs_m, offs_n, offs_k, M, N, k_left):
+    """The x, gate and up tiles of this K step (k_left of K still to go), zero past the edges."""
+    x, wg = load_k_tiles(x_ptrs, wg_ptrs, offs_m, offs_n, offs_k, M, N, k_left)
+    return x, wg, load_wt_tile(wu_ptrs, offs_n, offs_k, N, k_left)

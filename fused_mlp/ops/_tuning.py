@@ -52,6 +52,8 @@ PERSISTENT_TILES = [
 # from shared memory into registers) every candidate spilled (116 B-19 KB per thread, Triton 3.9)
 # or overflowed shared memory, measured with python -m fused_mlp.aot --candidates.
 PERSISTENT_DTYPES = ("bf16", "fp16", "tf32")
+# The FP8 kernels' persistent variant (linear_act_fp8, W8A8): e4m3 x and W through TMA, a wgmma dot.
+PERSISTENT_FP8_DTYPES = ("fp8",)
 
 # (config, dtype bytes, the launch's constexprs) -> shared memory the compiled kernel needs
 SharedEstimate = Callable[[triton.Config, int, dict], int]
@@ -158,7 +160,7 @@ def not_offered_because(config: triton.Config, arch: Arch, dtype: str, constexpr
     if needed > arch.shared_bytes_per_block:
         return (f"needs ~{needed // 1024} KB of shared memory; {arch.name} allows "
                 f"{arch.shared_bytes_per_block // 1024} KB per block")
-    if is_persistent(config) and dtype not in PERSISTENT_DTYPES:
+    if is_persistent(config) and dtype not in PERSISTENT_DTYPES + PERSISTENT_FP8_DTYPES:
         return "persistent variant in IEEE fp32: spills or overflows shared memory (every candidate, measured)"
     key, tuned_as = config_key(config), tuning_arch(arch.capability).name
     return next((rule.why for rule in excluded if rule.applies(tuned_as, dtype, key, constexprs)), None)

@@ -16,7 +16,7 @@ from . import _fp8_common as fp8
 from ._gemm_launch import launch, num_sms
 from ._kernel_spec import KernelSpec
 from ._matmul_common import k_step, m_bucket
-from ._tile_loads import load_k_tiles, load_wt_tile, tile_pointers, wt_tile_pointers
+from ._tile_loads import gated_tile_start, load_gated_k_tiles
 from ._tuning import Exclusion, device_pruner
 from .fp8_linear import linear_act_fp8
 
@@ -46,15 +46,11 @@ def _fp8_gated_kernel(
 ):
     """One output tile per program (pointer loads, any strides); X_FP8 picks the form as in
     linear_act_fp8. TMA_OK: the shared launcher's flag, always False (no TMA variant)."""
-    offs_m, offs_n, offs_k, x_ptrs, wg_ptrs = tile_pointers(x_ptr, wg_ptr, M, N, stride_xm, stride_xk, stride_wgn,
-                                                            stride_wgk, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
-    wu_ptrs = wt_tile_pointers(wu_ptr, offs_n, offs_k, stride_wun, stride_wuk)
-
-    acc_gate = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    acc_up = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    offs_m, offs_n, offs_k, x_ptrs, wg_ptrs, wu_ptrs, acc_gate, acc_up = gated_tile_start(
+        x_ptr, wg_ptr, wu_ptr, M, N, stride_xm, stride_xk, stride_wgn, stride_wgk, stride_wun, stride_wuk,
+        BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
     for k0 in range(0, K, BLOCK_K):
-        x, wg = load_k_tiles(x_ptrs, wg_ptrs, offs_m, offs_n, offs_k, M, N, K - k0)
-        wu = load_wt_tile(wu_ptrs, offs_n, offs_k, N, K - k0)
+        x, wg, wu = load_gated_k_tiles(x_ptrs, wg_ptrs, wu_ptrs, offs_m, offs_n, offs_k, M, N, K - k0)
         if X_FP8:
             # promote into fp32 after every BLOCK_K products (see fp8_linear)
             acc_gate = tl.dot(x, wg, acc_gate, max_num_imprecise_acc=BLOCK_K)

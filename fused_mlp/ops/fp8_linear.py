@@ -13,30 +13,41 @@ from .._triton_compat import autotune, dot_upcast_needed
 from ..activations import get_activation
 from ..quantize import FP8_DTYPE
 from . import _fp8_common as fp8
-from ._gemm_launch import launch, num_sms
+from ._gemm_launch import launch, num_sms, tma_ok
 from ._kernel_spec import KernelSpec
-from ._matmul_common import k_step, m_bucket
+from ._matmul_common import grouped_tile, k_step, m_bucket, split_columns
 from ._tile_loads import load_k_tiles, tile_pointers
 from ._tuning import Exclusion, device_pruner
 
 _SHARED = fp8.shared_bytes(operand_tiles=1)
-# Measured with python -m fused_mlp.aot --candidates (see the README's FP8 section).
-_EXCLUDED: tuple[Exclusion, ...] = ()
+# Measured with python -m fused_mlp.aot --candidates (see the README's FP8 section): every
+# candidate compiles clean; the persistent ones past the first are held back (see _fp8_common).
+_EXCLUDED: tuple[Exclusion, ...] = fp8.held_back_persistent()
 
 
 @triton.jit
-def _fp8_linear_kernel(
-    x_ptr, w_ptr, xs_ptr, ws_ptr, b_ptr, out_ptr,
-    M, N, K, M_BUCKET,
+def _epilogue(acc, xs_ptr, ws_ptr, b_ptr, stride_b, offs_m, offs_n, M, N,
+              X_FP8: tl.constexpr, X_ROW_SCALES: tl.constexpr, W_ROW_SCALES: tl.constexpr,
+              HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr):
+    """On the fp32 accumulator: x's and W's scales, the bias, the activation (both variants)."""
+    if X_FP8:
+        acc = fp8.scale_rows(acc, xs_ptr, offs_m, M, X_ROW_SCALES)
+    acc = fp8.scale_columns(acc, ws_ptr, offs_n, N, W_ROW_SCALES)
+    if HAS_BIAS:
+        bias = tl.load(b_ptr + offs_n * stride_b, mask=offs_n < N, other=0.0)
+        acc += bias.to(tl.float32)[None, :]
+    return ACTIVATION(acc)
+
+
+@triton.jit
+def _tile_program(
+    x_ptr, w_ptr, xs_ptr, ws_ptr, b_ptr, out_ptr, M, N, K,
     stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on,
     X_FP8: tl.constexpr, X_ROW_SCALES: tl.constexpr, W_ROW_SCALES: tl.constexpr,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, DOT_UPCAST: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    TMA_OK: tl.constexpr = False,
 ):
-    """One output tile per program (pointer loads, any strides). X_FP8: W8A8 (e4m3 x e4m3 dot);
-    otherwise W8A16 (W's bytes up-cast to x's dtype in registers). TMA_OK: the shared launcher's
-    flag; this kernel has no TMA variant, so it is always False."""
+    """The tile variant, both forms: one output tile per program, pointer loads (any strides)."""
     offs_m, offs_n, offs_k, x_ptrs, w_ptrs = tile_pointers(x_ptr, w_ptr, M, N, stride_xm, stride_xk, stride_wn,
                                                            stride_wk, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
 
@@ -56,20 +67,95 @@ def _fp8_linear_kernel(
         x_ptrs += k_step(stride_xk, BLOCK_K)
         w_ptrs += k_step(stride_wk, BLOCK_K)
 
-    # Epilogue on the fp32 accumulator: scales, bias, activation; one cast at the store.
-    if X_FP8:
-        acc = fp8.scale_rows(acc, xs_ptr, offs_m, M, X_ROW_SCALES)
-    acc = fp8.scale_columns(acc, ws_ptr, offs_n, N, W_ROW_SCALES)
-    if HAS_BIAS:
-        bias = tl.load(b_ptr + offs_n * stride_b, mask=offs_n < N, other=0.0)
-        acc += bias.to(tl.float32)[None, :]
-    acc = ACTIVATION(acc)
+    acc = _epilogue(acc, xs_ptr, ws_ptr, b_ptr, stride_b, offs_m, offs_n, M, N, X_FP8, X_ROW_SCALES, W_ROW_SCALES,
+                    HAS_BIAS, ACTIVATION)
     out_ptrs = out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on
     tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
+@triton.jit
+def _store_part(acc, out_desc, xs_ptr, ws_ptr, b_ptr, stride_b, off_m, off_n, M, N,
+                X_ROW_SCALES: tl.constexpr, W_ROW_SCALES: tl.constexpr, HAS_BIAS: tl.constexpr,
+                ACTIVATION: tl.constexpr, BLOCK_M: tl.constexpr, WIDTH: tl.constexpr):
+    """The epilogue and the TMA store of one subtile, WIDTH columns from off_n (clipped at the
+    edges; the scale and bias loads are masked there)."""
+    offs_m = off_m + tl.arange(0, BLOCK_M)
+    offs_n = off_n + tl.arange(0, WIDTH)
+    acc = _epilogue(acc, xs_ptr, ws_ptr, b_ptr, stride_b, offs_m, offs_n, M, N, True, X_ROW_SCALES, W_ROW_SCALES,
+                    HAS_BIAS, ACTIVATION)
+    out_desc.store([off_m, off_n], acc.to(out_desc.dtype))
+
+
+@triton.jit
+def _persistent_program(
+    x_ptr, w_ptr, xs_ptr, ws_ptr, b_ptr, out_ptr, M, N, K, NUM_SMS,
+    stride_xm, stride_wn, stride_b, stride_om,
+    X_ROW_SCALES: tl.constexpr, W_ROW_SCALES: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+):
+    """The persistent variant, W8A8 only (linear_act's, Triton tutorial 09): NUM_SMS programs
+    walk the output tiles in grouped order; TMA loads the e4m3 x and W tiles (zero-filled past
+    the edges) for an e4m3 x e4m3 dot, and stores the output after the scale epilogue. The
+    launcher checked every tensor TMA touches qualifies (unit inner stride, 16-byte aligned base
+    and row stride: K a multiple of 16 for e4m3)."""
+    x_desc = tl.make_tensor_descriptor(x_ptr, shape=[M, K], strides=[stride_xm, 1], block_shape=[BLOCK_M, BLOCK_K])
+    w_desc = tl.make_tensor_descriptor(w_ptr, shape=[N, K], strides=[stride_wn, 1], block_shape=[BLOCK_N, BLOCK_K])
+    SUB_N: tl.constexpr = BLOCK_N // EPILOGUE_SUBTILE
+    out_desc = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[stride_om, 1], block_shape=[BLOCK_M, SUB_N])
+    num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    # flatten: the tile loop and the K loop pipeline as one (the next tile's loads overlap this
+    # tile's epilogue)
+    for tile in tl.range(tl.program_id(0), num_tiles, NUM_SMS, flatten=True, warp_specialize=WARP_SPECIALIZE):
+        pid_m, pid_n = grouped_tile(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        off_m = pid_m * BLOCK_M
+        off_n = pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            x = x_desc.load([off_m, ki * BLOCK_K])
+            w = w_desc.load([off_n, ki * BLOCK_K])
+            # W's tile is K-major, as fp8 wgmma wants both operands; promoted as in the tile variant
+            acc = tl.dot(x, w.T, acc, max_num_imprecise_acc=BLOCK_K)
+        if EPILOGUE_SUBTILE == 2:
+            left, right = split_columns(acc, BLOCK_M, BLOCK_N)
+            _store_part(left, out_desc, xs_ptr, ws_ptr, b_ptr, stride_b, off_m, off_n, M, N,
+                        X_ROW_SCALES, W_ROW_SCALES, HAS_BIAS, ACTIVATION, BLOCK_M, SUB_N)
+            _store_part(right, out_desc, xs_ptr, ws_ptr, b_ptr, stride_b, off_m, off_n + SUB_N, M, N,
+                        X_ROW_SCALES, W_ROW_SCALES, HAS_BIAS, ACTIVATION, BLOCK_M, SUB_N)
+        else:
+            _store_part(acc, out_desc, xs_ptr, ws_ptr, b_ptr, stride_b, off_m, off_n, M, N,
+                        X_ROW_SCALES, W_ROW_SCALES, HAS_BIAS, ACTIVATION, BLOCK_M, BLOCK_N)
+
+
+@triton.jit
+def _fp8_linear_kernel(
+    x_ptr, w_ptr, xs_ptr, ws_ptr, b_ptr, out_ptr,
+    M, N, K, M_BUCKET, NUM_SMS,
+    stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on,
+    X_FP8: tl.constexpr, X_ROW_SCALES: tl.constexpr, W_ROW_SCALES: tl.constexpr,
+    HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, DOT_UPCAST: tl.constexpr, TMA_OK: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    PERSISTENT: tl.constexpr = False, EPILOGUE_SUBTILE: tl.constexpr = 1, WARP_SPECIALIZE: tl.constexpr = False,
+):
+    """act((x @ W^T) * scales + b). X_FP8: W8A8 (e4m3 x e4m3 dot); otherwise W8A16 (W's bytes
+    up-cast to x's dtype in registers). The config's PERSISTENT picks the variant, as for
+    linear_act (see _gemm_launch); W8A16 launches never qualify for it (TMA_OK False)."""
+    if PERSISTENT:
+        tl.static_assert(TMA_OK and X_FP8, "the persistent variant is W8A8 on tensors that qualify for TMA")
+        _persistent_program(x_ptr, w_ptr, xs_ptr, ws_ptr, b_ptr, out_ptr, M, N, K, NUM_SMS,
+                            stride_xm, stride_wn, stride_b, stride_om,
+                            X_ROW_SCALES, W_ROW_SCALES, HAS_BIAS, ACTIVATION, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                            EPILOGUE_SUBTILE, WARP_SPECIALIZE)
+    else:
+        _tile_program(x_ptr, w_ptr, xs_ptr, ws_ptr, b_ptr, out_ptr, M, N, K,
+                      stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on,
+                      X_FP8, X_ROW_SCALES, W_ROW_SCALES, HAS_BIAS, ACTIVATION, DOT_UPCAST,
+                      BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
+
+
 def _tuned(form: str):
-    return autotune(configs=fp8.configs(form), key=["M_BUCKET", "N", "K"],
+    return autotune(configs=fp8.configs(form, persistent=form == "w8a8"), key=["M_BUCKET", "N", "K", "TMA_OK"],
                     prune=device_pruner(_SHARED, "x_ptr", _EXCLUDED))(_fp8_linear_kernel)
 
 
@@ -84,13 +170,13 @@ def _kernel_args(form, x2, weight, x_scales, w_scales, bias, out, activation: st
     N = weight.shape[0]
     w = fp8.weight_operand(form, weight)
     args = (x2, w, x_scales if x_scales is not None else w_scales, w_scales, bias if bias is not None else w_scales,
-            out, M, N, K, m_bucket(M),
+            out, M, N, K, m_bucket(M), num_sms(x2.device),
             x2.stride(0), x2.stride(1), w.stride(0), w.stride(1),
             bias.stride(0) if bias is not None else 0, out.stride(0), out.stride(1))
     constexprs = dict(X_FP8=form == "w8a8", X_ROW_SCALES=x_scales is not None and x_scales.numel() > 1,
                       W_ROW_SCALES=w_scales.numel() > 1, HAS_BIAS=bias is not None,
                       ACTIVATION=get_activation(activation).triton_fn, DOT_UPCAST=dot_upcast_needed(x2.dtype),
-                      TMA_OK=False)
+                      TMA_OK=form == "w8a8" and tma_ok(x2, w, out))
     return args, constexprs
 
 
@@ -157,6 +243,8 @@ def _compile_example(form: str):
 KERNELS = (
     KernelSpec("linear_act_fp8", "w8a8", _KERNELS["w8a8"], fp8.candidates("w8a8"), _compile_example("w8a8"),
                _SHARED, _EXCLUDED, dtypes=("fp8",), archs=("sm_90",)),
+    KernelSpec("linear_act_fp8", "w8a8-persistent", _KERNELS["w8a8"], fp8.persistent_candidates(),
+               _compile_example("w8a8"), _SHARED, _EXCLUDED, dtypes=("fp8",), archs=("sm_90",)),
     KernelSpec("linear_act_fp8", "w8a16", _KERNELS["w8a16"], fp8.candidates("w8a16"), _compile_example("w8a16"),
                _SHARED, _EXCLUDED, dtypes=("bf16", "fp16")),
 )

@@ -21,7 +21,7 @@ from ._kernel_spec import KernelSpec
 from ._gemm_launch import launch, num_sms, tma_ok
 from ._matmul_common import (check_activation_input, dot_acc, grouped_tile, k_step, m_bucket, rows_view,
                              split_columns, to_storage)
-from ._tile_loads import load_k_tiles, load_wt_tile, tile_pointers, wt_tile_pointers
+from ._tile_loads import gated_tile_start, load_gated_k_tiles
 from ._tuning import (PERSISTENT_DTYPES, Exclusion, device_pruner, gemm_candidates, gemm_configs,
                       gemm_shared_bytes, persistent_candidates)
 from . import backward_gemm
@@ -58,15 +58,11 @@ def _tile_program(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     """The tile variant: this program's one output tile, pointer loads (any strides)."""
-    offs_m, offs_n, offs_k, x_ptrs, wg_ptrs = tile_pointers(x_ptr, wg_ptr, M, N, stride_xm, stride_xk, stride_wgn,
-                                                            stride_wgk, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
-    wu_ptrs = wt_tile_pointers(wu_ptr, offs_n, offs_k, stride_wun, stride_wuk)
-
-    acc_gate = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    acc_up = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    offs_m, offs_n, offs_k, x_ptrs, wg_ptrs, wu_ptrs, acc_gate, acc_up = gated_tile_start(
+        x_ptr, wg_ptr, wu_ptr, M, N, stride_xm, stride_xk, stride_wgn, stride_wgk, stride_wun, stride_wuk,
+        BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
     for k0 in range(0, K, BLOCK_K):
-        x, wg = load_k_tiles(x_ptrs, wg_ptrs, offs_m, offs_n, offs_k, M, N, K - k0)
-        wu = load_wt_tile(wu_ptrs, offs_n, offs_k, N, K - k0)
+        x, wg, wu = load_gated_k_tiles(x_ptrs, wg_ptrs, wu_ptrs, offs_m, offs_n, offs_k, M, N, K - k0)
         acc_gate = dot_acc(x, wg, acc_gate, DOT_UPCAST, INPUT_PRECISION)
         acc_up = dot_acc(x, wu, acc_up, DOT_UPCAST, INPUT_PRECISION)
         x_ptrs += k_step(stride_xk, BLOCK_K)

@@ -116,7 +116,7 @@ gpu_check() { python3 -m benchmarks.gpu_check --out "$OUT" ${small:+"$small"} > 
 # backward kernels); no -x: every failure is in the log, and a stage cut short keeps what ran.
 native() {
   python3 -m pytest -q -rfE -p no:cacheprovider tests/test_persistent.py \
-    tests/test_fp8.py tests/test_fp8_errors.py tests/test_fp8_modules.py \
+    tests/test_fp8.py tests/test_fp8_persistent.py tests/test_fp8_errors.py tests/test_fp8_modules.py \
     tests/test_backward.py tests/test_backward_gated.py tests/test_backward_narrow.py > "$OUT/native_tests.log" 2>&1
 }
 quick_grid=$([ -n "$small" ] && echo tiny || echo quick)
