@@ -29,3 +29,6 @@ class KernelSpec:
     activations: tuple[str, ...] | None = None
     # False for a kernel without a dot (the backward's elementwise passes): no tensor-core rule
     tensor_cores: bool = True
+    # True for a forward kernel's training form (STORE_PRE: it also stores the pre-activations
+    # the backward reads): its own autotune choice, so the plan compiles its configs apart
+    training_forward: bool = False

@@ -15,7 +15,7 @@ import triton.language as tl
 
 from .. import _validate as v
 from .._triton_compat import autotune, dot_upcast_needed
-from ..activations import get_activation
+from ..activations import ACTIVATIONS, get_activation
 from . import backward_gemm
 from ._autograd import refuse_double_backward, trains
 from ._kernel_spec import KernelSpec
@@ -254,16 +254,31 @@ def linear_act(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None 
     return out if x.dim() == 2 else out.reshape(*x.shape[:-1], N)
 
 
-def _compile_example(dtype, activation):
-    """A Llama-3-8B up projection at prefill (8192 x 4096 -> 14336), on meta tensors."""
+def _compile_example(dtype, activation, store_pre: bool = False):
+    """A Llama-3-8B up projection at prefill (8192 x 4096 -> 14336), on meta tensors; with
+    `store_pre`, the training forward that also stores Z."""
     M, K, N = 8192, 4096, 14336
     x2, weight = torch.empty(M, K, dtype=dtype, device="meta"), torch.empty(N, K, dtype=dtype, device="meta")
     bias, out = torch.empty(N, dtype=dtype, device="meta"), torch.empty(M, N, dtype=dtype, device="meta")
-    return _kernel_args(x2, weight, bias, out, activation)
+    z = torch.empty(M, N, dtype=dtype, device="meta") if store_pre else None
+    return _kernel_args(x2, weight, bias, out, activation, z)
 
 
+def _training_example(dtype, activation):
+    return _compile_example(dtype, activation, store_pre=True)
+
+
+# The training forward stores Z only for a real activation (for "none" dZ is dY: nothing saved);
+# its epilogue is the inference one plus a store, so the inference variant's every-activation
+# compile covers the activation code.
+_STORES_Z = tuple(a for a in ACTIVATIONS if a != "none")
 KERNELS = (
     KernelSpec("linear_act", "tile", _linear_act_kernel, gemm_candidates(), _compile_example, _SHARED, _EXCLUDED),
     KernelSpec("linear_act", "persistent", _linear_act_kernel, persistent_candidates(), _compile_example, _SHARED,
                _EXCLUDED, dtypes=PERSISTENT_DTYPES, archs=("sm_90",)),
+    KernelSpec("linear_act", "tile-train", _linear_act_kernel, gemm_candidates(), _training_example, _SHARED,
+               _EXCLUDED, epilogue_covered_by="tile", activations=_STORES_Z, training_forward=True),
+    KernelSpec("linear_act", "persistent-train", _linear_act_kernel, persistent_candidates(), _training_example,
+               _SHARED, _EXCLUDED, dtypes=PERSISTENT_DTYPES, archs=("sm_90",), epilogue_covered_by="persistent",
+               activations=_STORES_Z, training_forward=True),
 )
