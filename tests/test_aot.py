@@ -201,3 +201,32 @@ def test_the_lean_plan_lets_bf16_stand_for_fp16_only_where_their_configs_agree()
         assert (name, variant, arch, "bf16", config, activation) in lean
     # fp16 alone (no bf16 to stand for it) is planned in full
     assert series(plan(("sm_90",), dtypes=("fp16",), lean=True)) == series(plan(("sm_90",), dtypes=("fp16",)))
+
+
+@pytest.mark.parametrize("op", ["linear_act", "gated_up"])
+def test_the_plan_compiles_every_config_a_training_forward_is_offered(op):
+    """The training forward (STORE_PRE: Z, or G and U, stored for the backward) is its own
+    autotune choice: every config its launch would be offered, on each arch and dtype, is in the
+    plan, compiled with the pre-activation stores (its example stores them into their own tensors)."""
+    import torch
+
+    from fused_mlp.aot import plan
+    from fused_mlp.ops import KERNELS
+    from fused_mlp.ops._tuning import not_offered_because
+
+    training = [(k, spec) for k, spec in enumerate(KERNELS) if spec.name == op and spec.training_forward]
+    assert {spec.variant for _, spec in training} == {"tile-train", "persistent-train"}
+    tasks = plan(("sm_90", "sm_80"))
+    for k, spec in training:
+        args, constexprs = spec.example(torch.bfloat16, "gelu")
+        assert constexprs["STORE_PRE"] is True
+        out_index = 3  # x, weight(s), out, then the pre-activation buffer(s)
+        assert all(a is not args[out_index] for a in args[out_index + 1:out_index + 3] if isinstance(a, torch.Tensor))
+        for arch in spec.archs:
+            for dtype in spec.dtypes:
+                offered = {c for c, config in enumerate(spec.candidates)
+                           if not_offered_because(config, ARCHS[arch], dtype, constexprs, spec.shared_estimate,
+                                                  spec.excluded) is None}
+                planned = {t.config_index for t in tasks if t.kernel_index == k and t.arch == arch
+                           and t.dtype == dtype and t.offered}
+                assert offered and planned == offered, (op, spec.variant, arch, dtype)

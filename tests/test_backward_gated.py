@@ -9,6 +9,7 @@ import torch
 
 import fused_mlp
 from fused_mlp.activations import ACTIVATIONS
+from benchmarks.harness.references import assert_close
 from tests.test_backward import ACTS, DTYPES, assert_gradients_close, gradients, leaves, random, reference_gradients
 
 # (M, K, hidden, dim_out): primes and odd sizes, none a multiple of a block
@@ -242,3 +243,36 @@ def test_gated_with_no_rows_trains(op, recompute, device, poisoned_empty):
     grads = torch.autograd.grad(out, inputs, torch.zeros_like(out))
     assert grads[0].shape == (0, 8)
     assert all(g.shape == t.shape and torch.all(g == 0) for g, t in zip(grads[1:], inputs[1:]))
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "bf16"])
+@pytest.mark.parametrize("tile", [(64, 64, 32, 3, 4), (128, 128, 64, 3, 8)])
+def test_the_dgated_epilogue_at_the_wgmma_tiles_it_is_offered(tile, dtype, device, poisoned_empty):
+    """dH = dY @ Wd with dG, dU and H formed in the epilogue, half the tile's columns at a time,
+    at the 64-row tiles the split made spill-free (the interpreter's own config is 32x32): the
+    column edges fall inside a half and leave a whole half masked (N = 130 = 2 x 64 + 2)."""
+    from fused_mlp.activations import get_activation
+    from fused_mlp.ops import backward_gemm
+
+    torch_dtype = DTYPES[dtype]
+    M, D, H = 70, 45, 130
+    gen = torch.Generator().manual_seed(11)
+    dy, w_down = random((M, D), torch_dtype, gen), random((D, H), torch_dtype, gen, D**-0.5)
+    g, u = random((M, H), torch_dtype, gen), random((M, H), torch_dtype, gen)
+    dy, w_down, g, u = (t.to(device) for t in (dy, w_down, g, u))
+    dgu = torch.full((M, 2 * H), float("nan"), dtype=torch_dtype, device=device)
+    h = torch.full((M, H), float("nan"), dtype=torch_dtype, device=device)
+    config = backward_gemm.backward_candidates([tile])[0]
+    args = backward_gemm._gemm_args(dy, w_down, dgu[:, :H], e1=g, e2=u, c2=dgu[:, H:], c3=h)
+    act = get_activation("gelu")
+    constexprs = dict(EPILOGUE=backward_gemm._EPILOGUES["dgated"], TWO_PRODUCTS=False, HAS_BIAS=False,
+                      ACTIVATION=act.triton_fn, ACTIVATION_GRAD=act.triton_grad, **backward_gemm._precision(dy))
+    backward_gemm._bwd_gemm_kernel.fn[backward_gemm._gemm_grid(M, H)](*args, **constexprs, **config.all_kwargs())
+
+    # the reference: dH rounded to the dtype as the kernel stores it, then float64 autograd of act(G) * U
+    dh = (dy.double() @ w_down.double()).to(torch_dtype).double()
+    g64, u64 = (t.double().requires_grad_() for t in (g, u))
+    h64 = ACTIVATIONS["gelu"].torch_fn(g64) * u64
+    dg64, du64 = torch.autograd.grad(h64, (g64, u64), dh.cpu())
+    assert_gradients_close((dgu[:, :H], dgu[:, H:]), (dg64, du64), torch_dtype, ["G", "U"])
+    assert_close(h, h64.detach(), torch_dtype, "H")

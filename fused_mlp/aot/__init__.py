@@ -37,13 +37,13 @@ STANDS_FOR = {"fp16": "bf16"}
 
 def plan(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool = False,
          kernels: tuple[str, ...] | None = None, activations: tuple[str, ...] | None = None,
-         lean: bool = False) -> list[Task]:
+         lean: bool = False, variants: tuple[str, ...] | None = None) -> list[Task]:
     """The compiles to run: per kernel, arch and dtype, every offered config (every candidate with
     `candidates`) with the costliest epilogue, plus every activation for the first offered config
     of each spec in its first dtype on its first arch (with `full`: every activation everywhere),
     except for a spec whose epilogue code another covers (KernelSpec.epilogue_covered_by: the
     narrow MLP's wider spec, ~10 s a compile). `kernels`: only these kernel names;
-    `activations`: only these epilogues.
+    `activations`: only these epilogues; `variants`: only these variants (e.g. "tile-train").
     `lean`: a dtype in STANDS_FOR is left out where its stand-in is planned with the same configs."""
     from ..ops import KERNELS
     from ..ops._tuning import not_offered_because
@@ -52,9 +52,13 @@ def plan(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool =
     for name in kernels or ():
         if name not in known:
             raise ValueError(f"kernel {name!r} is not one of the library's: {known}")
+    known_variants = sorted({spec.variant for spec in KERNELS if not kernels or spec.name in kernels})
+    for name in variants or ():
+        if name not in known_variants:
+            raise ValueError(f"variant {name!r} is not one of {known_variants}")
     tasks = []
     for k, spec in enumerate(KERNELS):
-        if kernels and spec.name not in kernels:
+        if (kernels and spec.name not in kernels) or (variants and spec.variant not in variants):
             continue
         constexprs = _constexprs_of(spec)
         for arch_name in (a for a in archs if a in spec.archs):
@@ -101,7 +105,8 @@ def _constexprs_of(spec) -> dict:
 
 def check(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool = False,
           kernels: tuple[str, ...] | None = None, jobs: int | None = None, on_record=None,
-          activations: tuple[str, ...] | None = None, lean: bool = False) -> list[Record]:
+          activations: tuple[str, ...] | None = None, lean: bool = False,
+          variants: tuple[str, ...] | None = None) -> list[Record]:
     """Compile everything `plan` lists, on `jobs` processes (default: every core); `on_record` is
     called with each record as it is done, in plan order."""
     unknown = [a for a in archs if a not in ARCHS]
@@ -110,7 +115,7 @@ def check(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool 
     if INTERPRETER:
         raise RuntimeError("fused_mlp was imported with TRITON_INTERPRET set: its kernels are interpreted "
                            "and cannot be compiled for a GPU; unset TRITON_INTERPRET")
-    tasks = plan(archs, dtypes, full, candidates, kernels, activations, lean)
+    tasks = plan(archs, dtypes, full, candidates, kernels, activations, lean, variants)
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
     records = []
     if jobs == 1:

@@ -65,6 +65,8 @@ def main(argv=None) -> int:
     parser.add_argument("--arch", action="append", choices=sorted(ARCHS), help="repeatable; default sm_90")
     parser.add_argument("--dtype", action="append", choices=DTYPES, help="repeatable; default all")
     parser.add_argument("--kernel", action="append", help="only this kernel (repeatable), e.g. linear_act")
+    parser.add_argument("--variant", action="append",
+                        help="only this variant of the kernels (repeatable), e.g. tile-train")
     parser.add_argument("--activation", action="append", choices=ACTIVATIONS, help="only this epilogue (repeatable)")
     parser.add_argument("--full", action="store_true", help="every activation for every config, every dtype")
     parser.add_argument("--candidates", action="store_true",
@@ -88,7 +90,8 @@ def main(argv=None) -> int:
         records = check(tuple(args.arch or ["sm_90"]), tuple(args.dtype or DTYPES), args.full, args.candidates,
                         tuple(args.kernel) if args.kernel else None, args.jobs,
                         on_record=lambda r: print(format_row(r), flush=True),
-                        activations=tuple(args.activation) if args.activation else None, lean=lean)
+                        activations=tuple(args.activation) if args.activation else None, lean=lean,
+                        variants=tuple(args.variant) if args.variant else None)
     except Exception as exc:
         print(f"error: the compile check could not run: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

@@ -5,6 +5,12 @@ from dataclasses import dataclass, field
 
 from ._tuning import Exclusion
 
+# The compile check's representative GEMM problem: a Llama-3-8B MLP at prefill (8192 tokens,
+# dim 4096, hidden 14336), on meta tensors.
+EXAMPLE_TOKENS, EXAMPLE_DIM, EXAMPLE_HIDDEN = 8192, 4096, 14336
+# ... and the narrow MLP's: 5 layers over 2^21 rows (a NeRF-style batch), at each packed width.
+NARROW_EXAMPLE_LAYERS, NARROW_EXAMPLE_ROWS, NARROW_EXAMPLE_WIDTHS = 5, 2**21, (64, 128)
+
 
 @dataclass(frozen=True)
 class KernelSpec:
@@ -29,3 +35,6 @@ class KernelSpec:
     activations: tuple[str, ...] | None = None
     # False for a kernel without a dot (the backward's elementwise passes): no tensor-core rule
     tensor_cores: bool = True
+    # True for a forward kernel's training form (STORE_PRE: it also stores the pre-activations
+    # the backward reads): its own autotune choice, so the plan compiles its configs apart
+    training_forward: bool = False

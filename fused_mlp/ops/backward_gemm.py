@@ -2,23 +2,24 @@
 transpose a backward needs is a view), with the activation's derivative in their epilogue, and the
 elementwise passes that turn an upstream gradient into the pre-activation's.
 
-How a backward launch is chosen: the tile variant only (pointer loads, any strides: the operands
-are transposed views, which TMA descriptors do not take); the config comes from an autotuner
-keyed on the bucketed M, N and K (the token count is M in one GEMM and K in another), cached on
-disk; the epilogue is a constexpr, so each GEMM compiles only the code its caller needs.
+How a backward launch is chosen:
+    variant   the tile variant only (pointer loads, any strides: the operands are transposed views,
+              which TMA descriptors do not take); the epilogue is a constexpr (each GEMM compiles its own)
+    config    an autotuner keyed on the bucketed M, N and K (the token count is M in one GEMM, K in another)
+    fallback  configs pruned per device (shared memory, the measured exclusions in _config_tables)
 
 Kernels (QuACK's gemm_dact / gemm_dgated, cuBLASLt's DGELU_BGRAD):
     _bwd_gemm_kernel    C = A @ B (+ A2 @ B2, a second K loop into the same accumulator), epilogue:
                         "none"    store C
                         "dact"    Z = C + bias; dZ = act'(Z) * dY stored; dZ's column sums per row block
-                        "dgated"  dH = C; dG = dH * U * act'(G), dU = dH * act(G), H = act(G) * U stored
+                        "dgated"  dH = C; dG = dH * U * act'(G), dU = dH * act(G), H = act(G) * U stored,
+                                  half the tile's columns at a time (registers: see the exclusions)
     _bwd_gemm_pair_kernel  C1 = A @ B1, C2 = A @ B2, one pass over A (dWg and dWu from one pass over x)
-    _dact_kernel        dZ = act'(Z) * dY and its column sums per row block (the bias gradient's first pass)
-    _dgated_kernel      dG, dU from dH and the saved G, U
+    _elementwise_backward_kernel  "dact": dZ = act'(Z) * dY and its column sums per row block (the
+                        bias gradient's first pass); "dgated": dG, dU from dH and the saved G, U
 Column sums are written per row block into an fp32 split buffer and summed by a second pass:
 deterministic, no atomics.
 """
-
 import torch
 import triton
 import triton.language as tl
@@ -26,28 +27,22 @@ import triton.language as tl
 from .. import _validate as v
 from .._triton_compat import INTERPRETER, autotune, dot_upcast_needed
 from ..activations import ACTIVATIONS, get_activation
-from ._kernel_spec import KernelSpec
-from ._matmul_common import dot_acc, grouped_tile, k_offsets, k_step, m_bucket, to_storage
-from ._tuning import INTERPRETER_CONFIGS, Exclusion, device_pruner, gemm_shared_bytes
+from ._config_tables import (BACKWARD_EPILOGUES, BACKWARD_EXCLUDED, BACKWARD_TILES, ELEMENTWISE_EXCLUDED,
+                             ELEMENTWISE_TILES, PAIR_EXCLUDED, PAIR_TILES)
+from ._kernel_spec import EXAMPLE_DIM, EXAMPLE_HIDDEN, EXAMPLE_TOKENS, KernelSpec
+from ._matmul_common import dot_acc, grouped_tile, k_offsets, k_step, m_bucket, split_columns, to_storage
+from ._tuning import INTERPRETER_CONFIGS, device_pruner, gemm_shared_bytes
 
 # Epilogues of _bwd_gemm_kernel (constexpr values)
-EPILOGUE_NONE: tl.constexpr = tl.constexpr(0)
-EPILOGUE_DACT: tl.constexpr = tl.constexpr(1)
-EPILOGUE_DGATED: tl.constexpr = tl.constexpr(2)
-_EPILOGUES = {"none": 0, "dact": 1, "dgated": 2}
+EPILOGUE_NONE: tl.constexpr = tl.constexpr(BACKWARD_EPILOGUES["none"])
+EPILOGUE_DACT: tl.constexpr = tl.constexpr(BACKWARD_EPILOGUES["dact"])
+EPILOGUE_DGATED: tl.constexpr = tl.constexpr(BACKWARD_EPILOGUES["dgated"])
+_EPILOGUES = BACKWARD_EPILOGUES
 
 _SHARED = gemm_shared_bytes(operand_tiles=1)
 _SHARED_PAIR = gemm_shared_bytes(operand_tiles=2)
-
-
-# The backward GEMMs' tiles (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps): the forward's
-# training-size tiles; no decode tiles (the token count is M or K here, never 16). Measured with
-# python -m fused_mlp.aot (Triton 3.9): 128x256 and 128x128x32 tiles spill with every epilogue
-# that loads a second operand, so they are not candidates.
-BACKWARD_TILES = [(128, 128, 64, 3, 8), (64, 128, 64, 4, 4), (64, 64, 32, 3, 4), (32, 64, 32, 3, 4), (16, 64, 64, 3, 4)]
-# The pair kernel holds two accumulators: 32x64x32 spilled (8 B, bf16 sm_90), so not a candidate;
-# 32x32x32 is the one measured tile that fits IEEE fp32 on sm_80 (70-96 registers, no spill).
-PAIR_TILES = [(128, 128, 64, 3, 8), (64, 128, 64, 4, 4), (64, 64, 32, 3, 4), (16, 64, 64, 3, 4), (32, 32, 32, 3, 4)]
+# measured (see _config_tables)
+_EXCLUDED, _PAIR_EXCLUDED, _ELEMENTWISE_EXCLUDED = BACKWARD_EXCLUDED, PAIR_EXCLUDED, ELEMENTWISE_EXCLUDED
 
 
 def backward_candidates(tiles=BACKWARD_TILES) -> list:
@@ -59,52 +54,16 @@ def _bwd_configs(tiles=BACKWARD_TILES):
     return [INTERPRETER_CONFIGS["tile"]] if INTERPRETER else backward_candidates(tiles)
 
 
-_EVERY_DTYPE = ("bf16", "fp16", "fp32", "tf32")
-_DACT, _DGATED = (("EPILOGUE", 1),), (("EPILOGUE", 2),)
-# Measured with python -m fused_mlp.aot (Triton 3.9, erf-GELU: the costliest epilogue). Where one
-# dtype or arch was measured spilling, the config is pruned on those not yet measured too.
-_EXCLUDED = (
-    Exclusion(("sm_90",), ("fp32", "tf32"), (128, 128, 64, 8, 3),
-              "spills with the dact epilogue (8 B IEEE fp32, 148 B tf32, sm_90)", _DACT),
-    Exclusion(("sm_80",), _EVERY_DTYPE, (128, 128, 64, 8, 3),
-              "spills with the dact epilogue in fp32 on sm_90 (8-148 B); not kept on sm_80 unmeasured", _DACT),
-    Exclusion(("sm_90", "sm_80"), _EVERY_DTYPE, (64, 128, 64, 4, 4),
-              "spills with the dact epilogue (8 B bf16, 16 B fp32, 88 B tf32, sm_90)", _DACT),
-    Exclusion(("sm_90", "sm_80"), _EVERY_DTYPE, (128, 128, 64, 8, 3),
-              "spills with the dgated epilogue (1036 B bf16, 292 B fp32, 1008 B tf32, sm_90)", _DGATED),
-    Exclusion(("sm_90", "sm_80"), _EVERY_DTYPE, (64, 128, 64, 4, 4),
-              "spills with the dgated epilogue (576 B bf16, 24 B fp32, 1080 B tf32, sm_90)", _DGATED),
-    Exclusion(("sm_90", "sm_80"), _EVERY_DTYPE, (64, 64, 32, 4, 3),
-              "spills with the dgated epilogue (56 B bf16, sm_90)", _DGATED),
-    Exclusion(("sm_90", "sm_80"), ("fp32",), (64, 64, 32, 4, 3),
-              "spills in IEEE fp32 (dX 12-24 B on sm_90, dW 536 B on sm_80)", (("EPILOGUE", 0),)),
-    Exclusion(("sm_90",), ("fp32",), (128, 128, 64, 8, 3), "spills in IEEE fp32 with Triton 3.6 (dX 12 B)",
-              (("EPILOGUE", 0),)),
-)
-_PAIR_EXCLUDED = (
-    Exclusion(("sm_90", "sm_80"), ("fp32",), (64, 64, 32, 4, 3), "spills in IEEE fp32 (16 B sm_90, 704-1160 B sm_80)"),
-    Exclusion(("sm_80",), ("bf16", "fp16"), (128, 128, 64, 8, 3), "spills on sm_80 (212-236 B)"),
-    Exclusion(("sm_80",), ("bf16", "fp16"), (64, 128, 64, 4, 4), "spills on sm_80 recomputing G and U (80 B)"),
-    Exclusion(("sm_80",), ("fp32",), (16, 64, 64, 4, 3), "spills in IEEE fp32 on sm_80 (8-344 B)"),
-    Exclusion(("sm_90",), ("tf32",), (16, 64, 64, 4, 3), "spills in tf32 with Triton 3.6 (4 B, recomputing G and U)"),
-    Exclusion(("sm_90", "sm_80"), ("bf16", "fp16"), (32, 32, 32, 4, 3),
-              "a tile for fp32; spills in bf16 with Triton 3.6 on sm_90 (4 B)"),
-)
-# The dgated pass holds dH, G, U, dG and dU tiles: 64-row fp32 tiles spill (32-36 B, sm_90).
-_ELEMENTWISE_EXCLUDED = tuple(
-    Exclusion(("sm_90", "sm_80"), ("fp32",), key, "spills in fp32 with the dgated pass (32-36 B, sm_90)", (("GATED", True),))
-    for key in ((64, 128, 4, 1), (64, 256, 8, 1)))
-
-
 def _elementwise_candidates():
-    """Tiles of the elementwise passes: wide in N for coalesced rows, rows enough to amortise the
-    column sums' store."""
-    return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=1)
-            for bm, bn, w in [(32, 128, 4), (64, 128, 4), (64, 256, 8)]]
+    """Tiles of the elementwise passes (see ELEMENTWISE_TILES)."""
+    return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=1) for bm, bn, w in ELEMENTWISE_TILES]
+
+
+_INTERPRETER_ELEMENTWISE = triton.Config({"BLOCK_M": 32, "BLOCK_N": 32}, num_warps=4)
 
 
 def _elementwise_configs():
-    return [triton.Config({"BLOCK_M": 32, "BLOCK_N": 32}, num_warps=4)] if INTERPRETER else _elementwise_candidates()
+    return [_INTERPRETER_ELEMENTWISE] if INTERPRETER else _elementwise_candidates()
 
 
 def _no_shared(config, dtype_bytes: int, constexprs: dict) -> int:
@@ -146,12 +105,29 @@ def _dgated_tile(dh, g, u, ACTIVATION: tl.constexpr, ACTIVATION_GRAD: tl.constex
     return ACTIVATION_GRAD(g, dh * u), dh * act_g, act_g * u
 
 
+@triton.jit
+def _dgated_store(dh, e1_ptr, e2_ptr, c_ptr, c2_ptr, c3_ptr, offs_m, offs_n, M, N,
+                  stride_em, stride_en, stride_cm, stride_cn, stride_c3m, stride_c3n,
+                  ACTIVATION: tl.constexpr, ACTIVATION_GRAD: tl.constexpr):
+    """The dgated epilogue on the columns offs_n of dH (fp32): loads G and U there, stores dG, dU
+    (C's strides) and H."""
+    mask = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    g = tl.load(_tile_ptrs(e1_ptr, offs_m, offs_n, stride_em, stride_en), mask=mask, other=0.0)
+    u = tl.load(_tile_ptrs(e2_ptr, offs_m, offs_n, stride_em, stride_en), mask=mask, other=0.0)
+    # dH rounds to the storage dtype first, as the unfused backward's dH tensor does
+    dh = to_storage(dh, c_ptr.dtype.element_ty).to(tl.float32)
+    dg, du, h = _dgated_tile(dh, g.to(tl.float32), u.to(tl.float32), ACTIVATION, ACTIVATION_GRAD)
+    tl.store(_tile_ptrs(c_ptr, offs_m, offs_n, stride_cm, stride_cn), to_storage(dg, c_ptr.dtype.element_ty), mask=mask)
+    tl.store(_tile_ptrs(c2_ptr, offs_m, offs_n, stride_cm, stride_cn), to_storage(du, c_ptr.dtype.element_ty), mask=mask)
+    tl.store(_tile_ptrs(c3_ptr, offs_m, offs_n, stride_c3m, stride_c3n), to_storage(h, c_ptr.dtype.element_ty), mask=mask)
+
+
 # part_ptr is zeroed before every timed run: a config with smaller row blocks fills more of its rows.
 @autotune(configs=_bwd_configs(), key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "EPILOGUE", "TWO_PRODUCTS", "INPUT_PRECISION"],
           prune=device_pruner(_SHARED, "a_ptr", _EXCLUDED), reset_to_zero=["part_ptr"])
 @triton.jit
 def _bwd_gemm_kernel(
-    # C = A @ B (+ A2 @ B2): A, A2 (M, K | K2), B, B2 (K | K2, N), any strides
+    # pointers. C = A @ B (+ A2 @ B2): A, A2 (M, K | K2), B, B2 (K | K2, N), any strides
     a_ptr, b_ptr, a2_ptr, b2_ptr,
     # epilogue inputs: "dact": E1 = dY (M, N), bias (N,); "dgated": E1 = G, E2 = U (M, N), one stride pair
     e1_ptr, e2_ptr, bias_ptr,
@@ -160,7 +136,7 @@ def _bwd_gemm_kernel(
     c_ptr, c2_ptr, c3_ptr, part_ptr,
     # sizes (the buckets are the autotune key)
     M, N, K, K2, M_BUCKET, N_BUCKET, K_BUCKET,
-    # strides
+    # strides, in elements (any: transposed views are fine)
     stride_am, stride_ak, stride_bk, stride_bn, stride_a2m, stride_a2k, stride_b2k, stride_b2n,
     stride_em, stride_en, stride_bias, stride_cm, stride_cn, stride_c3m, stride_c3n,
     # what to compute
@@ -195,26 +171,31 @@ def _bwd_gemm_kernel(
         if HAS_BIAS:
             _store_column_sums(part_ptr, dz, pid_m, offs_n, N)
     else:
-        g = tl.load(_tile_ptrs(e1_ptr, offs_m, offs_n, stride_em, stride_en), mask=mask, other=0.0)
-        u = tl.load(_tile_ptrs(e2_ptr, offs_m, offs_n, stride_em, stride_en), mask=mask, other=0.0)
-        # dH rounds to the storage dtype first, as the unfused backward's dH tensor does
-        dh = to_storage(acc, c_ptr.dtype.element_ty).to(tl.float32)
-        dg, du, h = _dgated_tile(dh, g.to(tl.float32), u.to(tl.float32), ACTIVATION, ACTIVATION_GRAD)
-        tl.store(c_ptrs, to_storage(dg, c_ptr.dtype.element_ty), mask=mask)
-        tl.store(_tile_ptrs(c2_ptr, offs_m, offs_n, stride_cm, stride_cn), to_storage(du, c_ptr.dtype.element_ty), mask=mask)
-        tl.store(_tile_ptrs(c3_ptr, offs_m, offs_n, stride_c3m, stride_c3n), to_storage(h, c_ptr.dtype.element_ty), mask=mask)
+        # Half the columns at a time: the loaded G, U and the three results live for half a tile
+        # only (the whole tile at once spilled from 64x64 up).
+        HALF_N: tl.constexpr = BLOCK_N // 2
+        offs_n_half = pid_n.to(tl.int64) * BLOCK_N + tl.arange(0, HALF_N)
+        left, right = split_columns(acc, BLOCK_M, BLOCK_N)
+        _dgated_store(left, e1_ptr, e2_ptr, c_ptr, c2_ptr, c3_ptr, offs_m, offs_n_half, M, N,
+                      stride_em, stride_en, stride_cm, stride_cn, stride_c3m, stride_c3n, ACTIVATION, ACTIVATION_GRAD)
+        _dgated_store(right, e1_ptr, e2_ptr, c_ptr, c2_ptr, c3_ptr, offs_m, offs_n_half + HALF_N, M, N,
+                      stride_em, stride_en, stride_cm, stride_cn, stride_c3m, stride_c3n, ACTIVATION, ACTIVATION_GRAD)
 
 
 @autotune(configs=_bwd_configs(PAIR_TILES), key=["M_BUCKET", "N_BUCKET", "K_BUCKET", "INPUT_PRECISION"],
           prune=device_pruner(_SHARED_PAIR, "a_ptr", _PAIR_EXCLUDED))
 @triton.jit
 def _bwd_gemm_pair_kernel(
-    # C1 = A @ B1, C2 = A @ B2: A (M, K), B1, B2 (K, N), any strides; each A tile is loaded once
+    # pointers: C1 = A @ B1, C2 = A @ B2; A (M, K), B1, B2 (K, N), C1, C2 (M, N); each A tile is loaded once
     a_ptr, b1_ptr, b2_ptr, c1_ptr, c2_ptr,
+    # sizes (the buckets are the autotune key)
     M, N, K, M_BUCKET, N_BUCKET, K_BUCKET,
+    # strides, in elements (any: transposed views are fine)
     stride_am, stride_ak, stride_b1k, stride_b1n, stride_b2k, stride_b2n,
     stride_c1m, stride_c1n, stride_c2m, stride_c2n,
+    # the dot's precision
     DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    # the config
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     pid_m, pid_n = grouped_tile(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
@@ -244,12 +225,17 @@ def _bwd_gemm_pair_kernel(
           prune=device_pruner(_no_shared, "dy_ptr", _ELEMENTWISE_EXCLUDED))
 @triton.jit
 def _elementwise_backward_kernel(
-    # "dact" (GATED False): dZ = act'(Z) * dY, column sums when HAS_BIAS; "dgated": dG, dU from dH, G, U
+    # pointers, all (M, N) but part: "dact" (GATED False): dY, Z in, dZ out, column sums into part
+    # (row blocks, N) fp32 when HAS_BIAS; "dgated": dH (as dy), G (as z), U in, dG (as dz), dU out
     dy_ptr, z_ptr, u_ptr, dz_ptr, du_ptr, part_ptr,
+    # sizes (M_BUCKET: the autotune key's M)
     M, N, M_BUCKET,
+    # strides, in elements (U shares Z's, dU dZ's)
     stride_dym, stride_dyn, stride_zm, stride_zn, stride_dzm, stride_dzn,
+    # what to compute
     GATED: tl.constexpr, HAS_BIAS: tl.constexpr, STORE_DZ: tl.constexpr,
     ACTIVATION: tl.constexpr, ACTIVATION_GRAD: tl.constexpr,
+    # the config
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
@@ -282,7 +268,12 @@ def _gemm_grid(M, N):
     return lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
 
 
-def _part_buffer(M, N, device, block_m_min: int = 16):
+# The smallest BLOCK_M any config of the GEMM or the elementwise pass has: the split buffer's row block.
+_SMALLEST_BLOCK_M = min(c.kwargs["BLOCK_M"] for c in (*backward_candidates(), *_elementwise_candidates(),
+                                                        INTERPRETER_CONFIGS["tile"], _INTERPRETER_ELEMENTWISE))
+
+
+def _part_buffer(M, N, device, block_m_min: int = _SMALLEST_BLOCK_M):
     """The column sums' split buffer: one fp32 row per row block of the smallest BLOCK_M any config
     has (a config with larger row blocks fills the first rows only; the rest stay 0)."""
     return torch.zeros((triton.cdiv(M, block_m_min), N), dtype=torch.float32, device=device)
@@ -402,7 +393,7 @@ def dgated(dh, g, u, activation: str):
 
 # ---- the compile check's examples (fused_mlp.aot): a Llama-3-8B MLP's backward at 8192 tokens --------
 
-_TOKENS, _DIM, _HIDDEN = 8192, 4096, 14336
+_TOKENS, _DIM, _HIDDEN = EXAMPLE_TOKENS, EXAMPLE_DIM, EXAMPLE_HIDDEN
 
 
 def _meta(*shape, dtype):

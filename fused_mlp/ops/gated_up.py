@@ -1,5 +1,11 @@
 """gated_up: act(x @ w_gate.T) * (x @ w_up.T) in one kernel; gated_mlp adds the down projection.
 
+How a launch is chosen (as linear_act's; see _gemm_launch, _tuning):
+    variant   the tile variant (pointer loads, any strides, any GPU) or the persistent TMA one
+              (sm_90+, only when every tensor qualifies for TMA: TMA_OK), told apart by the config
+    config    one autotuner over both (BLOCK_N <= 128: two accumulators), keyed on bucketed M, N, K, cached on disk
+    fallback  configs pruned per device (shared memory, the measured exclusions in _config_tables)
+
 Both products share every loaded tile of x, and the activation and the product happen on the two
 fp32 accumulators in the epilogue, so neither (M, hidden) intermediate ever reaches device memory
 (a training forward stores the two pre-activations G and U, for the backward).
@@ -17,12 +23,13 @@ import triton.language as tl
 from .. import _validate as v
 from .._triton_compat import autotune, dot_upcast_needed
 from ..activations import get_activation
-from ._kernel_spec import KernelSpec
+from ._config_tables import GATED_UP_EXCLUDED
+from ._kernel_spec import EXAMPLE_DIM, EXAMPLE_HIDDEN, EXAMPLE_TOKENS, KernelSpec
 from ._gemm_launch import launch, num_sms, tma_ok
 from ._matmul_common import (check_activation_input, dot_acc, grouped_tile, k_step, m_bucket, rows_view,
                              split_columns, to_storage)
 from ._tile_loads import gated_tile_start, load_gated_k_tiles
-from ._tuning import (PERSISTENT_DTYPES, Exclusion, device_pruner, gemm_candidates, gemm_configs,
+from ._tuning import (PERSISTENT_DTYPES, device_pruner, gemm_candidates, gemm_configs,
                       gemm_shared_bytes, persistent_candidates)
 from . import backward_gemm
 from ._autograd import refuse_double_backward, trains
@@ -30,24 +37,7 @@ from .linear_act import _forward as linear_act_forward
 from .linear_act import linear_act
 
 _SHARED = gemm_shared_bytes(operand_tiles=2)
-# Measured with python -m fused_mlp.aot --candidates under Triton 3.6.0 and 3.9.0 (erf-GELU
-# epilogue, the costliest). Two fp32 accumulators per tile leave little room: spill stores per thread.
-_EXCLUDED = (
-    Exclusion(("sm_80",), ("bf16", "fp16"), (128, 128, 64, 8, 3), "spills with every epilogue (212 B)"),
-    Exclusion(("sm_80",), ("bf16", "fp16"), (64, 128, 64, 4, 4), "spills (8-40 B)"),
-    Exclusion(("sm_80",), ("bf16", "fp16", "fp32", "tf32"), (128, 128, 32, 8, 3), "spills (156 B-3 KB)"),
-    Exclusion(("sm_90",), ("fp32",), (128, 128, 32, 8, 3), "spills in IEEE fp32 (1.5-1.8 KB)"),
-    Exclusion(("sm_90", "sm_80"), ("fp32",), (64, 64, 32, 4, 3), "spills in IEEE fp32 (8-840 B)"),
-    Exclusion(("sm_90", "sm_80"), ("fp32",), (16, 64, 64, 4, 3), "spills in IEEE fp32 with Triton 3.9 (8-32 B)"),
-    Exclusion(("sm_90",), ("tf32",), (16, 64, 64, 4, 3), "spills with Triton 3.9 (12 B)"),
-    Exclusion(("sm_90",), ("bf16", "fp16"), (16, 64, 256, 4, 3), "spills (4-8 B)"),
-    # the persistent variant (Triton 3.9): two 128x128 fp32 accumulators are all of one warpgroup's registers
-    Exclusion(("sm_90",), ("bf16", "fp16"), (128, 128, 64, 4, 4, "tma", "sub2"),
-              "spills with every epilogue (1.2 KB at 255 registers)"),
-    # the training forward (STORE_PRE: G and U stored too), Triton 3.9; sm_80 and fp32/tf32 measured clean
-    Exclusion(("sm_90",), ("bf16", "fp16"), (128, 128, 64, 8, 3), "spills storing G and U (8 B)", (("STORE_PRE", True),)),
-    Exclusion(("sm_90",), ("bf16", "fp16"), (128, 128, 32, 8, 3), "spills storing G and U (44 B)", (("STORE_PRE", True),)),
-)
+_EXCLUDED = GATED_UP_EXCLUDED  # measured (see _config_tables)
 
 
 @triton.jit
@@ -137,10 +127,16 @@ def _persistent_program(
           prune=device_pruner(_SHARED, "x_ptr", _EXCLUDED))
 @triton.jit
 def _gated_up_kernel(
+    # pointers: x (M, K), W_gate and W_up (N, K), out (M, N); G and U (M, N, one stride pair): the
+    # pre-activations a training forward stores (STORE_PRE)
     x_ptr, wg_ptr, wu_ptr, out_ptr, g_ptr, u_ptr,
+    # sizes (M_BUCKET: the autotune key's M) and the persistent variant's program count
     M, N, K, M_BUCKET, NUM_SMS,
+    # strides, in elements
     stride_xm, stride_xk, stride_wgn, stride_wgk, stride_wun, stride_wuk, stride_om, stride_on, stride_pm, stride_pn,
+    # what to compute: the epilogue, the dot's precision, whether every tensor qualifies for TMA
     ACTIVATION: tl.constexpr, STORE_PRE: tl.constexpr, DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr, TMA_OK: tl.constexpr,
+    # the config: tile sizes, then the persistent variant's (tutorial 09)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     PERSISTENT: tl.constexpr = False, EPILOGUE_SUBTILE: tl.constexpr = 1, WARP_SPECIALIZE: tl.constexpr = False,
 ):
@@ -299,17 +295,30 @@ def gated_mlp(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down:
     return linear_act(hidden, w_down, None, "none")
 
 
-def _compile_example(dtype, activation):
-    """The gate and up projections of a Llama-3-8B MLP at prefill (8192 x 4096 -> 14336), on meta tensors."""
-    M, K, N = 8192, 4096, 14336
+def _compile_example(dtype, activation, store_pre: bool = False):
+    """The gate and up projections of a Llama-3-8B MLP at prefill (8192 x 4096 -> 14336), on meta
+    tensors; with `store_pre`, the training forward that also stores G and U."""
+    M, K, N = EXAMPLE_TOKENS, EXAMPLE_DIM, EXAMPLE_HIDDEN
     x2 = torch.empty(M, K, dtype=dtype, device="meta")
     w_gate, w_up = (torch.empty(N, K, dtype=dtype, device="meta") for _ in range(2))
-    return _kernel_args(x2, w_gate, w_up, torch.empty(M, N, dtype=dtype, device="meta"), activation)
+    pre = tuple(torch.empty(M, N, dtype=dtype, device="meta") for _ in range(2)) if store_pre else None
+    return _kernel_args(x2, w_gate, w_up, torch.empty(M, N, dtype=dtype, device="meta"), activation, pre)
 
 
+def _training_example(dtype, activation):
+    return _compile_example(dtype, activation, store_pre=True)
+
+
+# The training forward's epilogue is the inference one plus two stores: the inference variant's
+# every-activation compile covers the activation code.
 KERNELS = (
     KernelSpec("gated_up", "tile", _gated_up_kernel, gemm_candidates(operand_tiles=2), _compile_example,
                _SHARED, _EXCLUDED),
     KernelSpec("gated_up", "persistent", _gated_up_kernel, persistent_candidates(operand_tiles=2), _compile_example,
                _SHARED, _EXCLUDED, dtypes=PERSISTENT_DTYPES, archs=("sm_90",)),
+    KernelSpec("gated_up", "tile-train", _gated_up_kernel, gemm_candidates(operand_tiles=2), _training_example,
+               _SHARED, _EXCLUDED, epilogue_covered_by="tile", training_forward=True),
+    KernelSpec("gated_up", "persistent-train", _gated_up_kernel, persistent_candidates(operand_tiles=2),
+               _training_example, _SHARED, _EXCLUDED, dtypes=PERSISTENT_DTYPES, archs=("sm_90",),
+               epilogue_covered_by="persistent", training_forward=True),
 )

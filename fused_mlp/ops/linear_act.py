@@ -1,9 +1,10 @@
 """linear_act: act(x @ weight.T + bias) in one kernel, bias and activation in the GEMM epilogue.
 
-How a launch is chosen: one autotuner per kernel times the tile variant (any strides, any GPU)
-and the persistent TMA variant (sm_90+, tensors that qualify for TMA: TMA_OK), keyed on the
-bucketed M, N, K and the dot precision, cached on disk; the configs offered are pruned per device
-by shared memory and the measured exclusions below (see _tuning, _gemm_launch).
+How a launch is chosen (see _gemm_launch, _tuning):
+    variant   the tile variant (pointer loads, any strides, any GPU) or the persistent TMA one
+              (sm_90+, only when every tensor qualifies for TMA: TMA_OK), told apart by the config
+    config    one autotuner over both, keyed on the bucketed M, N, K, the dot precision and TMA_OK, cached on disk
+    fallback  configs pruned per device (shared memory, the measured exclusions in _config_tables)
 Training: the forward also stores the pre-activation Z (STORE_PRE) unless recompute=True; the
 backward (linear_act_backward) forms dZ = act'(Z) * dY with the bias sums in one pass, or in the
 epilogue of the recomputed GEMM, then dX and dW as GEMMs over views (backward_gemm).
@@ -15,27 +16,20 @@ import triton.language as tl
 
 from .. import _validate as v
 from .._triton_compat import autotune, dot_upcast_needed
-from ..activations import get_activation
+from ..activations import ACTIVATIONS, get_activation
 from . import backward_gemm
 from ._autograd import refuse_double_backward, trains
-from ._kernel_spec import KernelSpec
+from ._config_tables import LINEAR_ACT_EXCLUDED
+from ._kernel_spec import EXAMPLE_DIM, EXAMPLE_HIDDEN, EXAMPLE_TOKENS, KernelSpec
 from ._gemm_launch import launch, num_sms, tma_ok
 from ._matmul_common import (check_activation_input, dot_acc, grouped_tile, k_step, m_bucket, rows_view,
                              split_columns, to_storage)
 from ._tile_loads import load_k_tiles, tile_pointers
-from ._tuning import (PERSISTENT_DTYPES, Exclusion, device_pruner, gemm_candidates, gemm_configs,
+from ._tuning import (PERSISTENT_DTYPES, device_pruner, gemm_candidates, gemm_configs,
                       gemm_shared_bytes, persistent_candidates)
 
 _SHARED = gemm_shared_bytes(operand_tiles=1)
-# Measured with python -m fused_mlp.aot --candidates under Triton 3.6.0 and 3.9.0 (erf-GELU
-# epilogue, the costliest): spill stores per thread at 255 registers.
-_EXCLUDED = (
-    Exclusion(("sm_90", "sm_80"), ("bf16", "fp16"), (128, 256, 64, 8, 3),
-              "spills with the erf-GELU epilogue (116-192 B), on sm_80 with every epilogue"),
-    Exclusion(("sm_90",), ("fp32",), (128, 128, 64, 8, 3), "spills in IEEE fp32 (156 B; 8 KB with Triton 3.6)"),
-    Exclusion(("sm_90",), ("fp32",), (64, 128, 64, 4, 4), "spills in IEEE fp32 (16 B; 8 KB with Triton 3.6)"),
-    Exclusion(("sm_90",), ("fp32",), (128, 128, 32, 8, 3), "spills in IEEE fp32 with int64 K offsets (12 B at 255 registers, Triton 3.9)"),
-)
+_EXCLUDED = LINEAR_ACT_EXCLUDED  # measured (see _config_tables)
 
 
 @triton.jit
@@ -137,11 +131,17 @@ def _persistent_program(
           prune=device_pruner(_SHARED, "x_ptr", _EXCLUDED))
 @triton.jit
 def _linear_act_kernel(
+    # pointers: x (M, K), W (N, K) as nn.Linear stores it, bias (N,), out (M, N); z (M, N): the
+    # pre-activation a training forward stores (STORE_PRE)
     x_ptr, w_ptr, b_ptr, out_ptr, z_ptr,
+    # sizes (M_BUCKET: the autotune key's M) and the persistent variant's program count
     M, N, K, M_BUCKET, NUM_SMS,
+    # strides, in elements
     stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on, stride_zm, stride_zn,
+    # what to compute: the epilogue, the dot's precision, whether every tensor qualifies for TMA
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, STORE_PRE: tl.constexpr,
     DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr, TMA_OK: tl.constexpr,
+    # the config: tile sizes, then the persistent variant's (tutorial 09)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     PERSISTENT: tl.constexpr = False, EPILOGUE_SUBTILE: tl.constexpr = 1, WARP_SPECIALIZE: tl.constexpr = False,
 ):
@@ -254,16 +254,31 @@ def linear_act(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None 
     return out if x.dim() == 2 else out.reshape(*x.shape[:-1], N)
 
 
-def _compile_example(dtype, activation):
-    """A Llama-3-8B up projection at prefill (8192 x 4096 -> 14336), on meta tensors."""
-    M, K, N = 8192, 4096, 14336
+def _compile_example(dtype, activation, store_pre: bool = False):
+    """A Llama-3-8B up projection at prefill (8192 x 4096 -> 14336), on meta tensors; with
+    `store_pre`, the training forward that also stores Z."""
+    M, K, N = EXAMPLE_TOKENS, EXAMPLE_DIM, EXAMPLE_HIDDEN
     x2, weight = torch.empty(M, K, dtype=dtype, device="meta"), torch.empty(N, K, dtype=dtype, device="meta")
     bias, out = torch.empty(N, dtype=dtype, device="meta"), torch.empty(M, N, dtype=dtype, device="meta")
-    return _kernel_args(x2, weight, bias, out, activation)
+    z = torch.empty(M, N, dtype=dtype, device="meta") if store_pre else None
+    return _kernel_args(x2, weight, bias, out, activation, z)
 
 
+def _training_example(dtype, activation):
+    return _compile_example(dtype, activation, store_pre=True)
+
+
+# The training forward stores Z only for a real activation (for "none" dZ is dY: nothing saved);
+# its epilogue is the inference one plus a store, so the inference variant's every-activation
+# compile covers the activation code.
+_STORES_Z = tuple(a for a in ACTIVATIONS if a != "none")
 KERNELS = (
     KernelSpec("linear_act", "tile", _linear_act_kernel, gemm_candidates(), _compile_example, _SHARED, _EXCLUDED),
     KernelSpec("linear_act", "persistent", _linear_act_kernel, persistent_candidates(), _compile_example, _SHARED,
                _EXCLUDED, dtypes=PERSISTENT_DTYPES, archs=("sm_90",)),
+    KernelSpec("linear_act", "tile-train", _linear_act_kernel, gemm_candidates(), _training_example, _SHARED,
+               _EXCLUDED, epilogue_covered_by="tile", activations=_STORES_Z, training_forward=True),
+    KernelSpec("linear_act", "persistent-train", _linear_act_kernel, persistent_candidates(), _training_example,
+               _SHARED, _EXCLUDED, dtypes=PERSISTENT_DTYPES, archs=("sm_90",), epilogue_covered_by="persistent",
+               activations=_STORES_Z, training_forward=True),
 )

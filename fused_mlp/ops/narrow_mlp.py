@@ -1,5 +1,10 @@
 """narrow_mlp: a whole multi-layer MLP with every width <= 128 in one kernel (tiny-cuda-nn style).
 
+How a launch is chosen:
+    variant   one kernel (float16, bfloat16); float32 runs one linear_act kernel per layer instead
+    config    an autotuner over rows per program (BLOCK_M), keyed on the bucketed M, the widths and the depth
+    fallback  configs pruned per device (shared memory, the measured exclusions in _config_tables)
+
 Each program loads its block of rows once, runs every layer with the activations held on-chip,
 and writes only the final output. The layer weights are packed into one zero-padded
 (layers, WIDTH, WIDTH) buffer so a single kernel handles any mix of widths: the zero padding
@@ -22,9 +27,10 @@ import triton.language as tl
 from .. import _validate as v
 from .._triton_compat import INTERPRETER, autotune, dot_upcast_needed
 from ..activations import get_activation
-from ._kernel_spec import KernelSpec
+from ._config_tables import NARROW_EXCLUDED, NARROW_TILES
+from ._kernel_spec import NARROW_EXAMPLE_LAYERS, NARROW_EXAMPLE_ROWS, NARROW_EXAMPLE_WIDTHS, KernelSpec
 from ._matmul_common import dot_acc, m_bucket, rows_view, saved_rows, to_storage
-from ._tuning import Exclusion, device_pruner
+from ._tuning import device_pruner
 from . import narrow_mlp_backward
 from ._autograd import refuse_double_backward, trains
 from .linear_act import linear_act
@@ -34,12 +40,8 @@ _MIN_DOT_WIDTH = 16  # tl.dot needs every dimension >= 16
 
 
 def _narrow_candidates():
-    """BLOCK_M candidates: the weights are tiny, so the choice is rows per program vs registers
-    (a 128-wide fp32 accumulator for 128 rows is 64 KB)."""
-    return [
-        triton.Config({"BLOCK_M": bm}, num_warps=warps, num_stages=stages)
-        for bm, warps, stages in [(32, 4, 2), (64, 4, 2), (128, 8, 2), (256, 8, 1)]
-    ]
+    """BLOCK_M candidates (see NARROW_TILES): rows per program vs registers."""
+    return [triton.Config({"BLOCK_M": bm}, num_warps=warps, num_stages=stages) for bm, warps, stages in NARROW_TILES]
 
 
 def _narrow_configs():
@@ -52,11 +54,7 @@ def _shared_bytes(config, dtype_bytes: int, constexprs: dict) -> int:
     return (config.kwargs["BLOCK_M"] * width + width * width) * dtype_bytes
 
 
-# Measured with python -m fused_mlp.aot --candidates under Triton 3.6.0 and 3.9.0 (erf-GELU
-# epilogue, the costliest): 256 rows of a 128-wide layer spill (1-4 KB per thread).
-_EXCLUDED = (
-    Exclusion(("sm_90", "sm_80"), ("bf16", "fp16"), (256, 8, 1), "spills at width 128 (1-4 KB)", (("WIDTH", 128),)),
-)
+_EXCLUDED = NARROW_EXCLUDED  # measured (see _config_tables)
 
 
 # WIDTH and NUM_LAYERS are in the key: MLPs of equal in/out features but other hidden widths or
@@ -66,14 +64,19 @@ _EXCLUDED = (
           prune=device_pruner(_shared_bytes, "x_ptr", _EXCLUDED))
 @triton.jit
 def _narrow_mlp_kernel(
-    # x (M, IN_FEATURES), packed weights (layers, WIDTH, WIDTH), biases (layers, WIDTH), out (M, OUT_FEATURES);
-    # z (NUM_SAVED, M, WIDTH): the pre-activations a training forward saves
+    # pointers: x (M, IN_FEATURES), packed weights (layers, WIDTH, WIDTH), biases (layers, WIDTH),
+    # out (M, OUT_FEATURES); z (NUM_SAVED, M, WIDTH): the pre-activations a training forward saves
     x_ptr, w_ptr, b_ptr, out_ptr, z_ptr,
+    # sizes (M_BUCKET: the autotune key's M)
     M, IN_FEATURES, OUT_FEATURES, M_BUCKET,
+    # strides of x and out, in elements (the packed buffers are dense)
     stride_xm, stride_xk, stride_om, stride_on,
+    # the MLP: depth, packed width, each layer's true width, the epilogues, how many Z to save
     NUM_LAYERS: tl.constexpr, WIDTH: tl.constexpr, OUT_WIDTHS: tl.constexpr, HAS_BIAS: tl.constexpr,
     ACTIVATION: tl.constexpr, OUTPUT_ACTIVATION: tl.constexpr, NUM_SAVED: tl.constexpr,
+    # the dot's precision
     DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    # the config
     BLOCK_M: tl.constexpr,
 ):
     offs_m = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -319,7 +322,7 @@ def narrow_mlp(x: torch.Tensor, weights: Sequence[torch.Tensor],
 def _compile_example(width: int):
     def example(dtype, activation):
         """A 5-layer MLP of this width over 2^21 rows (a NeRF-style batch), on meta tensors."""
-        layers, M = 5, 2**21
+        layers, M = NARROW_EXAMPLE_LAYERS, NARROW_EXAMPLE_ROWS
         x2, out = (torch.empty(M, width, dtype=dtype, device="meta") for _ in range(2))
         packed = PackedMLP(torch.empty(layers, width, width, dtype=dtype, device="meta"),
                            torch.empty(layers, width, dtype=dtype, device="meta"), (width,) * (layers + 1))
@@ -327,7 +330,8 @@ def _compile_example(width: int):
     return example
 
 
+_FIRST_WIDTH = NARROW_EXAMPLE_WIDTHS[0]  # its every-activation compile covers the other width's epilogue
 KERNELS = tuple(KernelSpec("narrow_mlp", f"width={w}", _narrow_mlp_kernel, _narrow_candidates(),
                            _compile_example(w), _shared_bytes, _EXCLUDED, dtypes=("bf16", "fp16"),
-                           epilogue_covered_by=None if w == 64 else "width=64")
-                for w in (64, 128))
+                           epilogue_covered_by=None if w == _FIRST_WIDTH else f"width={_FIRST_WIDTH}")
+                for w in NARROW_EXAMPLE_WIDTHS)

@@ -1,5 +1,10 @@
 """The narrow MLP's backward (float16, bfloat16): tiny-cuda-nn's design, in two kernels.
 
+How a launch is chosen:
+    variant   these two kernels for float16 and bfloat16 (float32 trains through linear_act's backward)
+    config    an autotuner per kernel over rows per program (BLOCK_M), keyed on the bucketed M and the widths
+    fallback  configs pruned per device (shared memory, the measured exclusions in _config_tables)
+
     _narrow_dz_kernel     per block of rows, on chip, layer by layer back from dY: dZ_l = act'(Z_l) * dH_l,
                           dH_(l-1) = dZ_l @ W_l, and finally dX; each dZ_l is stored for the weight gradients.
     _narrow_wgrad_kernel  dW_l = sum over rows of dZ_l^T @ H_(l-1) and db_l = sum over rows of dZ_l,
@@ -22,22 +27,23 @@ import triton.language as tl
 from .. import _validate as v
 from .._triton_compat import INTERPRETER, autotune, dot_upcast_needed
 from ..activations import get_activation
+from ._config_tables import BF16_FP16, NARROW_DZ_EXCLUDED, NARROW_DZ_TILES, NARROW_WGRAD_TILES
+from ._kernel_spec import NARROW_EXAMPLE_LAYERS, NARROW_EXAMPLE_ROWS, NARROW_EXAMPLE_WIDTHS, KernelSpec
 from ._matmul_common import dot_acc, m_bucket, saved_rows, to_storage
-from ._tuning import Exclusion, device_pruner
+from ._tuning import device_pruner
 
 MAX_SPLITS = 256  # the weight-gradient kernel's split-buffer rows (see the module docstring)
 
 
 def dz_candidates():
-    """Rows per program of the on-chip backward (as the forward's: rows vs registers)."""
-    return [triton.Config({"BLOCK_M": bm}, num_warps=warps, num_stages=stages)
-            for bm, warps, stages in [(32, 4, 2), (64, 4, 2), (64, 8, 2), (128, 8, 2)]]
+    """Rows per program of the on-chip backward (see NARROW_DZ_TILES)."""
+    return [triton.Config({"BLOCK_M": bm}, num_warps=warps, num_stages=stages) for bm, warps, stages in NARROW_DZ_TILES]
 
 
 def wgrad_candidates():
-    """Rows per step of the weight-gradient sum; its (W, W) fp32 accumulator is 64 KB at W = 128."""
+    """Rows per step of the weight-gradient sum (see NARROW_WGRAD_TILES)."""
     return [triton.Config({"BLOCK_M": bm}, num_warps=warps, num_stages=stages)
-            for bm, warps, stages in [(32, 4, 2), (64, 8, 2), (128, 8, 2)]]
+            for bm, warps, stages in NARROW_WGRAD_TILES]
 
 
 def _interpreter_or(candidates):
@@ -55,29 +61,26 @@ def wgrad_shared_bytes(config, dtype_bytes: int, constexprs: dict) -> int:
     return config.num_stages * 2 * config.kwargs["BLOCK_M"] * constexprs["WIDTH"] * dtype_bytes
 
 
-# Measured with python -m fused_mlp.aot (Triton 3.9, erf-GELU, 5 layers): at width 128 the dZ pass
-# holds dH, Z, dZ and a weight tile per row block; 64 and 128 rows spill, so 32 rows run there.
-_BF16_FP16 = ("bf16", "fp16")
-DZ_EXCLUDED = (
-    Exclusion(("sm_90", "sm_80"), _BF16_FP16, (64, 4, 2), "spills at width 128 (504 B, sm_90 bf16)", (("WIDTH", 128),)),
-    Exclusion(("sm_90", "sm_80"), _BF16_FP16, (128, 8, 2), "spills at width 128 (804 B, sm_90 bf16)", (("WIDTH", 128),)),
-    Exclusion(("sm_90", "sm_80"), _BF16_FP16, (64, 8, 2), "spills at width 128 with Triton 3.9 (312 B, sm_90 bf16)",
-              (("WIDTH", 128),)),
-)
+DZ_EXCLUDED = NARROW_DZ_EXCLUDED  # measured (see _config_tables)
 
 
 @autotune(configs=_interpreter_or(dz_candidates()), key=["M_BUCKET", "WIDTH", "NUM_LAYERS", "NUM_SAVED", "NEED_DX"],
           prune=device_pruner(dz_shared_bytes, "dy_ptr", DZ_EXCLUDED))
 @triton.jit
 def _narrow_dz_kernel(
-    # dY (M, OUT_FEATURES), packed weights (layers, WIDTH, WIDTH), saved Z (NUM_SAVED, M, WIDTH);
+    # pointers: dY (M, OUT_FEATURES), packed weights (layers, WIDTH, WIDTH), saved Z (NUM_SAVED, M, WIDTH);
     # outputs: dZ (layers, M, WIDTH), dX (M, IN_FEATURES)
     dy_ptr, w_ptr, z_ptr, dz_ptr, dx_ptr,
+    # sizes (M_BUCKET: the autotune key's M)
     M, IN_FEATURES, OUT_FEATURES, M_BUCKET,
+    # strides of dY and dX, in elements (the packed and saved buffers are dense)
     stride_dym, stride_dyn, stride_dxm, stride_dxk,
+    # the MLP: depth, packed width, each layer's true width, saved layers, the derivatives
     NUM_LAYERS: tl.constexpr, WIDTH: tl.constexpr, OUT_WIDTHS: tl.constexpr, NUM_SAVED: tl.constexpr,
     ACTIVATION_GRAD: tl.constexpr, OUTPUT_ACTIVATION_GRAD: tl.constexpr, NEED_DX: tl.constexpr,
+    # the dot's precision
     DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    # the config
     BLOCK_M: tl.constexpr,
 ):
     offs_m = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -112,13 +115,18 @@ def _narrow_dz_kernel(
           prune=device_pruner(wgrad_shared_bytes, "dz_ptr"), reset_to_zero=["dw_part_ptr", "db_part_ptr"])
 @triton.jit
 def _narrow_wgrad_kernel(
-    # dZ (layers, M, WIDTH), saved Z (NUM_SAVED, M, WIDTH), x (M, IN_FEATURES);
+    # pointers: dZ (layers, M, WIDTH), saved Z (NUM_SAVED, M, WIDTH), x (M, IN_FEATURES);
     # outputs: fp32 split buffers dW (MAX_SPLITS, layers, WIDTH, WIDTH), db (MAX_SPLITS, layers, WIDTH)
     dz_ptr, z_ptr, x_ptr, dw_part_ptr, db_part_ptr,
+    # sizes (M_BUCKET: the autotune key's M)
     M, IN_FEATURES, NUM_LAYERS, M_BUCKET,
+    # strides of x, in elements
     stride_xm, stride_xk,
+    # the layer: packed width, bias gradient or not, the activation that recomputes H from Z
     WIDTH: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+    # the dot's precision
     DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    # the config
     BLOCK_M: tl.constexpr,
 ):
     split = tl.program_id(0)
@@ -208,7 +216,7 @@ def narrow_mlp_backward(dy, x2, weights, has_bias: bool, z, widths, activation, 
 def _compile_example(width: int, kernel: str):
     def example(dtype, activation):
         """The backward of a 5-layer MLP of this width over 2^21 rows (as the forward's check), on meta tensors."""
-        layers, M = 5, 2**21
+        layers, M = NARROW_EXAMPLE_LAYERS, NARROW_EXAMPLE_ROWS
         meta = dict(dtype=dtype, device="meta")
         x2, dy = torch.empty(M, width, **meta), torch.empty(M, width, **meta)
         z = torch.empty(num_saved(layers, activation), M, width, **meta)
@@ -223,16 +231,15 @@ def _compile_example(width: int, kernel: str):
 
 
 def _kernel_specs():
-    from ._kernel_spec import KernelSpec
-
     specs = []
     for kernel, fn, candidates, shared, excluded in (
             ("dz", _narrow_dz_kernel, dz_candidates(), dz_shared_bytes, DZ_EXCLUDED),
             ("wgrad", _narrow_wgrad_kernel, wgrad_candidates(), wgrad_shared_bytes, ())):
-        for width in (64, 128):
+        for width in NARROW_EXAMPLE_WIDTHS:
             specs.append(KernelSpec("narrow_mlp_backward", f"{kernel} width={width}", fn, candidates,
-                                    _compile_example(width, kernel), shared, excluded, dtypes=_BF16_FP16,
-                                    epilogue_covered_by=None if width == 64 else f"{kernel} width=64"))
+                                    _compile_example(width, kernel), shared, excluded, dtypes=BF16_FP16,
+                                    epilogue_covered_by=None if width == NARROW_EXAMPLE_WIDTHS[0]
+                                    else f"{kernel} width={NARROW_EXAMPLE_WIDTHS[0]}"))
     return tuple(specs)
 
 
