@@ -159,11 +159,14 @@ def run_asv(python: str, config: Path, machine: str, commit: str, library_path: 
     cmd = [python, "-m", "asv", "--config", str(config), "run", "-E", f"existing:{python}",
            "--set-commit-hash", commit, "--record-samples", "--machine", machine, *extra]
     print("==", commit, flush=True)
-    with tempfile.TemporaryDirectory(prefix="fused-mlp-reasons-") as outcomes:
+    with tempfile.TemporaryDirectory(prefix="fused-mlp-reasons-") as outcomes, \
+            tempfile.TemporaryDirectory(prefix="fused-mlp-state-") as states:
         env[OUTCOMES_ENV] = outcomes  # each combination files why it was skipped or failed
+        env[runner_state.BENCHMARKS_ENV] = states  # ... and the GPU's state around its measuring pass
         # The runner's state before and after (clocks, power, throttling, versions), beside the results.
         status = runner_state.recorded_run(lambda: subprocess.run(cmd, cwd=REPO, env=env).returncode, python,
-                                           results_dir(config) / machine, commit, cwd=REPO)
+                                           results_dir(config) / machine, commit, cwd=REPO,
+                                           benchmark_states=Path(states))
         entries, measured = skip_reasons.collect(Path(outcomes))
     if entries or measured:  # asv stores no reasons: kept beside the results (benchmarks/skip_reasons.py)
         skip_reasons.merge(results_dir(config), machine, commit, entries, measured)
