@@ -213,17 +213,32 @@ class Options:
 
 
 def measure_with_suite(target: Target, options: Options) -> Callable[[list[str]], dict[str, float]]:
-    """measure(commits): benchmarks.run --commits on those commits, this benchmark's case only."""
+    """measure(commits): what `benchmarks.run --commits` does on those commits, this benchmark's
+    case only. The Python is checked and the machine registered once, before the first
+    measurement, not once per bisection step (each costs a torch import: ~5 s on the GPU runner)."""
+    from .harness.grids import GRID_ENV, GRIDS
+
     regex = benchmark_regex(target.benchmark, target.params)
-    grid = options.grid or grid_of(target.params)
+    grid = options.grid or grid_of(target.params) or os.environ.get(GRID_ENV, "default")
+    prepared = []
+
+    def prepare() -> None:
+        problem = (f"--grid {grid!r}: expected one of {list(GRIDS)}" if grid not in GRIDS else None) or \
+            suite_run.check_machine_name(target.machine) or suite_run.check_python(options.python)
+        if problem:
+            raise BisectInputError(problem)
+        if not suite_run.prepare_machine(options.python, target.machine, grid):
+            raise BisectInputError(f"asv could not register machine {target.machine!r} (see above)")
+        prepared.append(True)
 
     def measure(commits: list[str]) -> dict[str, float]:
         if not commits:
             return {}
-        argv = ["--machine", target.machine, "--commits", " ".join(commits), "--python", options.python,
-                "--config", str(options.config), "--bench", regex] + (["--grid", grid] if grid else [])
+        if not prepared:
+            prepare()
         print(f"-- measuring {len(commits)} commit(s): {' '.join(c[:12] for c in commits)}", flush=True)
-        suite_run.main(argv)  # a commit where asv did not run simply has no value (said by the caller)
+        # a commit where asv did not run simply has no value (said by the caller)
+        suite_run.measure_commits(options.python, options.config, target.machine, commits, regex)
         got = series_values(options.results, target)
         return {c: got[c] for c in commits if c in got}
 

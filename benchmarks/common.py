@@ -25,6 +25,11 @@ forward one, overrides the hooks `prepared_call` and `result_problem` and, where
 measured differently, `latency_samples`, `peak_memory` and `kernels_per_call` (bench_training.py).
 A parameter named `mode` (harness.modes) is the one option this pass reads itself: it decides
 what may run (`unavailable_reason`), the CPU size limit, and whether autograd records.
+
+The pass itself is _MeasuredBenchmark's; _CaseBenchmark adds the cold-L2 metrics above. A class
+with other metrics (bench_hot.py's graph replay and launch overhead) subclasses
+_MeasuredBenchmark, names them in `metrics`, measures them all in `measure_metrics` and gives
+each a track_<metric> that reads it back.
 """
 
 import hashlib
@@ -35,7 +40,7 @@ import traceback
 
 import torch
 
-from .harness import cost, implementations, modes, timing  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
+from .harness import cost, implementations, modes, runner_state, timing  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
 from . import skip_reasons
 from .harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV, grid
 from .harness.references import mismatch, reference
@@ -80,8 +85,10 @@ def _file(folder: str, name: str, content: dict) -> None:
     os.replace(tmp, os.path.join(folder, name))  # whole or absent: a killed process leaves no half file
 
 
-class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (bench_ops.py)
-    """One op's Cases: params = (case key, implementation, ...); subclasses set `op` and `params`.
+class _MeasuredBenchmark:  # underscore: asv discovers only the concrete classes
+    """The one measuring pass per combination, whatever its metrics: params = (case key,
+    implementation, ...); subclasses set `op`, `params`, `metrics` (each one a track_<metric>
+    method that returns self._metric(name)) and `measure_metrics`.
 
     The measuring pass refuses what cannot run here (skip = NaN) and checks the implementation's
     output against the float64 reference before anything is timed: a wrong result raises, so asv
@@ -90,6 +97,7 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
 
     op = ""
     param_names = ["case", "impl"]
+    metrics: tuple[str, ...] = ()  # what measure_metrics returns, one track_<metric> each
     timeout = 900  # the first metric's process: CUDA init, Triton/Inductor compile, every metric
     version = "1"  # bump when what a metric means changes; old results are then set apart
     samples = 100
@@ -118,7 +126,7 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
             with open(path) as f:
                 filed = json.load(f)
         else:
-            filed = self.measure_all(*params)
+            filed = self._measure_recorded(params)
             _file(folder, name, filed)
             self._record_reasons(params, filed)
             self._measure_siblings(folder, params)
@@ -142,9 +150,25 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
             implementations.reset_compiled()  # as a fresh process would start
             if torch.cuda.is_available():
                 torch.cuda.empty_cache()
-            filed = self.measure_all(case_key, other, *rest)
+            filed = self._measure_recorded((case_key, other, *rest))
             _file(folder, name, filed)
             self._record_reasons((case_key, other, *rest), filed)
+
+    def _measure_recorded(self, params) -> dict:
+        """measure_all(*params) between two GPU snapshots, filed for benchmarks.run where it set
+        $FUSED_MLP_RUNNER_STATE (harness/runner_state.py), so a throttle during this pass is tied
+        to its metrics. A skip ran nothing on the device: no snapshot."""
+        folder = os.environ.get(runner_state.BENCHMARKS_ENV)
+        if not folder:
+            return self.measure_all(*params)
+        start = runner_state.gpu_snapshot()
+        filed = self.measure_all(*params)
+        if "skip" not in filed:
+            prefix = self._benchmark_prefix()
+            runner_state.file_benchmark_state(folder, _filed_name(prefix, params),
+                                              [f"{prefix}.track_{m}" for m in self.metrics],
+                                              dict(zip(self.param_names, params)), start, runner_state.gpu_snapshot())
+        return filed
 
     def _benchmark_prefix(self) -> str:
         """asv's name for this class: module (within the suite) and class."""
@@ -160,12 +184,12 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
         named = dict(zip(self.param_names, params))
         whole = ("skipped", filed["skip"]) if "skip" in filed else ("failed", filed["failed"]) if "failed" in filed else None
         entries = []
-        for metric in METRICS:
+        for metric in self.metrics:
             value = filed.get("metrics", {}).get(metric)
             status = whole or (("skipped", value["skip"]) if isinstance(value, dict) and "skip" in value else None)
             if status:
                 entries.append(skip_reasons.entry(f"{self._benchmark_prefix()}.track_{metric}", named, *status))
-        measured = [[f"{self._benchmark_prefix()}.track_{metric}", named] for metric in METRICS]
+        measured = [[f"{self._benchmark_prefix()}.track_{metric}", named] for metric in self.metrics]
         os.makedirs(folder, exist_ok=True)
         _file(folder, _filed_name(self._benchmark_prefix(), params), {"entries": entries, "measured": measured})
 
@@ -185,22 +209,6 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
         if isinstance(value, dict) and "skip" in value:
             skip(value["skip"])
         return value
-
-    def track_latency(self, folder, *params):
-        return self._metric("latency")
-
-    track_latency.unit = "seconds"
-
-    def track_peak_memory(self, folder, *params):
-        """Device memory one call needs beyond its inputs: output plus intermediates."""
-        return self._metric("peak_memory")
-
-    track_peak_memory.unit = "bytes"
-
-    def track_kernels_per_call(self, folder, *params):
-        return self._metric("kernels_per_call")
-
-    track_kernels_per_call.unit = "kernels"
 
     # --- the measuring pass -----------------------------------------------------------------
     def prepared_call(self, case: Case, impl: str, inputs: dict, **options):
@@ -224,22 +232,17 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
         except Exception as e:  # recorded for every metric of the combination: asv stores null
             return {"failed": f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"}
 
-    def latency_samples(self, call, device: str, samples: int, warmup: int) -> list[float]:
-        """Seconds per call (a hook: a training Step times its timed half only)."""
-        return timing.latency_samples(call, device, samples=samples, warmup=warmup)
+    def measuring_device(self) -> str:
+        """Where this pass measures (a hook: raise Skipped where the metrics need what is absent)."""
+        return "cuda" if torch.cuda.is_available() else "cpu"
 
-    def peak_memory(self, call) -> int:
-        """CUDA bytes one call needs beyond what exists before it (a hook, as latency_samples)."""
-        return _peak_memory(call)
-
-    def kernels_per_call(self, call) -> float:
-        """Device kernels one call launches (a hook, as latency_samples; CUDA only)."""
-        from .harness.profiling import kernels_per_call  # torch.profiler: imported when counted
-
-        return kernels_per_call(call)
+    def measure_metrics(self, call, impl: str, device: str) -> dict:
+        """{metric: value or {"skip": why}} for every name in `metrics`, from the checked call
+        (run inside the pass's inference or autograd mode)."""
+        raise NotImplementedError(f"{type(self).__name__} defines no measure_metrics")
 
     def _measure(self, case: Case, impl: str, options: dict) -> dict:
-        device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = self.measuring_device()
         mode = options.get("mode", modes.FORWARD)
         reason = implementations.unavailable_reason(case, impl, device, mode)
         if reason:
@@ -256,15 +259,54 @@ class _CaseBenchmark:  # underscore: asv discovers only the concrete classes (be
             if problem:
                 raise AssertionError(f"{impl} computes a wrong result for {case.key}"
                                      f"{'' if mode == modes.FORWARD else f' ({mode})'}: {problem}")
-            interpreted = impl == implementations.FUSED and device == "cpu"
-            samples, warmup = (self.interpreter_samples, 1) if interpreted else (self.samples, self.warmup)
-            metrics = {"latency": {"samples": self.latency_samples(call, device, samples, warmup), "number": 1}}
-            if device != "cuda":
-                metrics["peak_memory"] = {"skip": "peak memory is read from the CUDA allocator"}
-                metrics["kernels_per_call"] = {"skip": "device kernels are counted on CUDA"}
-                return metrics
-            metrics["peak_memory"] = self.peak_memory(call)
-            metrics["kernels_per_call"] = self.kernels_per_call(call)  # torch.profiler: last, after the timings
+            return self.measure_metrics(call, impl, device)
+
+
+class _CaseBenchmark(_MeasuredBenchmark):  # underscore: asv discovers only the concrete classes (bench_ops.py)
+    """Cold-L2 latency, peak memory and kernels per call of one op's Cases (bench_ops, bench_training)."""
+
+    metrics = METRICS
+
+    def track_latency(self, folder, *params):
+        return self._metric("latency")
+
+    track_latency.unit = "seconds"
+
+    def track_peak_memory(self, folder, *params):
+        """Device memory one call needs beyond its inputs: output plus intermediates."""
+        return self._metric("peak_memory")
+
+    track_peak_memory.unit = "bytes"
+
+    def track_kernels_per_call(self, folder, *params):
+        return self._metric("kernels_per_call")
+
+    track_kernels_per_call.unit = "kernels"
+
+    def latency_samples(self, call, device: str, samples: int, warmup: int) -> list[float]:
+        """Seconds per call (a hook: a training Step times its timed half only)."""
+        return timing.latency_samples(call, device, samples=samples, warmup=warmup)
+
+    def peak_memory(self, call) -> int:
+        """CUDA bytes one call needs beyond what exists before it (a hook, as latency_samples)."""
+        return _peak_memory(call)
+
+    def kernels_per_call(self, call) -> float:
+        """Device kernels one call launches (a hook, as latency_samples; CUDA only)."""
+        from .harness.profiling import kernels_per_call  # torch.profiler: imported when counted
+
+        return kernels_per_call(call)
+
+    def measure_metrics(self, call, impl: str, device: str) -> dict:
+        interpreted = impl == implementations.FUSED and device == "cpu"
+        samples, warmup = (self.interpreter_samples, 1) if interpreted else (self.samples, self.warmup)
+        metrics = {"latency": {"samples": self.latency_samples(call, device, samples, warmup), "number": 1}}
+        if device != "cuda":
+            metrics["peak_memory"] = {"skip": "peak memory is read from the CUDA allocator"}
+            metrics["kernels_per_call"] = {"skip": "device kernels are counted on CUDA"}
+            return metrics
+        metrics["peak_memory"] = self.peak_memory(call)
+        metrics["kernels_per_call"] = self.kernels_per_call(call)  # torch.profiler: last, after the timings
         return metrics
 
 

@@ -159,11 +159,14 @@ def run_asv(python: str, config: Path, machine: str, commit: str, library_path: 
     cmd = [python, "-m", "asv", "--config", str(config), "run", "-E", f"existing:{python}",
            "--set-commit-hash", commit, "--record-samples", "--machine", machine, *extra]
     print("==", commit, flush=True)
-    with tempfile.TemporaryDirectory(prefix="fused-mlp-reasons-") as outcomes:
+    with tempfile.TemporaryDirectory(prefix="fused-mlp-reasons-") as outcomes, \
+            tempfile.TemporaryDirectory(prefix="fused-mlp-state-") as states:
         env[OUTCOMES_ENV] = outcomes  # each combination files why it was skipped or failed
+        env[runner_state.BENCHMARKS_ENV] = states  # ... and the GPU's state around its measuring pass
         # The runner's state before and after (clocks, power, throttling, versions), beside the results.
         status = runner_state.recorded_run(lambda: subprocess.run(cmd, cwd=REPO, env=env).returncode, python,
-                                           results_dir(config) / machine, commit, cwd=REPO)
+                                           results_dir(config) / machine, commit, cwd=REPO,
+                                           benchmark_states=Path(states))
         entries, measured = skip_reasons.collect(Path(outcomes))
     if entries or measured:  # asv stores no reasons: kept beside the results (benchmarks/skip_reasons.py)
         skip_reasons.merge(results_dir(config), machine, commit, entries, measured)
@@ -201,18 +204,33 @@ def main(argv=None) -> int:
                          "measure other code; commit or stash them first (or use --commits)")
         commits = [_git("rev-parse", "HEAD")]
 
-    os.environ[GRID_ENV] = args.grid
-    if register_machine(args.python, args.machine) != 0:
-        print(f"could not register machine {args.machine!r} with asv (is asv installed for {args.python}?)",
-              file=sys.stderr)
+    if not prepare_machine(args.python, args.machine, args.grid):
         return 1
-    extra = ["-b", args.bench]
-    benchmarks_json = results_dir(args.config) / "benchmarks.json"
+    return measure_commits(args.python, args.config, args.machine, commits, args.bench, checkout=bool(args.commits))
+
+
+def prepare_machine(python: str, machine: str, grid: str) -> bool:
+    """Select the grid (for this process and the asv runs it starts) and register the machine
+    with asv; False (said on stderr) when asv could not register it."""
+    os.environ[GRID_ENV] = grid
+    if register_machine(python, machine) != 0:
+        print(f"could not register machine {machine!r} with asv (is asv installed for {python}?)", file=sys.stderr)
+        return False
+    return True
+
+
+def measure_commits(python: str, config: Path, machine: str, commits: list[str], bench: str,
+                    checkout: bool = True) -> int:
+    """One asv run per commit (full hashes, oldest first) on a prepared machine (check_python,
+    prepare_machine): each commit's library from a temporary worktree (``checkout``), or this
+    checkout's for a single HEAD run; the exit status main returns."""
+    extra = ["-b", bench]
+    benchmarks_json = results_dir(config) / "benchmarks.json"
     listed_before = read_benchmarks_json(benchmarks_json)
 
     failed, partial = [], []
-    if not args.commits:
-        statuses = {commits[0]: run_asv(args.python, args.config, args.machine, commits[0], REPO, extra)}
+    if not checkout:
+        statuses = {commits[0]: run_asv(python, config, machine, commits[0], REPO, extra)}
     else:
         statuses = {}
         with tempfile.TemporaryDirectory(prefix="fused-mlp-worktree-") as tmp:
@@ -220,7 +238,7 @@ def main(argv=None) -> int:
             try:
                 for sha in commits:
                     _git("worktree", "add", "--detach", "--force", str(worktree), sha)
-                    statuses[sha] = run_asv(args.python, args.config, args.machine, sha, worktree, extra)
+                    statuses[sha] = run_asv(python, config, machine, sha, worktree, extra)
                     _git("worktree", "remove", "--force", str(worktree))
             finally:
                 subprocess.run(["git", "-C", str(REPO), "worktree", "prune"], capture_output=True)

@@ -63,8 +63,9 @@ INPUTS = {
                "bf16 measured on the H200; fp16 as bf16; fp32 (no TF32) the H200's spec; fp8 assumed 2x bf16 (the datasheet's ratio)"),
     "fp64_tflops": (60.0, "the H200's FP64 tensor-core spec, for the float64 reference"),
     "ceiling_process_s": (1.0, "assumed: one 2 GiB copy or 8192^3 matmul, 23 calls"),
-    "hot_process_s": (1.5, "assumed: a bench_hot process (CUDA init, inputs, the first call from warm Triton "
-                           "caches, the float64 check, a graph capture and 50 replays of 20 calls)"),
+    "hot_process_s": (1.5, "assumed: one bench_hot measuring pass (inputs, the first call from warm Triton "
+                           "caches, the float64 check, a graph capture and 50 replays of 20 calls, 50 host-timed "
+                           "bursts of 20); CUDA init is counted once per case"),
 }
 
 # Liger-Kernel's kernels per peer and pass: (kernel, autotuned configs) from Liger 0.8.5's source
@@ -297,10 +298,11 @@ def _model(grid: str, warm: bool) -> dict[str, Cost]:
         combos = list(itertools.product(*cls.params))
         c = Cost(processes=len(combos) * len(_metrics(cls)))
         c.spend("asv", c.processes * value("process_s"))
-        if getattr(cls, "hot", False):  # bench_hot: every metric's process sets its combination up again
-            c.measured = sum(1 for key, impl in combos
-                             if not implementations.unavailable_reason(Case.from_key(key), impl, "cuda"))
-            c.spend("measuring", c.measured * len(_metrics(cls)) * (value("cuda_init_s") + value("hot_process_s")))
+        if getattr(cls, "hot", False):  # bench_hot: one pass per combination, CUDA started once per case
+            runs = [key for key, impl in combos
+                    if not implementations.unavailable_reason(Case.from_key(key), impl, "cuda")]
+            c.measured = len(runs)
+            c.spend("measuring", len(set(runs)) * value("cuda_init_s") + c.measured * value("hot_process_s"))
             per_class[f"{cls.__module__}.{cls.__name__}"] = c
             continue
         if not issubclass(cls, _CaseBenchmark):  # the device ceilings: the GPU sizes run, the CPU ones skip

@@ -100,7 +100,7 @@ def test_every_nan_and_null_of_a_case_benchmark_has_its_reason_kept(tiny_run):
     reasons = {(e["benchmark"], json.dumps(e["params"], sort_keys=True)): e for e in entries}
     checked = 0
     for name, row in doc["results"].items():
-        if not name.startswith(("bench_ops.", "bench_training.", "bench_broken.")):
+        if not name.startswith(("bench_ops.", "bench_training.", "bench_hot.", "bench_broken.")):
             continue
         cols = dict(zip(doc["result_columns"], row))
         params = [dict(zip(["case", "impl", "mode"], map(eval, combo))) for combo in itertools.product(*cols["params"])]
@@ -115,6 +115,9 @@ def test_every_nan_and_null_of_a_case_benchmark_has_its_reason_kept(tiny_run):
     cublaslt = next(e for e in entries if e["benchmark"] == "bench_ops.LinearAct.track_latency"
                     and e["params"]["impl"] == "cublaslt" and e["params"]["case"] == float_case)
     assert cublaslt["reason"] == "cublaslt needs a CUDA device"
+    hot = [e for e in entries if e["benchmark"].startswith("bench_hot.")]  # listed on the CPU, each skip said
+    assert len(hot) == 2 * 2 * len(benchmarked_ops())  # graph replay and launch overhead, fused and eager
+    assert all(e["status"] == "skipped" and "needs a CUDA device" in e["reason"] for e in hot)
     broken = next(e for e in entries if e["benchmark"] == "bench_broken.BrokenGate.track_latency")
     assert broken["status"] == "failed" and "computes a wrong result" in broken["reason"]
 
@@ -321,3 +324,26 @@ def test_training_classes_run_the_way_asv_calls_them(tmp_path, monkeypatch):
     memory = _asv_call("bench_training.LinearActTraining.track_peak_memory", idx, tmp_path, monkeypatch)
     assert memory == "skipped: peak memory is read from the CUDA allocator"
     assert len(calls) == measured  # the second metric read what the first filed
+
+
+def test_hot_classes_run_the_way_asv_calls_them(tmp_path, monkeypatch, capsys):
+    """bench_hot's classes on asv's own setup_cache/setup/track calls: on the tiny grid (CPU)
+    each metric's process skips with the reason, from one filed pass."""
+    from benchmarks import bench_hot
+
+    monkeypatch.setenv(common.GRID_ENV, "tiny")
+    try:
+        importlib.reload(bench_hot)
+        calls = []
+        real = bench_hot._HotBenchmark._measure
+        monkeypatch.setattr(bench_hot._HotBenchmark, "_measure", lambda self, *a: calls.append(a[1]) or real(self, *a))
+        for op in benchmarked_ops():
+            name = f"bench_hot.{OPS[op].benchmark_class}Hot"
+            for idx, metric in itertools.product((0, 1), ("track_graph_latency", "track_launch_overhead")):
+                assert _asv_call(f"{name}.{metric}", idx, tmp_path, monkeypatch) == "skipped", (name, metric)
+                assert bench_hot.NO_CUDA in capsys.readouterr().out  # asv_runner prints the setup's skip
+        # fused's first process passes over eager too (its sibling); the other three processes read the files
+        assert calls == ["fused", "eager"] * len(benchmarked_ops())
+    finally:
+        monkeypatch.delenv(common.GRID_ENV)
+        importlib.reload(bench_hot)

@@ -106,6 +106,29 @@ def test_a_step_that_does_not_reproduce_in_this_session_is_said(fresh, said):
     assert said in why and old != old  # NaN levels: nothing is searched
 
 
+def test_the_suite_is_checked_and_the_machine_registered_once_per_bisect(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(bisect.suite_run, "check_python", lambda python: calls.append("check") or None)
+    monkeypatch.setattr(bisect.suite_run, "prepare_machine", lambda python, machine, grid: calls.append(("register", grid)) or True)
+    monkeypatch.setattr(bisect.suite_run, "measure_commits",
+                        lambda python, config, machine, commits, bench: calls.append(("run", tuple(commits), bench)) or 0)
+    monkeypatch.setattr(bisect, "series_values", lambda results, target: {"a": 1.0, "b": 2.0, "c": 2.0})
+    target = bisect.Target(BENCHMARK, "case='linear_act M=64 K=128 N=256 fp32 gelu_tanh bias', impl='fused'", "m", "a", "c")
+    measure = bisect.measure_with_suite(target, bisect.Options(tmp_path, tmp_path / "asv.conf.json", "py", None))
+    assert measure(["a", "c"]) == {"a": 1.0, "c": 2.0} and measure(["b"]) == {"b": 2.0} and measure([]) == {}
+    regex = bisect.benchmark_regex(target.benchmark, target.params)
+    assert calls == ["check", ("register", "tiny"), ("run", ("a", "c"), regex), ("run", ("b",), regex)]
+
+
+def test_a_python_that_cannot_run_the_suite_is_bad_input(tmp_path, monkeypatch):
+    monkeypatch.setattr(bisect.suite_run, "check_python", lambda python: "--python 'py' cannot run the suite")
+    target = bisect.Target(BENCHMARK, "case='x', impl='fused'", "m", "a", "c")
+    with pytest.raises(bisect.BisectInputError, match="cannot run the suite"):
+        bisect.measure_with_suite(target, bisect.Options(tmp_path, tmp_path, "py", None))(["a"])
+    with pytest.raises(bisect.BisectInputError, match="--grid 'huge'"):
+        bisect.measure_with_suite(target, bisect.Options(tmp_path, tmp_path, "py", "huge"))(["a"])
+
+
 def test_bad_input_exits_2_with_a_message(tmp_path, capsys):
     (tmp_path / "gate.json").write_text('{"summary": "x"}')
     assert bisect.main(["--from-gate", str(tmp_path / "gate.json"), "--results", str(tmp_path)]) == 2
@@ -117,21 +140,42 @@ def test_bad_input_exits_2_with_a_message(tmp_path, capsys):
 
 # --- end to end ---------------------------------------------------------------------------
 
-PLANT = '''
+# The throw-away history's first commit: a runner that got slower between the history's runs and
+# the bisect's, played for real. With $BISECT_TEST_DRIFT=0.1 every fused call costs 10 % more CPU
+# time at every commit (CI's shared CPU once drifted ~8 % between the two, and the gate then
+# pinned the step one commit early); unset, nothing changes.
+DRIFT = """
 
-# Planted by tests/test_bisect.py: the fused launcher got slower at this commit: 1 s more
-# CPU time a call (the CPU run times CPU time; an interpreted call of the tiny case takes ~0.15 s).
+# Planted by tests/test_bisect.py: the machine's drift, at every commit ($BISECT_TEST_DRIFT).
+import os as _os
 import time as _time
 
+_undrifted_linear_act = linear_act
+
+
+def linear_act(*args, **kwargs):
+    start = _time.process_time()
+    out = _undrifted_linear_act(*args, **kwargs)
+    spent = _time.process_time() - start
+    while _time.process_time() - start < spent * (1 + float(_os.environ.get("BISECT_TEST_DRIFT") or 0)):
+        pass
+    return out
+"""
+# The regression: 0.6 s more CPU time a call (the CPU run times CPU time; an interpreted call of
+# the tiny case takes ~0.15-0.2 s), a step of about 4x: with 6 commits of history the gate calls it
+# clear (p ~2e-5 against its 3.2e-4) even at 8 % commit-to-commit noise, as a loaded CPU gave.
+PLANT = """
+
+# Planted by tests/test_bisect.py: the fused launcher got slower at this commit.
 _planted_linear_act = linear_act
 
 
 def linear_act(*args, **kwargs):
     start = _time.process_time()
-    while _time.process_time() - start < 1.0:
+    while _time.process_time() - start < 0.6:
         pass
     return _planted_linear_act(*args, **kwargs)
-'''
+"""
 BENCHMARK = "bench_ops.LinearAct.track_latency"
 
 
@@ -145,17 +189,19 @@ def _git(repo, *args, date=None):
 
 
 def _history(repo: Path, n: int, planted_at: int) -> list[str]:
-    """A copy of this project with n commits: neutral ones and one that plants the delay."""
+    """A copy of this project with n commits: the drift knob first, then neutral ones and one
+    that plants the delay."""
     for part in ("fused_mlp", "benchmarks", "dashboard", "tools/asv_plugins"):  # asv.conf.json names the plugin
         shutil.copytree(ROOT / part, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
     for part in ("asv.conf.json", "pyproject.toml"):
         shutil.copy(ROOT / part, repo / part)
     (repo / ".gitignore").write_text("results/\n.asv/\n__pycache__/\n")
     _git(repo, "init", "-q", "-b", "main")
+    init = repo / "fused_mlp" / "__init__.py"
+    init.write_text(init.read_text() + DRIFT)
     commits = []
     for i in range(n):
         if i == planted_at:
-            init = repo / "fused_mlp" / "__init__.py"
             init.write_text(init.read_text() + PLANT)
             subject = "slower fused launcher"
         else:
@@ -170,21 +216,25 @@ def _history(repo: Path, n: int, planted_at: int) -> list[str]:
 
 @pytest.mark.slow
 def test_bisect_names_the_planted_commit_from_the_gates_finding(tmp_path):
+    """13 commits, the delay planted at the 9th: the history measures the first 6 and the
+    newest; the gate fails the newest; the bisect, on a machine now 10 % slower, measures the
+    interval's two ends again and 3 of its 6 commits (the midpoint, then the two before it at
+    once), and the detector over the filled-in history (5 old, 3 drifted, the step with 2
+    commits: the series CI once failed on) agrees."""
     repo = tmp_path / "repo"
     repo.mkdir()
-    commits = _history(repo, 15, planted_at=10)
+    commits = _history(repo, 13, planted_at=8)
     env = {**os.environ, "HOME": str(tmp_path / "home"), "TRITON_INTERPRET": "1"}
+    env.pop("BISECT_TEST_DRIFT", None)
     (tmp_path / "home").mkdir()
     case = "linear_act M=64 K=128 N=256 fp32 gelu_tanh bias"  # the tiny grid's case
     only_fused = bisect.benchmark_regex(BENCHMARK, f"case='{case}', impl='fused'")
 
-    def py(*args):
-        return subprocess.run([sys.executable, *args], cwd=repo, env=env, capture_output=True, text=True,
-                              timeout=600)
+    def py(*args, **extra_env):
+        return subprocess.run([sys.executable, *args], cwd=repo, env={**env, **extra_env}, capture_output=True,
+                              text=True, timeout=600)
 
-    # The history as a runner would have it: the first 7 commits and the newest one measured (the
-    # gate needs that much history to call a step clear in the interpreter's 10-20 % noise).
-    measured = commits[:7] + commits[-1:]
+    measured = commits[:6] + commits[-1:]
     done = py("-m", "benchmarks.run", "--machine", "cpu-bisect", "--grid", "tiny", "--commits", " ".join(measured),
               "-b", only_fused)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -194,14 +244,14 @@ def test_bisect_names_the_planted_commit_from_the_gates_finding(tmp_path):
     failing = json.loads(gate.stdout)["gate"]["failing"]
     assert [i["change"]["commit_hash"] for i in failing] == [commits[-1]]
 
-    out = py("-m", "benchmarks.bisect", "--from-gate", str(tmp_path / "gate.json"))
+    out = py("-m", "benchmarks.bisect", "--from-gate", str(tmp_path / "gate.json"), BISECT_TEST_DRIFT="0.1")
     print(out.stdout)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert f"introduced at {commits[10]} (slower fused launcher)" in out.stdout
-    found = re.search(r"(\d+) benchmark run\(s\) for 7 commit\(s\) in the interval \((\d+) of them the "
+    assert f"introduced at {commits[8]} (slower fused launcher)" in out.stdout
+    found = re.search(r"(\d+) benchmark run\(s\) for (\d+) commit\(s\) in the interval \((\d+) of them the "
                       r"interval's ends", out.stdout)
-    runs, ends = int(found.group(1)), int(found.group(2))
-    assert ends == 2 and runs < 7
+    runs, inside, ends = map(int, found.groups())
+    assert inside == 6 and ends == 2 and runs < inside
     # The bisect's measurements are ordinary asv results beside the history's (the ends measured
     # again replace theirs).
     files = {p.name.split("-")[0] for p in (repo / "results" / "cpu-bisect").glob("*-existing-*.json")}

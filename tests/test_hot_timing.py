@@ -1,8 +1,10 @@
 """Hot latency (benchmarks/harness/hot_timing.py, benchmarks/bench_hot.py) on the CPU: the
 sequence of CUDA calls against a fake torch.cuda (only that boundary is faked), the per-call
-arithmetic, the argument checks, the skips without CUDA, and which classes a grid defines."""
+arithmetic, the argument checks, the skips without CUDA, which classes a grid defines, and the
+one measuring pass that serves both metrics."""
 
 import importlib
+import os
 
 import pytest
 
@@ -132,23 +134,101 @@ def test_without_cuda_both_say_why():
             fn(lambda: None, cuda=FakeCuda(available=False))
 
 
-def test_the_asv_module_defines_classes_only_for_grids_with_decode_cases(monkeypatch):
+@pytest.fixture
+def bench_hot_on(monkeypatch):
+    """bench_hot as asv imports it for a grid (the module reads $FUSED_MLP_GRID at import); the
+    default grid's module again afterwards."""
     from benchmarks.harness.grids import GRID_ENV
 
-    monkeypatch.setenv(GRID_ENV, "tiny")
     import benchmarks.bench_hot as bench_hot
 
-    bench_hot = importlib.reload(bench_hot)
-    assert bench_hot.HOT_CLASSES == []  # the CPU smoke grid: nothing to run, no cost
-    monkeypatch.setenv(GRID_ENV, "quick")
-    bench_hot = importlib.reload(bench_hot)
+    was = os.environ.get(GRID_ENV)
+
+    def on(grid_name):
+        monkeypatch.setenv(GRID_ENV, grid_name)
+        return importlib.reload(bench_hot)
+
+    yield on
+    if was is None:
+        monkeypatch.delenv(GRID_ENV)
+    else:
+        monkeypatch.setenv(GRID_ENV, was)
+    importlib.reload(bench_hot)
+
+
+def test_a_grid_s_classes_time_its_decode_cases_fused_and_eager(bench_hot_on):
+    bench_hot = bench_hot_on("quick")
     assert "LinearActHot" in bench_hot.HOT_CLASSES
+    for name in {"LinearActHot", "GatedMLPHot", "NarrowMLPHot"} - set(bench_hot.HOT_CLASSES):
+        assert not hasattr(bench_hot, name)  # no decode case in this grid: no class for asv to list
     cls = bench_hot.LinearActHot
     cases, impls = cls.params
-    assert cases and all(" M=16 " in c or " M=1 " in c for c in cases) and "fused" in impls
+    assert cases and all(" M=16 " in c or " M=1 " in c for c in cases) and impls == ["fused", "eager"]
+    assert cls.metrics == ("graph_latency", "launch_overhead")
     for metric in ("track_graph_latency", "track_launch_overhead"):
         assert getattr(cls, metric).unit == "seconds"
+    assert not [m for m in dir(cls) if m.startswith(("track_", "time_")) and m[6:] not in cls.metrics]
+
+
+def test_the_smoke_grid_lists_every_op_and_skips_each_combination_with_the_reason(bench_hot_on, tmp_path):
+    from benchmarks.harness.grids import grid
+
+    bench_hot = bench_hot_on("tiny")
+    assert bench_hot.HOT_CLASSES == ["LinearActHot", "GatedMLPHot", "NarrowMLPHot"]
+    cls = bench_hot.LinearActHot
+    assert cls.params[0] == [grid("tiny")["linear_act"][0].key]  # no decode case there: its own stands in
+    folder = str(tmp_path)
     with pytest.raises(NotImplementedError, match="needs a CUDA device"):  # this machine has none
-        cls().setup(cases[0], "fused")
-    monkeypatch.setenv(GRID_ENV, "tiny")
-    importlib.reload(bench_hot)
+        cls().setup(folder, cls.params[0][0], "fused")
+    with pytest.raises(NotImplementedError, match="needs a CUDA device"):  # filed: the other metric reads it
+        cls().setup(folder, cls.params[0][0], "fused")
+
+
+def test_one_measuring_pass_serves_both_metrics(bench_hot_on, tmp_path, monkeypatch):
+    """The eager call on the CPU stands in for the device's, and FakeCuda for torch.cuda: the
+    real pass (inputs, first call, reference check, graph replay, launch bursts) runs once."""
+    bench_hot = bench_hot_on("tiny")
+    monkeypatch.chdir(tmp_path)  # asv's per-run cache folder: setup_cache files into the working directory
+    cuda = FakeCuda()
+    cuda.clock = 0.0
+    monkeypatch.setattr(hot_timing, "_cuda", lambda _: cuda)
+    monkeypatch.setattr(bench_hot._HotBenchmark, "measuring_device", lambda self: "cpu")
+    passes = []
+    real = bench_hot._HotBenchmark._measure
+    monkeypatch.setattr(bench_hot._HotBenchmark, "_measure", lambda self, *a: passes.append(a[1]) or real(self, *a))
+
+    class Small(bench_hot.LinearActHot):
+        params = (bench_hot.LinearActHot.params[0], ["eager"])
+        samples = 3
+
+    folder = Small().setup_cache()
+    key = Small.params[0][0]
+    got = {}
+    for metric in ("track_graph_latency", "track_launch_overhead"):  # each in a process of its own
+        bench = Small()
+        bench.setup(folder, key, "eager")
+        got[metric] = getattr(bench, metric)(folder, key, "eager")
+    assert passes == ["eager"]
+    assert got["track_graph_latency"] == {"samples": pytest.approx([1e-3 / hot_timing.CALLS_PER_SAMPLE] * 3),
+                                          "number": 1}
+    launch = got["track_launch_overhead"]
+    assert launch["number"] == 1 and len(launch["samples"]) == 3 and all(t > 0 for t in launch["samples"])
+    assert cuda.log.count("replay") == 1 + 3
+
+
+def test_a_wrong_result_fails_both_metrics_before_anything_is_timed(bench_hot_on, tmp_path, monkeypatch):
+    bench_hot = bench_hot_on("tiny")
+    monkeypatch.setattr(bench_hot._HotBenchmark, "measuring_device", lambda self: "cpu")
+    monkeypatch.setattr(hot_timing, "_cuda", lambda _: pytest.fail("timed a wrong result"))
+
+    class Wrong(bench_hot.LinearActHot):
+        params = (bench_hot.LinearActHot.params[0], ["eager"])
+
+        def prepared_call(self, case, impl, inputs):
+            real = super().prepared_call(case, impl, inputs)
+            return lambda: real() * 1.01
+
+    key = Wrong.params[0][0]
+    for _ in range(2):
+        with pytest.raises(AssertionError, match="computes a wrong result"):
+            Wrong().setup(str(tmp_path), key, "eager")

@@ -1,14 +1,22 @@
 """benchmarks.harness.runner_state: the snapshot parsed from a fake NVML (only the NVML calls are
 faked; the parsing, the files and the change detection are the real code), the CPU's "not
-recorded", and benchmarks.run's companion files read back by the gate's recorded_state."""
+recorded", benchmarks.run's companion files read back by the gate's recorded_state, and the
+snapshots around each measuring pass that tie a throttle to its benchmark."""
 
 import json
+import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
+
+import pytest
 
 from benchmarks.harness import runner_state
 from dashboard.regressions.classify import state_changes
-from dashboard.regressions.recorded_state import comparable_state, recorded_states
+from dashboard.regressions.recorded_state import (benchmark_states, benchmark_states_of_run, comparable_state,
+                                                  pass_state, read_state_file, recorded_states)
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class NVMLError(Exception):
@@ -137,3 +145,183 @@ def test_the_device_card_shows_the_runner_state_and_marks_what_changed(tmp_path)
     assert "575.51.03" in text and "(changed)" in text and "throttled" in text
     first = str(runner_state_panel(data, history.machine, history.env_name, history.commits[0]))
     assert "(changed)" not in first
+
+
+# --- per benchmark: a GPU snapshot around every measuring pass ------------------------------
+
+def _violating_nvml():
+    """A fake NVML whose power violation counter grows only when told (a throttle happening)."""
+    nvml, _ = fake_nvml()
+    counter = {"ns": 5_000}
+    nvml.nvmlDeviceGetViolationStatus = lambda h, policy: SimpleNamespace(
+        referenceTime=0, violationTime=counter["ns"] if policy == 0 else 0)
+    return nvml, counter
+
+
+def _pass_classes(counter):
+    from benchmarks import common
+    from benchmarks.harness.grids import grid
+
+    key = grid("tiny")["linear_act"][0].key
+
+    class Calm(common._CaseBenchmark):
+        params = ([key], ["eager"])
+        samples = 2
+
+    class Throttled(Calm):
+        def prepared_call(self, case, impl, inputs):
+            real = super().prepared_call(case, impl, inputs)
+
+            def call():
+                counter["ns"] += 1_000_000  # the GPU hit its power cap while this benchmark ran
+                return real()
+
+            return call
+
+    return key, Calm, Throttled
+
+
+def test_each_measuring_pass_is_tied_to_its_own_snapshots(tmp_path, monkeypatch):
+    nvml, counter = _violating_nvml()
+    monkeypatch.setattr(runner_state, "load_nvml", lambda: (nvml, ""))  # the boundary: NVML itself
+    states = tmp_path / "states"
+    monkeypatch.setenv(runner_state.BENCHMARKS_ENV, str(states))
+    key, Calm, Throttled = _pass_classes(counter)
+    (tmp_path / "cache").mkdir()  # asv's per-run folder (setup_cache)
+    for cls in (Calm, Throttled):
+        cls().setup(str(tmp_path / "cache"), key, "eager")
+    entries = runner_state.collect_benchmark_states(states)
+    assert len(entries) == 2  # one per pass, whatever the number of metrics
+
+    machine = tmp_path / "results" / "h200"
+    machine.mkdir(parents=True)
+    result = machine / f"{'a' * 8}-existing.json"
+    result.write_text(json.dumps({"commit_hash": "a" * 40, "params": {}}))
+    run = runner_state.snapshot(lambda: (nvml, ""))
+    runner_state.write_companions([result], run, run, entries)
+    got = benchmark_states_of_run(tmp_path / "results", "h200", "existing", "a" * 40)
+    params = f"case={key!r}, impl='eager'"
+    for metric in ("track_latency", "track_peak_memory", "track_kernels_per_call"):
+        assert got[(f"test_runner_state.Throttled.{metric}", params)]["throttled"] == "power"
+        assert got[(f"test_runner_state.Calm.{metric}", params)]["throttled"] == "none"
+    calm = got[("test_runner_state.Calm.track_latency", params)]
+    assert calm["sm clock MHz"] == "1980 -> 1980" and calm["throttle reasons"] == "sw_power_cap -> sw_power_cap"
+    assert recorded_states(tmp_path / "results")[("h200", "a" * 40)]["throttled"] == "none"  # the run's own, as before
+
+
+def test_a_pass_records_nothing_without_the_folder_and_nothing_for_a_skip(tmp_path, monkeypatch):
+    from benchmarks import common
+    from benchmarks.harness.grids import grid
+
+    monkeypatch.setattr(runner_state, "load_nvml", lambda: pytest.fail("NVML asked outside benchmarks.run"))
+    monkeypatch.delenv(runner_state.BENCHMARKS_ENV, raising=False)
+    key, Calm, _ = _pass_classes({"ns": 0})
+    (tmp_path / "cache").mkdir()
+    Calm().setup(str(tmp_path / "cache"), key, "eager")  # a plain asv run: no snapshot at all
+
+    class CublasltOnly(common._CaseBenchmark):
+        params = ([grid("tiny")["linear_act"][0].key], ["cublaslt"])
+
+    monkeypatch.setenv(runner_state.BENCHMARKS_ENV, str(tmp_path / "states"))
+    monkeypatch.setattr(runner_state, "load_nvml", lambda: (None, "not recorded: no NVML (test)"))
+    with pytest.raises(NotImplementedError, match="needs a CUDA device"):
+        CublasltOnly().setup(str(tmp_path / "cache"), key, "cublaslt")
+    assert runner_state.collect_benchmark_states(tmp_path / "states") == []  # a skip ran nothing on the GPU
+
+
+def test_without_nvml_a_pass_says_not_recorded():
+    snap = runner_state.gpu_snapshot(lambda: (None, "not recorded: no NVML (x)"))
+    assert snap["recorded"] is False
+    assert pass_state(snap, snap) == {"runner state": "not recorded: no NVML (x)"}
+    nvml, _ = fake_nvml()
+    nvml.nvmlDeviceGetCount = lambda: (_ for _ in ()).throw(NVMLError("GPU is lost"))
+    assert "GPU is lost" in runner_state.gpu_snapshot(lambda: (nvml, ""))["reason"]
+
+
+def test_a_later_run_of_the_commit_keeps_the_benchmarks_it_did_not_measure_again(tmp_path):
+    result = tmp_path / "h200" / "aaaaaaaa-existing.json"
+    result.parent.mkdir()
+    result.write_text("{}")
+    snap = runner_state.snapshot(lambda: (fake_nvml()[0], ""))
+    gpu = runner_state.gpu_snapshot(lambda: (fake_nvml()[0], ""))
+
+    def entry(cls, impl, temperature):
+        end = json.loads(json.dumps(gpu))
+        end["gpus"][0]["temperature_c"] = temperature
+        return {"benchmarks": [f"bench_ops.{cls}.track_latency"], "params": {"case": "c", "impl": impl},
+                "start": gpu, "end": end}
+
+    runner_state.write_companions([result], snap, snap, [entry("GatedMLP", "fused", 50), entry("LinearAct", "fused", 51)])
+    runner_state.write_companions([result], snap, snap, [entry("LinearAct", "fused", 60)])  # LinearAct's run again
+    got = benchmark_states(read_state_file(result))
+    assert got[("bench_ops.GatedMLP.track_latency", "case='c', impl='fused'")]["temperature C"] == "47 -> 50"
+    assert got[("bench_ops.LinearAct.track_latency", "case='c', impl='fused'")]["temperature C"] == "47 -> 60"
+    assert json.loads((result.parent / runner_state.STATE_DIR / result.name).read_text())["version"] == runner_state.VERSION == 2
+
+
+def test_a_version_1_file_still_reads(tmp_path):
+    result = tmp_path / "h200" / "aaaaaaaa-existing.json"
+    result.parent.mkdir()
+    result.write_text(json.dumps({"commit_hash": "a" * 40, "params": {"torch": "2.11.0"}}))
+    snap = runner_state.snapshot(lambda: (fake_nvml()[0], ""))
+    path = tmp_path / "h200" / runner_state.STATE_DIR / result.name
+    path.parent.mkdir()
+    path.write_text(json.dumps({"version": 1, "start": snap, "end": snap}))
+    assert benchmark_states(read_state_file(result)) == {}
+    assert recorded_states(tmp_path)[("h200", "a" * 40)]["throttled"] == "none"
+    runner_state.write_companions([result], snap, snap)  # rewritten by a later run: version 2, no entries
+    assert benchmark_states(read_state_file(result)) == {}
+
+
+def test_benchmarks_run_gives_each_asv_run_a_folder_and_keeps_what_its_passes_filed(tmp_path, monkeypatch):
+    from benchmarks import run
+
+    config = tmp_path / "asv.conf.json"
+    config.write_text('{"version": 1, "results_dir": "results"}')
+    filed = {"benchmarks": ["bench_ops.LinearAct.track_latency"], "params": {"case": "c", "impl": "fused"},
+             "start": {"recorded": False, "reason": "not recorded: no NVML (test)"},
+             "end": {"recorded": False, "reason": "not recorded: no NVML (test)"}}
+
+    def fake_subprocess_run(cmd, cwd, env=None, **kwargs):
+        if "asv" not in cmd:  # the run's own snapshot probe
+            return subprocess.CompletedProcess(cmd, 1, stdout="", stderr="no NVML here")
+        (tmp_path / "results" / "m").mkdir(parents=True)
+        (tmp_path / "results" / "m" / f"{'a' * 8}-existing-py.json").write_text("{}")
+        runner_state.file_benchmark_state(env[runner_state.BENCHMARKS_ENV], "x.json", filed["benchmarks"],
+                                          filed["params"], filed["start"], filed["end"])
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(run.subprocess, "run", fake_subprocess_run)
+    assert run.run_asv("python", config, "m", "a" * 40, ROOT, ["-b", "LinearAct"]) == 0
+    doc = read_state_file(tmp_path / "results" / "m" / f"{'a' * 8}-existing-py.json")
+    assert doc["benchmarks"] == [filed]
+
+
+def test_the_gate_names_a_throttle_during_the_finding_s_own_benchmark(tmp_path):
+    """The per-benchmark snapshots reach the gate's evidence: the series that stepped had its own
+    pass throttled at that commit (the run-level state does not say which benchmark)."""
+    from dashboard.data import load_results
+    from dashboard.regressions import find_changes
+    from dashboard.regressions.classify import classify, impl_of
+    from tests.asv_fixtures import SeriesSpec, write_history
+
+    bench, case = "bench_ops.LinearAct.track_latency", "linear_act M=16 K=64 N=64 bf16 gelu_tanh bias"
+    series = [SeriesSpec(bench, (case, impl), ("case", "impl"), steps=((30, 0.15),) if impl == "fused" else (),
+                         run_noise=0.01) for impl in ("fused", "eager", "compile")]
+    history = write_history(tmp_path / "results", series, 40, seed=3, n_samples=15)
+    nvml, counter = _violating_nvml()
+    quiet = runner_state.gpu_snapshot(lambda: (nvml, ""))
+    counter["ns"] += 2_000_000
+    hot = runner_state.gpu_snapshot(lambda: (nvml, ""))
+    run = runner_state.snapshot(lambda: (nvml, ""))
+    for i, commit in enumerate(history.commits[29:31]):
+        entries = [{"benchmarks": [bench], "params": {"case": case, "impl": impl}, "start": quiet,
+                    "end": hot if (i == 1 and impl == "fused") else quiet} for impl in ("fused", "eager")]
+        runner_state.write_companions([history.results_dir / history.machine / f"{commit[:8]}-{history.env_name}.json"],
+                                      run, run, entries)
+    frame = load_results(history.results_dir).frame
+    (finding,) = [f for f in find_changes(frame) if impl_of(f.params) == "fused" and f.direction == "regression"]
+    assert finding.commit_hash == history.commits[30]
+    evidence = classify(finding, frame, recorded_states(history.results_dir, frame, per_benchmark=True)).evidence
+    assert f"this benchmark's own pass was throttled at {history.commits[30][:8]} (power)" in evidence
+    assert "own pass" not in classify(finding, frame, recorded_states(history.results_dir, frame)).evidence

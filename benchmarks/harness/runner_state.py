@@ -14,6 +14,14 @@ snapshot says so: {"recorded": false, "reason": "not recorded: no NVML (...)"}.
 benchmarks.run writes {"start": snapshot, "end": snapshot} per result file into
 results/<machine>/runner-state/<result file name> (dashboard/regressions/recorded_state.py reads
 it back and decides what counts as a change).
+
+Per benchmark too: where benchmarks.run sets $FUSED_MLP_RUNNER_STATE, every measuring pass
+(common._MeasuredBenchmark, one per case x implementation, every metric of it) takes a GPU
+snapshot (NVML queries only, no versions) before and after itself and files both into that
+folder; benchmarks.run adds them to the run's file as "benchmarks": [{"benchmarks": [asv names],
+"params": {...}, "start": ..., "end": ...}] (version 2), so a throttle during one benchmark is
+tied to it. A later asv run of the same commit (one per class on the GPU runner) keeps the
+entries it did not measure again. Version 1 files (no "benchmarks") stay readable.
 """
 
 from __future__ import annotations
@@ -27,6 +35,9 @@ import sys
 from pathlib import Path
 
 STATE_DIR = "runner-state"  # beside the result files, in a folder the results loader does not read
+VERSION = 2  # 2: per-benchmark GPU snapshots ("benchmarks"); 1: the run's start and end only
+# A folder where each measuring pass files its GPU snapshots (benchmarks.run sets it per asv run).
+BENCHMARKS_ENV = "FUSED_MLP_RUNNER_STATE"
 # NVML's throttle ("clocks event") reasons, by bit (pynvml's nvmlClocksThrottleReason* values).
 THROTTLE_REASONS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap",
                     0x8: "hw_slowdown", 0x10: "sync_boost", 0x20: "sw_thermal_slowdown",
@@ -159,6 +170,64 @@ def snapshot(nvml_loader=load_nvml) -> dict:
         _ask(nvml.nvmlShutdown)
 
 
+def gpu_snapshot(nvml_loader=None) -> dict:
+    """The GPUs' state now, without the software versions (the run's snapshot has those): NVML
+    queries only, cheap enough around every measuring pass. {"recorded": false, "reason": ...}
+    without NVML, as snapshot(). ``nvml_loader``: load_nvml (the boundary a test replaces)."""
+    taken = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+    nvml, why = (nvml_loader or load_nvml)()
+    if nvml is None:
+        return {"recorded": False, "reason": why, "taken_at": taken}
+    try:
+        return {"recorded": True, "taken_at": taken,
+                "gpus": [gpu_state(nvml, i) for i in range(nvml.nvmlDeviceGetCount())]}
+    except Exception as e:  # as snapshot(): said, never raised into the benchmark
+        return {"recorded": False, "reason": f"not recorded: NVML failed ({type(e).__name__}: {e})", "taken_at": taken}
+    finally:
+        _ask(nvml.nvmlShutdown)
+
+
+def file_benchmark_state(folder: str | Path, name: str, benchmarks: list[str], params: dict,
+                         start: dict, end: dict) -> Path:
+    """One measuring pass's snapshots, filed whole or not at all (a killed process leaves no half file)."""
+    path = Path(folder) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"benchmarks": benchmarks, "params": params, "start": start, "end": end}))
+    tmp.replace(path)
+    return path
+
+
+def collect_benchmark_states(folder: str | Path) -> list[dict]:
+    """Every pass's entry filed into ``folder`` (file_benchmark_state); anything else is ignored."""
+    entries = []
+    for filed in sorted(Path(folder).glob("*.json")):
+        try:
+            doc = json.loads(filed.read_text())
+        except (OSError, ValueError):
+            continue
+        if _is_benchmark_entry(doc):
+            entries.append(doc)
+    return entries
+
+
+def _is_benchmark_entry(doc) -> bool:
+    return (isinstance(doc, dict) and isinstance(doc.get("benchmarks"), list) and isinstance(doc.get("params"), dict)
+            and isinstance(doc.get("start"), dict) and isinstance(doc.get("end"), dict))
+
+
+def _entry_keys(entry: dict) -> set[tuple[str, str]]:
+    params = json.dumps(entry["params"], sort_keys=True)
+    return {(str(b), params) for b in entry["benchmarks"]}
+
+
+def merge_benchmark_states(before: list, new: list[dict]) -> list[dict]:
+    """The entries before, less those whose benchmarks this run measured again, plus ``new``."""
+    again = set().union(*(_entry_keys(e) for e in new)) if new else set()
+    kept = [e for e in before if _is_benchmark_entry(e) and not (_entry_keys(e) & again)]
+    return kept + list(new)
+
+
 def snapshot_with(python: str, cwd: Path | None = None) -> dict:
     """A snapshot taken by another Python (the one that runs the suite), or one that says why not."""
     import subprocess
@@ -175,24 +244,37 @@ def snapshot_with(python: str, cwd: Path | None = None) -> dict:
     return {"recorded": False, "reason": f"not recorded: the snapshot failed ({why})"}
 
 
-def recorded_run(run, python: str, machine_dir: Path, commit: str, cwd: Path | None = None) -> int:
+def recorded_run(run, python: str, machine_dir: Path, commit: str, cwd: Path | None = None,
+                 benchmark_states: Path | None = None) -> int:
     """``run()`` (one asv run of ``commit``) between two snapshots, written beside the result
-    files that commit has in ``machine_dir`` afterwards; returns what run() returned."""
+    files that commit has in ``machine_dir`` afterwards, with the per-benchmark snapshots the
+    run's passes filed into ``benchmark_states`` (the folder in $FUSED_MLP_RUNNER_STATE);
+    returns what run() returned."""
     start = snapshot_with(python, cwd)
     code = run()
     end = snapshot_with(python, cwd)
-    write_companions(sorted(machine_dir.glob(f"{commit[:8]}-*.json")), start, end)
+    entries = collect_benchmark_states(benchmark_states) if benchmark_states is not None else []
+    write_companions(sorted(machine_dir.glob(f"{commit[:8]}-*.json")), start, end, entries)
     return code
 
 
-def write_companions(result_files: list[Path], start: dict, end: dict) -> list[Path]:
-    """{"start", "end"} beside each result file of the run (results/<machine>/runner-state/)."""
+def write_companions(result_files: list[Path], start: dict, end: dict,
+                     benchmarks: list[dict] | None = None) -> list[Path]:
+    """{"start", "end", "benchmarks"} beside each result file of the run
+    (results/<machine>/runner-state/); the benchmarks an earlier run of the commit recorded and
+    this one did not measure again are kept."""
     written = []
     for result in result_files:
         path = result.parent / STATE_DIR / result.name
         path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            before = json.loads(path.read_text()).get("benchmarks", [])
+        except (OSError, ValueError, AttributeError):
+            before = []
+        entries = merge_benchmark_states(before if isinstance(before, list) else [], benchmarks or [])
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"version": 1, "start": start, "end": end}, indent=1) + "\n")
+        tmp.write_text(json.dumps({"version": VERSION, "start": start, "end": end, "benchmarks": entries},
+                                  indent=1) + "\n")
         tmp.replace(path)
         written.append(path)
     return written

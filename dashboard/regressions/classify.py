@@ -98,6 +98,7 @@ def classify(finding, frame: pd.DataFrame, states: Mapping[str, Mapping[str, obj
     changed = tuple(state_changes(states.get((finding.machine, finding.previous_commit)),
                                   states.get((finding.machine, finding.commit_hash))))
     said = f"; the run's state changed: {', '.join(changed)}" if changed else ""
+    said += _own_pass_throttled(finding, states)
     impl = impl_of(finding.params)
     if impl is None:
         return Classification(LIBRARY, "no eager/compile controls in this series' parameters" + said,
@@ -124,6 +125,15 @@ def classify(finding, frame: pd.DataFrame, states: Mapping[str, Mapping[str, obj
                                            + said, moves, changed)
     return Classification(LIBRARY, f"the controls did not move as much ({listed}; fused "
                                    f"{format_change(finding.relative_change)})" + said, moves, changed)
+
+
+def _own_pass_throttled(finding, states: Mapping) -> str:
+    """Evidence: this series' own measuring pass was throttled, at the commit or the one before
+    (states keyed (machine, commit, benchmark, params_key): recorded_states(per_benchmark=True))."""
+    at = [f"{commit[:8]} ({state['throttled']})" for commit in (finding.previous_commit, finding.commit_hash)
+          if commit and (state := states.get((finding.machine, commit, finding.benchmark, finding.params)))
+          and state.get("throttled") not in (None, "none", "unknown")]
+    return f"; this benchmark's own pass was throttled at {', '.join(at)}" if at else ""
 
 
 def classify_all(findings: Sequence, frame: pd.DataFrame, states=None) -> dict:

@@ -129,7 +129,8 @@ def run(args: argparse.Namespace) -> int:
     status_changes = find_status_changes(frame)
     verdict = judge(frame, findings, status_changes, settings, base_commit=base, accepted=accepted,
                     strict=args.strict, benchmarks_meta=loaded.benchmarks)
-    verdict = classified_verdict(verdict, frame, lambda: recorded_states(args.results, frame), fail_on=args.fail_on)
+    verdict = classified_verdict(verdict, frame, lambda: recorded_states(args.results, frame, per_benchmark=True),
+                                 fail_on=args.fail_on)
     listed, listed_status = findings, status_changes
     if args.since:
         start = _commit_date(frame, args.since, "--since")

@@ -9,6 +9,11 @@ Two sources, both beside asv's own results:
   that benchmarks.run writes (benchmarks/harness/runner_state.py): {"start": snapshot, "end":
   snapshot}, a snapshot {"recorded": false, "reason": ...} where there was no NVML.
 
+Since version 2 the companion also holds, per measuring pass (one per case x implementation,
+every metric of it), the GPUs' state just before and after that pass ("benchmarks"):
+``benchmark_states`` reads it per (benchmark, params_key), so a throttle during one benchmark is
+tied to that benchmark's values. Version 1 files have none ({}).
+
 What is compared between two commits is what should not change from run to run on one machine:
 versions, power limit, persistence, ECC, maximum and application clocks, and whether the run
 was throttled (power or thermal, from NVML's violation counters over the run). Current clocks,
@@ -81,10 +86,11 @@ def read_state_file(result_file: Path) -> dict | None:
     return doc if isinstance(doc, dict) else None
 
 
-def recorded_states(results_dir, frame=None) -> dict[tuple[str, str], dict[str, str]]:
+def recorded_states(results_dir, frame=None, per_benchmark: bool = False) -> dict[tuple, dict[str, str]]:
     """{(machine, commit_hash): comparable state} for every result file under ``results_dir``
     (only the commits in ``frame``, when given). Unreadable files are left out: the loader
-    already reports them."""
+    already reports them. ``per_benchmark``: also {(machine, commit_hash, benchmark, params_key):
+    pass_state} for every measuring pass the run recorded (benchmark_states)."""
     root = Path(results_dir)
     wanted = set(frame["commit_hash"].astype(str)) if frame is not None else None
     out: dict[tuple[str, str], dict[str, str]] = {}
@@ -102,7 +108,10 @@ def recorded_states(results_dir, frame=None) -> dict[tuple[str, str], dict[str, 
             if not isinstance(commit, str) or (wanted is not None and commit not in wanted):
                 continue
             params = doc.get("params") if isinstance(doc.get("params"), dict) else {}
-            out[(mdir.name, commit)] = comparable_state(params, read_state_file(path))
+            companion = read_state_file(path)
+            out[(mdir.name, commit)] = comparable_state(params, companion)
+            if per_benchmark:
+                out.update({(mdir.name, commit, *key): state for key, state in benchmark_states(companion).items()})
     return out
 
 
@@ -122,3 +131,54 @@ def changed_keys(before: dict[str, str], after: dict[str, str]) -> set[str]:
     if not before or not after:
         return set()
     return {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+
+
+def params_key(params: dict) -> str:
+    """The results frame's params_key of a combination: asv's reprs, "case='...', impl='fused'"."""
+    return ", ".join(f"{name}={value!r}" for name, value in params.items())
+
+
+def _at_ends(start: dict, end: dict, key: str) -> str:
+    def one(snap):
+        values = [g.get(key) for g in snap.get("gpus", [])] if snap.get("recorded") else []
+        shown = [", ".join(v) or "none" if isinstance(v, list) else str(v) for v in values if v is not None]
+        return "; ".join(shown) or "?"
+
+    return f"{one(start)} -> {one(end)}"
+
+
+def pass_state(start: dict | None, end: dict | None) -> dict[str, str]:
+    """One measuring pass's state: whether it was throttled (the violation counters over the
+    pass, as ``throttling``), and the throttle reasons, SM clock, temperature and power draw at
+    its start and at its end (shown, never compared: they move with the load)."""
+    start, end = start or {}, end or {}
+    if not (start.get("recorded") and end.get("recorded")):
+        return {"runner state": str(start.get("reason") or end.get("reason") or "not recorded")}
+    return {"throttled": throttling(start, end),
+            "throttle reasons": _at_ends(start, end, "throttle_reasons"),
+            "sm clock MHz": _at_ends(start, end, "sm_clock_mhz"),
+            "temperature C": _at_ends(start, end, "temperature_c"),
+            "power W": _at_ends(start, end, "power_w")}
+
+
+def benchmark_states(companion: dict | None) -> dict[tuple[str, str], dict[str, str]]:
+    """{(benchmark, params_key): pass_state} from one companion file ({} for a version 1 file,
+    or none); entries that are not well-formed are left out."""
+    out: dict[tuple[str, str], dict[str, str]] = {}
+    entries = (companion or {}).get("benchmarks")
+    for entry in entries if isinstance(entries, list) else []:
+        if not (isinstance(entry, dict) and isinstance(entry.get("benchmarks"), list)
+                and isinstance(entry.get("params"), dict)):
+            continue
+        state = pass_state(entry.get("start") if isinstance(entry.get("start"), dict) else None,
+                           entry.get("end") if isinstance(entry.get("end"), dict) else None)
+        key = params_key(entry["params"])
+        for benchmark in entry["benchmarks"]:
+            out[(str(benchmark), key)] = state
+    return out
+
+
+def benchmark_states_of_run(results_dir, machine: str, env_name: str, commit: str
+                            ) -> dict[tuple[str, str], dict[str, str]]:
+    """benchmark_states of one run (machine, environment, commit); {} when not recorded."""
+    return benchmark_states(read_state_file(Path(results_dir) / machine / f"{commit[:8]}-{env_name}.json"))

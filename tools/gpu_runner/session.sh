@@ -104,7 +104,6 @@ asv_by_class() {  # GRID [--commits C]
   local g=$1 rc=0 b; shift
   for b in 'bench_device\.' 'bench_ops\.GatedMLP\.' 'bench_ops\.NarrowMLP\.' 'bench_ops\.LinearAct\.' 'bench_training\.' \
            'bench_hot\.'; do
-    [ "$g" = tiny ] && [ "$b" = 'bench_hot\.' ] && continue  # the CPU grid defines no hot classes (CUDA graphs)
     python3 -m benchmarks.run --machine "$machine" --grid "$g" --bench "$b" "$@" >>"$OUT/asv.log" 2>&1 || rc=$?
     log "  $g $b: exit $rc"
   done
