@@ -15,6 +15,13 @@ from benchmarks import run
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def _grid_env_restored(monkeypatch):
+    """run.main selects its grid in this process's environment (for the asv runs it starts):
+    put it back after each test, or a later test module would see this one's tiny grid."""
+    monkeypatch.setenv(run.GRID_ENV, os.environ.get(run.GRID_ENV, "default"))  # undone: unset again
+
+
 def cli(*args, **kwargs):
     return subprocess.run([sys.executable, "-m", "benchmarks.run", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=120, **kwargs)
