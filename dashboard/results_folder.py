@@ -21,7 +21,9 @@ from pathlib import Path
 
 from dashboard.safe_read import inside, read_json
 
-NOT_MACHINES = ("profiles",)  # results/profiles holds profile passes (dashboard.profiles), not asv results
+# Not asv results: results/profiles holds profile passes (dashboard.profiles), results/reasons
+# why cases were not measured (benchmarks/skip_reasons.py, dashboard.na_reasons)
+NOT_MACHINES = ("profiles", "reasons")
 MACHINE_FILE = "machine.json"
 BENCHMARKS_FILE = "benchmarks.json"
 

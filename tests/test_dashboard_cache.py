@@ -293,6 +293,17 @@ def test_the_gate_and_the_dashboard_read_the_same_files_and_skip_them_alike(resu
     assert not any("profiles" in p for p in gate.loaded_files + list(_reasons(gate.skipped)))
 
 
+def test_the_skip_reasons_folder_is_not_a_machine(results):
+    """results/reasons/<machine>/<commit>.json (benchmarks/skip_reasons.py) sits beside the machine
+    folders: neither the gate nor the pages may take it for one."""
+    (results / "reasons" / MAIN_MACHINE).mkdir(parents=True)
+    (results / "reasons" / MAIN_MACHINE / "abc.json").write_text('{"version": 1, "entries": []}')
+    shutil.copy(sorted((results / MAIN_MACHINE).glob(f"*-{MAIN_ENV}.json"))[0], results / "reasons" / "stray.json")
+    report = load_results(results, jobs=1).load_report
+    seen = [os.path.relpath(p, results) for p in report.loaded_files + [s.path for s in report.skipped]]
+    assert seen and not any(p.startswith("reasons") for p in seen)
+
+
 def test_a_dangling_link_does_not_blind_the_reload_check(results, tmp_path):
     """Once, one file the check could not stat made the signature a constant ("missing"): new
     results never reloaded."""
