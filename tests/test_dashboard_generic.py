@@ -14,14 +14,18 @@ from dashboard.detection import detect_in_worker
 from dashboard.model import GENERIC, ResultsStore, build_data
 from dashboard.pages import _generic_compare, _generic_trends, discover_pages, regressions as inbox_page
 from dashboard.urlstate import Query, encode_query, link
-from tests.generic_fixtures import (BROKEN, ENV, GRID, MACHINE, OPTIONAL, READ, STEP_AT, THROUGHPUT,
-                                    write_generic_history)
+from tests.generic_fixtures import (BROKEN, ENV, GRID, IMPORT, MACHINE, MIXED, MIXED_STATS, OPTIONAL, READ, STEP_AT,
+                                    THROUGHPUT, write_generic_history)
 from tests.test_dashboard import _walk, texts
 
 
 @pytest.fixture(scope="module")
 def gx(tmp_path_factory):
-    return write_generic_history(tmp_path_factory.mktemp("generic") / "results")
+    return write_generic_history(tmp_path_factory.mktemp("generic") / "results", mixed_units=True,
+                                 absent=ABSENT)
+
+
+ABSENT = (IMPORT, range(8, 14))  # commits whose results leave time_import out (it did not run there)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +40,9 @@ def test_other_projects_results_load_in_generic_mode(data, gx):
     assert set(run.series["benchmark"]) == {s.benchmark for s in gx.history.series}
     assert len(run.series) == len(gx.history.series)
     line = data.what_was_loaded()
-    assert f"{len(gx.history.series)} series of 7 benchmarks, {len(gx.history.commits)} commits on 1 machine" in line
+    n_benchmarks = len({s.benchmark for s in gx.history.series})
+    assert f"{len(gx.history.series)} series of {n_benchmarks} benchmarks, {len(gx.history.commits)} commits on 1 " \
+           "machine" in line
 
 
 def test_every_page_renders_and_overview_and_roofline_say_why_they_are_off(gx):
@@ -101,6 +107,46 @@ def test_a_parameter_value_with_a_comma_survives_the_link(gx):
     fig, _ = _generic_trends.update(store.get(), MACHINE, ENV, GRID, {"shape": ["(64, 64)"]}, "commit", [], None)
     fig = go.Figure(fig)
     assert sorted(t.name for t in fig.data if t.mode == "lines+markers") == ["method='lu'", "method='qr'"]
+
+
+def test_a_benchmark_without_a_unit_opens_on_one_combination_and_never_shares_an_axis(gx, data):
+    """asv's placeholder unit says nothing: GB, seconds and a count of one benchmark get an axis each."""
+    store = ResultsStore(gx.results_dir, detect_in_background=False)
+    page = render_page(store, discover_pages(), "/trends", encode_query({"benchmark": MIXED}))
+    values = {c.id["key"]: c.value for c in _walk(page) if isinstance(getattr(c, "id", None), dict)}
+    assert values["p_stat"] == [repr(next(iter(MIXED_STATS)))]  # opens on one combination
+    fig, note = _generic_trends.update(data, MACHINE, ENV, MIXED, {}, "commit", [], None)  # all three picked
+    fig = go.Figure(fig)
+    lines = [t for t in fig.data if t.mode == "lines+markers"]
+    assert len(lines) == len(MIXED_STATS) and len({t.yaxis for t in lines}) == len(MIXED_STATS)
+    domains = sorted(tuple(fig.layout[f"yaxis{t.yaxis[1:]}"].domain) for t in lines)
+    assert all(a[1] <= b[0] for a, b in zip(domains, domains[1:]))  # stacked, never overlapping
+    for t in lines:  # each axis spans its own line's values
+        low, high = fig.layout[f"yaxis{t.yaxis[1:]}"].range
+        assert low <= min(v for v in t.y if v is not None) and max(v for v in t.y if v is not None) <= high
+    assert "no unit" in note and MIXED in note
+    one_unit, _ = _generic_trends.update(data, MACHINE, ENV, READ, {}, "commit", [], None)
+    assert {t.yaxis for t in go.Figure(one_unit).data if t.mode == "lines+markers"} == {"y"}  # seconds: one axis
+
+
+def test_a_line_leaves_a_gap_where_its_benchmark_is_not_in_the_results(data, gx):
+    benchmark, missing = ABSENT
+    fig, _ = _generic_trends.update(data, MACHINE, ENV, benchmark, {}, "commit", [], None)
+    (line,) = [t for t in go.Figure(fig).data if t.mode == "lines+markers"]
+    x = list(line.x)
+    assert None in x and x[x.index(None) - 1] == missing.start - 1 and x[x.index(None) + 1] == missing.stop
+    assert not set(missing) & {v for v in x if v is not None} and x.count(None) == 1
+    assert line.y[x.index(None)] is None
+
+
+def test_a_log_axis_labels_a_few_round_values_not_every_minor_tick(data):
+    fig, _ = _generic_trends.update(data, MACHINE, ENV, READ, {"size": ["65536"], "kind": ["'csv'"]}, "commit",
+                                    ["log"], None)
+    axis = go.Figure(fig).layout.yaxis
+    assert axis.type == "log" and 3 <= len(axis.tickvals) <= 8
+    low, high = 10 ** axis.range[0], 10 ** axis.range[1]
+    assert all(low <= v <= high for v in axis.tickvals)
+    assert [float(t.replace(",", "")) for t in axis.ticktext] == pytest.approx(list(axis.tickvals))
 
 
 def test_many_combinations_are_narrowed_not_drawn_as_a_tangle(data):

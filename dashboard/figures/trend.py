@@ -8,6 +8,7 @@ import pandas as pd
 from dashboard.data import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
 from dashboard.figures.style import (IMPL_COLORS, IMPROVEMENT_COLOR, LINE_PALETTE, REGRESSION_COLOR, alpha,
                                      build_empty_figure, impl_sort_key, layout_dict)
+from dashboard.figures.ticks import log_ticks
 from dashboard.metrics import METRICS, sort_values_naturally
 from dashboard.units import display_unit
 
@@ -19,9 +20,14 @@ _STRIP_ROW = 0.05  # height of one line's row of failure markers, as a fraction 
 
 def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | None = None,
                        marked_commit: str | None = None, x_axis: str = "commit", log_y: bool = False,
-                       theme: str = "light", title: str = ""):
+                       theme: str = "light", title: str = "", axis_per_line: bool = False):
     """One metric against commits: a line per implementation (or parameter combination), its 99 % CI
-    band, change markers, and a marker strip where a line failed or was skipped.
+    band, change markers, and a marker strip where a line failed or was skipped. A line is broken
+    wherever a commit between two of its points has no value (failed, skipped or not in the
+    results): it never bridges commits it did not measure.
+
+    ``axis_per_line``: each line on a y axis of its own, stacked (values whose unit nobody recorded
+    may be GB, seconds and counts: never on one axis).
 
     ``series``: derived rows (metrics.derive) with ``line`` (else ``impl``), position, commit_hash,
     date, y, y_lo, y_hi and ``status`` (asv's ok / skipped / failed).
@@ -40,23 +46,26 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
     xcol = "date" if x_axis == "date" else "position"
     lines = ordered_lines(series["line"])
     colors = line_colors(lines)
+    measured = [line for line in lines if (ok["line"] == line).any()]
+    axis_of = _axes_of(measured, axis_per_line)
     traces, shapes, annotations = [], [], []
-    for line in lines:
+    for line in measured:
         rows = ok[ok["line"] == line].sort_values("position")
-        if rows.empty:
-            continue
-        color = colors[line]
+        color, axis = colors[line], axis_of[line]
         band = rows[np.isfinite(rows["y_lo"].to_numpy(dtype=float)) & np.isfinite(rows["y_hi"].to_numpy(dtype=float))]
         if len(band):
             x = _x(band, xcol)
-            traces.append(dict(type="scatter", x=x, y=band["y_hi"].to_numpy(), mode="lines", line=dict(width=0),
+            hi_x, hi = _broken_where_missing(band, xcol, band["y_hi"].tolist())
+            lo_x, lo = _broken_where_missing(band, xcol, band["y_lo"].tolist())
+            traces.append(dict(type="scatter", x=hi_x, y=hi, mode="lines", line=dict(width=0), yaxis=axis,
                                hoverinfo="skip", showlegend=False, legendgroup=line))
-            traces.append(dict(type="scatter", x=x, y=band["y_lo"].to_numpy(), mode="lines", line=dict(width=0),
+            traces.append(dict(type="scatter", x=lo_x, y=lo, mode="lines", line=dict(width=0), yaxis=axis,
                                fill="tonexty", fillcolor=alpha(color, 0.18), hoverinfo="skip",
                                name=f"{line} 99% CI", showlegend=False, legendgroup=line))
-        x, y, custom = _broken_where_not_run(rows, not_run[not_run["line"] == line], xcol)
+        x, y = _broken_where_missing(rows, xcol, rows["y"].tolist())
+        _, custom = _broken_where_missing(rows, xcol, _commit_custom(rows).tolist())
         traces.append(dict(
-            type="scatter", x=x, y=y, mode="lines+markers", name=line, connectgaps=False,
+            type="scatter", x=x, y=y, mode="lines+markers", name=line, connectgaps=False, yaxis=axis,
             legendgroup=line, line=dict(color=color, width=2), marker=dict(size=5, color=color),
             customdata=custom,
             hovertemplate=(f"<b>{line}</b> %{{y:.4g}}{' ' + shown.symbol if shown.symbol else ''}<br>commit "
@@ -64,7 +73,7 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
     layout = {}
     _add_not_run_markers(traces, layout, annotations, not_run, lines, colors, xcol, len(ok) > 0)
     if changes is not None and len(changes):
-        _add_change_markers(traces, shapes, ok, _with_line_and_status(changes), xcol, spec.better, series)
+        _add_change_markers(traces, shapes, ok, _with_line_and_status(changes), xcol, spec.better, series, axis_of)
     if marked_commit:
         marked = series[series["commit_hash"].astype(str).str.startswith(marked_commit)]
         if len(marked):
@@ -74,16 +83,57 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
             annotations.append(dict(x=x, y=1.0, xref="x", yref="paper", text=f"{marked_commit[:8]}", showarrow=False,
                                     yanchor="bottom", font=dict(size=11)))
     strip = layout.pop("strip", 0.0)
+    panels = sorted(set(axis_of.values()), key=_axis_number) or ["y"]
+    bottom = strip + 0.03 if strip else 0.0
+    height = (1 - bottom) / len(panels)
+    for k, axis in enumerate(panels):  # the first line's axis on top
+        mine = ok[ok["line"].map(axis_of) == axis] if len(panels) > 1 else ok
+        name = f"{line_of_axis(axis_of, axis)}" if len(panels) > 1 else spec.label
+        top = 1 - k * height
+        layout["yaxis" + axis[1:]] = _value_axis(
+            mine, shown.title(name), log_y, shown.symbol,
+            [max(top - height + (0.04 if len(panels) > 1 else 0), bottom), top] if (strip or len(panels) > 1) else None,
+            anchor=None if axis == "y" else "x")
     layout.update(
-        yaxis=dict(title=dict(text=shown.title(spec.label)), type="log" if log_y else "linear",
-                   exponentformat="none" if shown.symbol else "SI", range=_trend_y_range(ok, log_y),
-                   **({"domain": [strip + 0.03, 1]} if strip else {})),
         xaxis=dict(title=dict(text="commit (oldest → newest)" if xcol == "position" else "commit date"),
                    **({"type": "date"} if xcol == "date" else _commit_ticks(series)),
-                   **({"anchor": "y2"} if strip else {})),
+                   **({"anchor": "y2"} if strip else {"anchor": panels[-1]} if len(panels) > 1 else {})),
         shapes=shapes, annotations=annotations)
-    return {"data": traces, "layout": layout_dict(theme, title=dict(text=title), hovermode="closest", height=480,
+    return {"data": traces, "layout": layout_dict(theme, title=dict(text=title), hovermode="closest",
+                                                  height=480 if len(panels) == 1 else 180 + 150 * len(panels),
                                                   **layout)}
+
+
+def _axes_of(lines: list[str], axis_per_line: bool) -> dict[str, str]:
+    """Each line's y axis: all on "y", or one each ("y", "y3", "y4", ...; "y2" is the strip's)."""
+    if not axis_per_line or len(lines) < 2:
+        return {line: "y" for line in lines}
+    return {line: "y" if k == 0 else f"y{k + 2}" for k, line in enumerate(lines)}
+
+
+def _axis_number(axis: str) -> int:
+    return int(axis[1:] or 1)
+
+
+def line_of_axis(axis_of: dict[str, str], axis: str) -> str:
+    return next(line for line, a in axis_of.items() if a == axis)
+
+
+def _value_axis(rows: pd.DataFrame, title: str, log_y: bool, symbol: str, domain, anchor=None) -> dict:
+    """One y axis of values: its range (see _trend_y_range) and, on a log scale, ticks with a
+    label each (figures.ticks), not one on every minor tick."""
+    value_range = _trend_y_range(rows, log_y)
+    axis = dict(title=dict(text=title), type="log" if log_y else "linear",
+                exponentformat="none" if symbol else "SI", range=value_range)
+    if log_y and value_range:
+        values, labels = log_ticks(10.0 ** value_range[0], 10.0 ** value_range[1])
+        if values:
+            axis.update(tickmode="array", tickvals=values, ticktext=labels)
+    if domain:
+        axis["domain"] = domain
+    if anchor:
+        axis["anchor"] = anchor
+    return axis
 
 
 def _commit_ticks(series: pd.DataFrame, max_labelled: int = 12) -> dict:
@@ -129,19 +179,18 @@ def line_colors(lines: list[str]) -> dict[str, str]:
     return {line: IMPL_COLORS.get(line) or palette[others.index(line) % len(palette)] for line in lines}
 
 
-def _broken_where_not_run(rows: pd.DataFrame, not_run: pd.DataFrame, xcol: str) -> tuple[list, list, list]:
-    """A line's x, y and customdata with a gap (None) between two measured points wherever the
-    line failed or was skipped in between: a line never bridges commits it did not measure."""
-    x, y, custom = list(_x(rows, xcol)), rows["y"].tolist(), _commit_custom(rows).tolist()
-    if not_run.empty or len(rows) < 2:
-        return x, y, custom
-    missing = np.sort(not_run["position"].to_numpy(dtype=float))
+def _broken_where_missing(rows: pd.DataFrame, xcol: str, values: list) -> tuple[list, list]:
+    """x and ``values`` (one per row, in position order) with a gap (None) between two points
+    whose commits are not next to each other in the run: the commits between have no value for
+    this line (it failed, was skipped, or is not in their results)."""
+    x = list(_x(rows, xcol))
+    if len(rows) < 2:
+        return x, list(values)
     positions = rows["position"].to_numpy(dtype=float)
-    # a gap after point i when some not-run position lies strictly between points i and i + 1
-    after = np.searchsorted(missing, positions[:-1], side="right") < np.searchsorted(missing, positions[1:], side="left")
-    for i in np.flatnonzero(after)[::-1]:
-        x.insert(i + 1, None), y.insert(i + 1, None), custom.insert(i + 1, None)
-    return x, y, custom
+    values = list(values)
+    for i in np.flatnonzero(np.diff(positions) > 1)[::-1]:
+        x.insert(i + 1, None), values.insert(i + 1, None)
+    return x, values
 
 
 def _commit_custom(rows: pd.DataFrame) -> np.ndarray:
@@ -214,7 +263,7 @@ def change_symbol(direction: str, better: str) -> str:
 
 
 def _add_change_markers(traces: list, shapes: list, ok: pd.DataFrame, changes: pd.DataFrame, xcol: str,
-                        better: str, series: pd.DataFrame) -> None:
+                        better: str, series: pd.DataFrame, axis_of: dict[str, str]) -> None:
     for direction, color in (("regression", REGRESSION_COLOR), ("improvement", IMPROVEMENT_COLOR)):
         chosen = changes[changes["direction"] == direction]
         if chosen.empty:
@@ -229,10 +278,14 @@ def _add_change_markers(traces: list, shapes: list, ok: pd.DataFrame, changes: p
                 for i, r, c, h, n in zip(points["line"], points["relative_change"], points["confirmed"],
                                          points["commit_hash"], notes)]
         _shade_plausible_positions(shapes, series, points, xcol, color)
-        traces.append(dict(type="scatter", x=_x(points, xcol), y=points["y"].to_numpy(), mode="markers",
-                           name=f"{direction}s", marker=dict(symbol=change_symbol(direction, better), size=15,
-                                                             color=color, line=dict(width=1, color="#000")),
-                           text=text, hovertemplate="%{text}<extra></extra>"))
+        axes = points["line"].map(axis_of).fillna("y").to_numpy()
+        for k, axis in enumerate(sorted(set(axes), key=_axis_number)):  # one trace per axis, one legend entry
+            on = axes == axis
+            traces.append(dict(type="scatter", x=_x(points[on], xcol), y=points["y"].to_numpy()[on], mode="markers",
+                               name=f"{direction}s", yaxis=axis, legendgroup=direction, showlegend=k == 0,
+                               marker=dict(symbol=change_symbol(direction, better), size=15, color=color,
+                                           line=dict(width=1, color="#000")),
+                               text=[t for t, keep in zip(text, on) if keep], hovertemplate="%{text}<extra></extra>"))
 
 
 def _position_notes(points: pd.DataFrame) -> list[str]:
