@@ -242,3 +242,28 @@ def test_asv_conf_gives_commit_links_and_the_repositorys_commit_order(tmp_path):
 
 def test_a_foreign_results_folder_never_gets_this_repositorys_commit_links(gx):
     assert build_data(gx.results_dir).commit_link("abc") is None
+
+
+def test_sub_metrics_are_nested_under_their_parent_in_the_inbox(tmp_path):
+    """step.forward under step, step.forward.solve under step.forward: the gate's rule, on the page."""
+    from dashboard.detection import FindingsState
+    from tests.asv_fixtures import SeriesSpec, write_history
+
+    names = ("bench.M.track_step", "bench.M.track_step.forward", "bench.M.track_step.forward.solve")
+    history = write_history(tmp_path / "results", [SeriesSpec(n, (16,), ("m",), steps=((24, 0.3),), run_noise=0.01)
+                                                   for n in names], 30, seed=5, n_samples=15)
+    findings = [f for f in detect_in_worker(str(history.results_dir), None) if f.commit_hash == history.commits[24]]
+    assert {f.benchmark for f in findings} == set(names)
+    children, _ = inbox_page.inbox(build_data(history.results_dir), FindingsState("done", 0.0, findings, 1.0), None,
+                                   "regression", [])
+    (group,) = [c for c in _walk(children) if type(c).__name__ == "Details" and "inbox-group" in c.className]
+    top = next(c for c in group.children if type(c).__name__ == "Ul")
+    chain = []
+    level = top
+    while level is not None:
+        (item,) = level.children  # one finding per level
+        below = next((c for c in item.children if type(c).__name__ == "Ul" and c.className == "sub-metrics"), None)
+        own = texts([c for c in item.children if c is not below])
+        chain.append(next(n for n in names[::-1] if n in own))
+        level = below
+    assert chain == list(names)

@@ -172,43 +172,75 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted, 
         header += [html.Br(), html.Span(subject, className="commit-subject")]
     if url:
         header += [" · ", html.A("commit ↗", href=url, target="_blank")]
-    items = []
     order = {"regression": 0, "improvement": 2}
-    for f in sorted(members, key=lambda f: (order[f.direction] + (id(f) in accepted), -_size(f))):
-        case, impl = run.series_of_params.get((f.benchmark, f.params), (None, None)) if run else (None, None)
-        static = static_metrics.metric_of(f.benchmark)
-        mode = None
-        if static:  # a kernel config's registers, spills, ...: the Kernels page, narrowed to its config
-            metric = static.label.lower()
-            href = link("/kernels", {"machine": machine, "commit": commit, "metric": static.key, "theme": theme,
-                                     **_kernel_filter(data, machine, env, f)})
-        else:  # its own series on Trends: case, metric and mode here, benchmark and parameters in generic mode
-            metric = (metrics.stored_metric_of(f.benchmark) or "latency") if run is None or run.suite else f.benchmark
-            mode = run.mode_of_params.get((f.benchmark, f.params)) if run else None
-            href = link("/trends", {"machine": machine, "env": env,
-                                    **(run.trend_query(f.benchmark, f.params) if run else {}),
-                                    "commit": commit, "theme": theme})
-        entry = accepted.get(id(f))
-        badge = (html.Span("accepted", className="badge accepted", style=ACCEPTED_STYLE) if entry else
-                 html.Span(f.direction, className=f"badge {'bad' if f.direction == 'regression' else 'good'}"))
-        if f.kind == STATUS_KIND:  # into or out of "failed": no values to compare, the statuses say it
-            badge = badge if entry else html.Span("failing" if f.direction == "regression" else "fixed",
-                                                  className=f"badge {'bad' if f.direction == 'regression' else 'good'}")
-            what = f"{f.summary()} at this commit; {f.status()} "
-        else:
-            what = (f"{format_value(f.before, f.unit)} → {format_value(f.after, f.unit)} ({f.relative_change:+.1%}, "
-                    f"{format_p(f.p_value)}; {f.status()}) ")
-        items.append(html.Li([
-            badge, f" {metric} ", html.Code(case or f.params),
-            (f" [{impl or ('static' if static else '?')}{' · ' + mode if mode and mode != metrics.FORWARD else ''}] "
-             if static or run is None or run.suite else " "), what,
-            *([html.I(f"{entry.label()} ")] if entry else []),
-            *_class_badge(run, f, case, metric, static),
-            dcc.Link("trend →", href=href, className="trend-link"),
-            *([_accept_offer(f)] if f.direction == "regression" and not entry else []),
-        ], className="accepted" if entry else None))
-    return html.Details([html.Summary(header, className="group-header"), html.Ul(items)], open=open_,
+    ranked = sorted(members, key=lambda f: (order[f.direction] + (id(f) in accepted), -_size(f)))
+    children = _sub_metrics(ranked)
+    nested_ids = {id(c) for kids in children.values() for c in kids}
+
+    def placed(f):  # a finding's item with its sub-metrics' items nested under it
+        item = _item(data, f, machine, env, commit, run, theme, accepted)
+        if children.get(id(f)):
+            item.children.append(html.Ul([placed(c) for c in children[id(f)]], className="sub-metrics"))
+        return item
+
+    tops = [placed(f) for f in ranked if id(f) not in nested_ids]
+    return html.Details([html.Summary(header, className="group-header"), html.Ul(tops)], open=open_,
                         className="card inbox-group")
+
+
+def _sub_metrics(ranked: list) -> dict[int, list]:
+    """{id(parent finding): its sub-metrics' findings, in ``ranked`` order}. What counts as a
+    sub-metric (``step.forward`` under ``step``, same parameters, same way) is the gate's rule
+    (regressions.report.nested), so the page and the gate's report nest alike."""
+    from dashboard.regressions.report import nested  # the gate's package imports scipy: on first use
+
+    out: dict[int, list] = {}
+    path: list = []  # the chain of parents down to the item before
+    for f, depth in nested(ranked):
+        del path[depth:]
+        if depth:
+            out.setdefault(id(path[-1]), []).append(f)
+        path.append(f)
+    rank = {id(f): i for i, f in enumerate(ranked)}
+    for kids in out.values():
+        kids.sort(key=lambda f: rank[id(f)])
+    return out
+
+
+def _item(data: DashboardData, f, machine, env, commit, run, theme, accepted) -> html.Li:
+    """One finding: what changed, by how much, its evidence and its links."""
+    case, impl = run.series_of_params.get((f.benchmark, f.params), (None, None)) if run else (None, None)
+    static = static_metrics.metric_of(f.benchmark)
+    mode = None
+    if static:  # a kernel config's registers, spills, ...: the Kernels page, narrowed to its config
+        metric = static.label.lower()
+        href = link("/kernels", {"machine": machine, "commit": commit, "metric": static.key, "theme": theme,
+                                 **_kernel_filter(data, machine, env, f)})
+    else:  # its own series on Trends: case, metric and mode here, benchmark and parameters in generic mode
+        metric = (metrics.stored_metric_of(f.benchmark) or "latency") if run is None or run.suite else f.benchmark
+        mode = run.mode_of_params.get((f.benchmark, f.params)) if run else None
+        href = link("/trends", {"machine": machine, "env": env,
+                                **(run.trend_query(f.benchmark, f.params) if run else {}),
+                                "commit": commit, "theme": theme})
+    entry = accepted.get(id(f))
+    badge = (html.Span("accepted", className="badge accepted", style=ACCEPTED_STYLE) if entry else
+             html.Span(f.direction, className=f"badge {'bad' if f.direction == 'regression' else 'good'}"))
+    if f.kind == STATUS_KIND:  # into or out of "failed": no values to compare, the statuses say it
+        badge = badge if entry else html.Span("failing" if f.direction == "regression" else "fixed",
+                                              className=f"badge {'bad' if f.direction == 'regression' else 'good'}")
+        what = f"{f.summary()} at this commit; {f.status()} "
+    else:
+        what = (f"{format_value(f.before, f.unit)} → {format_value(f.after, f.unit)} ({f.relative_change:+.1%}, "
+                f"{format_p(f.p_value)}; {f.status()}) ")
+    return html.Li([
+        badge, f" {metric} ", html.Code(case or f.params),
+        (f" [{impl or ('static' if static else '?')}{' · ' + mode if mode and mode != metrics.FORWARD else ''}] "
+         if static or run is None or run.suite else " "), what,
+        *([html.I(f"{entry.label()} ")] if entry else []),
+        *_class_badge(run, f, case, metric, static),
+        dcc.Link("trend →", href=href, className="trend-link"),
+        *([_accept_offer(f)] if f.direction == "regression" and not entry else []),
+    ], className="accepted" if entry else None)
 
 
 def _class_badge(run, f, case, metric, static) -> list:
