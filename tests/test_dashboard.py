@@ -622,3 +622,37 @@ def test_compare_fetches_samples_only_for_the_rows_beyond_the_factor(main_run, f
     pd.testing.assert_frame_equal(eager, lazy)
     beyond = int(((eager["ratio"] > 1.1) | (eager["ratio"] < 1 / 1.1)).sum())
     assert beyond >= 1 and asked == [beyond, beyond]  # old and new samples of those rows, nothing else
+
+
+def test_why_a_suite_series_is_n_a_shows_on_trends_the_overview_and_compare(fx, data, main_run):
+    """The reasons benchmarks.run keeps (results/reasons/) where a person meets the n/a."""
+    from benchmarks import skip_reasons
+
+    case, failing_impl = fx.failing  # compile fails; cuBLASLt has no silu epilogue (skipped)
+    newest, before = main_run.commits["commit_hash"].iloc[-1], main_run.commits["commit_hash"].iloc[-2]
+    mine = main_run.series[(main_run.series["case"] == case) & (main_run.series["metric"] == "latency")
+                           & (main_run.series["mode"] == "forward")]
+    entries = [skip_reasons.entry(r.benchmark, dict(zip(r.param_names, r.param_values)), status, why)
+               for r in mine.itertuples() for impl, status, why in (
+                   ("cublaslt", "skipped", "cublaslt has no silu epilogue (only ['gelu_tanh', 'relu'])"),
+                   (failing_impl, "failed", "Traceback (most recent call last):\nInductorError: <lowering> boom"))
+               if r.impl == impl]
+    assert len(entries) == 2
+    target = skip_reasons.merge(fx.results_dir, MAIN_MACHINE, newest, entries, set())
+    try:
+        fig = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, case, "latency", None, "commit", [], None))
+        skipped = next(t for t in fig.data if (t.name or "").startswith("cublaslt: skipped"))
+        assert skipped.text[-1] == "skipped: cublaslt has no silu epilogue (only ['gelu_tanh', 'relu'])"
+        failed = next(t for t in fig.data if (t.name or "").startswith(f"{failing_impl}: failed"))
+        assert failed.text[-1] == "failed: InductorError: &lt;lowering&gt; boom"  # escaped for the hover
+        assert failed.text[0].startswith("failed: asv stored null")  # no reason recorded there
+        _, _, changes, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, newest, None, None, None, None, None, None)
+        line = " ".join(texts(next(c for c in _walk(changes) if getattr(c, "id", None) == "overview-why-na")).split())
+        assert "1 × cublaslt has no silu epilogue" in line and "1 × InductorError: <lowering> boom" in line
+        _, _, summary = compare.update(data, MAIN_MACHINE, MAIN_ENV, before, newest, "latency", "1.1", [], None,
+                                       None, None, None, None)
+        line = " ".join(texts(next(c for c in _walk(summary) if getattr(c, "id", None) == "compare-why-na")).split())
+        assert f"Why n/a at {newest[:8]}:" in line and "1 × cublaslt has no silu epilogue" in line
+        assert f"Why n/a at {before[:8]}:" in line and "no reason recorded" in line
+    finally:
+        target.unlink()

@@ -267,3 +267,57 @@ def test_sub_metrics_are_nested_under_their_parent_in_the_inbox(tmp_path):
         chain.append(next(n for n in names[::-1] if n in own))
         level = below
     assert chain == list(names)
+
+
+def _write_reasons(results_dir, machine, commit, entries):
+    from benchmarks import skip_reasons
+
+    return skip_reasons.merge(results_dir, machine, commit, entries, set())
+
+
+def test_recorded_reasons_say_why_a_value_is_n_a_and_a_broken_file_is_reported(tmp_path):
+    """results/reasons/<machine>/<commit>.json (benchmarks/skip_reasons.py) on Trends' not-run
+    markers and Compare's why-n/a line; a broken reasons file is named, never the page's end."""
+    from benchmarks import skip_reasons
+
+    gx = write_generic_history(tmp_path / "results", n_commits=6)
+    commits = gx.history.commits
+    _write_reasons(gx.results_dir, MACHINE, commits[-1], [
+        skip_reasons.entry(OPTIONAL, {}, "skipped", "needs a GPU (torch.cuda.is_available() is False)"),
+        skip_reasons.entry(BROKEN, {}, "failed", "Traceback (most recent call last):\n  File x\nRuntimeError: boom")])
+    broken = skip_reasons.path(gx.results_dir, MACHINE, commits[-2])
+    broken.write_text('{"version": 1, "entries": [')  # cut short
+    data = build_data(gx.results_dir)
+    fig = go.Figure(_generic_trends.update(data, MACHINE, ENV, OPTIONAL, {}, "commit", [], None)[0])
+    (skipped,) = fig.data
+    assert skipped.text[-1] == "skipped: needs a GPU (torch.cuda.is_available() is False)"
+    assert skipped.text[0].startswith("skipped: asv stored NaN")  # nothing recorded at the first commit
+    fig = go.Figure(_generic_trends.update(data, MACHINE, ENV, BROKEN, {}, "commit", [], None)[0])
+    assert fig.data[0].text[-1] == "failed: RuntimeError: boom"  # a traceback's last line
+    _, _, summary = _generic_compare.update(data, MACHINE, ENV, commits[-3], commits[-1], "1.1", [], [])
+    line = " ".join(texts(next(c for c in _walk(summary) if getattr(c, "id", None) == "gcompare-why-na")).split())
+    assert f"Why n/a at {commits[-1][:8]}: 2 series skipped or failed" in line
+    assert "1 × needs a GPU" in line and "1 × RuntimeError: boom" in line
+    assert f"Why n/a at {commits[-3][:8]}: 2 series skipped or failed (no reason recorded" in line
+    _, _, summary = _generic_compare.update(data, MACHINE, ENV, commits[-3], commits[-2], "1.1", [], [])
+    line = " ".join(texts(next(c for c in _walk(summary) if getattr(c, "id", None) == "gcompare-why-na")).split())
+    assert f"reasons/{MACHINE}/{commits[-2]}.json left out: truncated JSON" in line
+    fig = go.Figure(_generic_trends.update(data, MACHINE, ENV, OPTIONAL, {}, "commit", [], None)[0])
+    assert fig.data[0].text[-2].startswith("skipped: asv stored NaN")  # the broken file's commit
+
+
+def test_a_reasons_entry_that_is_not_one_is_left_out_and_counted(tmp_path):
+    from dashboard import na_reasons
+
+    target = na_reasons.path_of(tmp_path, "m", "c" * 40)
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps({"version": 1, "entries": [
+        {"benchmark": "b.time_x", "params": {"n": 16}, "status": "skipped", "reason": "no GPU"},
+        {"benchmark": "b.time_x", "params": "n=16", "status": "skipped", "reason": "params not a dict"},
+        {"benchmark": "b.time_y", "params": {}, "status": "slow", "reason": "not a status"}]}))
+    found = na_reasons.reasons_at(tmp_path, "m", "c" * 40)
+    assert found.of("b.time_x", ["n"], ["16"]) == ("skipped", "no GPU") and len(found.by_series) == 1
+    assert "2 entries left out" in found.problem
+    assert na_reasons.reasons_at(tmp_path, "m", "d" * 40) is na_reasons.NONE  # no file: nothing to say
+    target.write_text(json.dumps({"version": 2, "entries": []}))
+    assert "not a reasons file" in na_reasons.reasons_at(tmp_path, "m", "c" * 40).problem  # re-read once changed

@@ -222,8 +222,8 @@ def _add_not_run_markers(traces: list, layout: dict, annotations: list, not_run:
                 type="scatter", x=_x(rows, xcol), y=np.full(len(rows), k), yaxis="y2", mode="markers",
                 name=f"{line}: {status} at {len(rows)} commit{'s' if len(rows) != 1 else ''}", legendgroup=line,
                 marker=dict(symbol=symbol, size=9, color=colors[line], line=dict(width=2, color=colors[line])),
-                customdata=_commit_custom(rows),
-                hovertemplate=(f"<b>{line}</b> {hover}<br>commit %{{customdata[3]}} (#%{{customdata[2]}})"
+                customdata=_commit_custom(rows), text=_why_not_run(rows, status, hover),
+                hovertemplate=(f"<b>{line}</b> %{{text}}<br>commit %{{customdata[3]}} (#%{{customdata[2]}})"
                                "<br>%{customdata[1]}<extra></extra>")))
     strip = min(_STRIP_ROW * len(rows_of), 0.25)
     layout["yaxis2"] = dict(domain=[0, strip], range=[-0.7, len(rows_of) - 0.3], visible=False, fixedrange=True)
@@ -231,6 +231,22 @@ def _add_not_run_markers(traces: list, layout: dict, annotations: list, not_run:
     if not any_values:
         annotations.append(dict(text="nothing measured: every point failed or was skipped", showarrow=False,
                                 x=0.5, y=0.6, xref="paper", yref="paper", font=dict(size=13)))
+
+
+def _why_not_run(rows: pd.DataFrame, status: str, unrecorded: str) -> list[str]:
+    """Each not-run point's hover: the reason the suite recorded (a ``reason`` column, from
+    results/reasons/), else what asv's stored value alone says."""
+    reasons = rows["reason"].fillna("").astype(str) if "reason" in rows.columns else pd.Series("", index=rows.index)
+    return [f"{status}: {html_text(r)}" if r else unrecorded for r in reasons]
+
+
+def html_text(reason: str, limit: int = 200) -> str:
+    """A recorded reason for a Plotly hover: its last line (a failure's is a traceback's tail),
+    cut, with the characters Plotly's hover would read as markup escaped."""
+    lines = [line.strip() for line in reason.strip().splitlines() if line.strip()]
+    text = lines[-1] if lines else ""
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _trend_y_range(ok: pd.DataFrame, log_y: bool) -> list[float] | None:

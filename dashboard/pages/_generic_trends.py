@@ -27,6 +27,7 @@ from dashboard.components import (
 from dashboard.figures import build_trend_figure
 from dashboard.metrics import better_of
 from dashboard.model import DashboardData, ResultsStore, Run
+from dashboard.na_reasons import reason_column
 from dashboard.units import symbol_of
 from dashboard.urlstate import PARAM_PREFIX, QUERY_TYPE, SHELL, Query, qid
 
@@ -194,6 +195,7 @@ def update(data: DashboardData, machine, env, benchmark, chosen: dict[str, list[
     rows = rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash", how="left")
     rows["line"] = rows["series"].map(labels)
     rows["y"], rows["y_lo"], rows["y_hi"] = rows["value"], rows["ci_99_a"], rows["ci_99_b"]
+    rows["reason"] = reason_column(rows, run.series, data.results_dir, run.machine)  # why n/a, if recorded
     subjects = commit_messages.subjects(data.project.repo, data.project.commit_rank)
     if subjects:  # what each commit says it did, in the hover
         rows["subject"] = rows["commit_hash"].astype(str).map(subjects)

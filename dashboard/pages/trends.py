@@ -18,6 +18,7 @@ from dashboard.components import (
 )
 from dashboard.figures import build_trend_figure
 from dashboard.model import DashboardData, ResultsStore, Run
+from dashboard.na_reasons import reason_column
 from dashboard.pages import Page, _generic_trends
 from dashboard.urlstate import SHELL, Query, link, qid
 
@@ -126,6 +127,7 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
                                            f"(the cost model counts a forward's flops and bytes); {mode} shows "
                                            "latency, peak memory and kernels.")
     derived = metrics.derive(rows, metric, data.ceilings)
+    derived["reason"] = reason_column(derived, run.series, data.results_dir, run.machine)  # why n/a, if recorded
     subjects = commit_messages.subjects(data.project.repo, data.project.commit_rank)
     if subjects:  # what each commit says it did, in the hover
         derived["subject"] = derived["commit_hash"].astype(str).map(subjects)
