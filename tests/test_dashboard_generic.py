@@ -321,3 +321,35 @@ def test_a_reasons_entry_that_is_not_one_is_left_out_and_counted(tmp_path):
     assert na_reasons.reasons_at(tmp_path, "m", "d" * 40) is na_reasons.NONE  # no file: nothing to say
     target.write_text(json.dumps({"version": 2, "entries": []}))
     assert "not a reasons file" in na_reasons.reasons_at(tmp_path, "m", "c" * 40).problem  # re-read once changed
+
+
+def _snapshot(torch="2.11.0", power_ns=0):
+    return {"recorded": True, "software": {"driver": "550.54.15", "torch": torch, "triton": "3.6.0", "liger": "0.6.1"},
+            "gpus": [{"name": "NVIDIA H200", "power_violation_ns": power_ns, "thermal_violation_ns": 0}]}
+
+
+def test_trends_mark_points_whose_run_throttled_or_changed_software(tmp_path):
+    """The runner state benchmarks.run records beside each result file: a marker and the hover
+    saying what differs from the run before (torch 2.11.0 → 2.12.0) or that it throttled."""
+    gx = write_generic_history(tmp_path / "results", n_commits=7)
+    commits = gx.history.commits
+    folder = gx.results_dir / MACHINE / "runner-state"
+    folder.mkdir()
+    states = [(_snapshot(), _snapshot())] * 3 + [(_snapshot("2.12.0"), _snapshot("2.12.0")),
+                                                 (_snapshot("2.12.0"), _snapshot("2.12.0", power_ns=5_000_000))]
+    for commit, (start, end) in zip(commits, states):
+        (folder / f"{commit[:8]}-{ENV}.json").write_text(json.dumps({"start": start, "end": end}))
+    (folder / f"{commits[5][:8]}-{ENV}.json").write_text('{"start": {"recorded": true, "gpus": ["x"]}')  # broken
+    data = build_data(gx.results_dir)
+    fig = go.Figure(_generic_trends.update(data, MACHINE, ENV, IMPORT, {}, "commit", [], None)[0])
+    (marks,) = [t for t in fig.data if (t.name or "").startswith("runner changed or throttled")]
+    assert marks.name == "runner changed or throttled (2 commits)" and list(marks.x) == [3, 4]
+    assert marks.marker.symbol == "diamond-open"
+    assert "torch 2.11.0 → 2.12.0" in marks.text[0] and commits[3][:10] in marks.text[0]
+    assert "throttled (power)" in marks.text[1] and "torch" not in marks.text[1]  # same software as the run before
+    (line,) = [t for t in fig.data if t.mode == "lines+markers"]
+    assert list(marks.y) == [line.y[3], line.y[4]]  # on the points themselves
+    bare = write_generic_history(tmp_path / "bare", n_commits=4)  # no runner state recorded: no marks
+    fig = go.Figure(_generic_trends.update(build_data(bare.results_dir), MACHINE, ENV, IMPORT, {}, "commit", [],
+                                           None)[0])
+    assert not [t for t in fig.data if (t.name or "").startswith("runner changed")]

@@ -20,7 +20,8 @@ _STRIP_ROW = 0.05  # height of one line's row of failure markers, as a fraction 
 
 def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | None = None,
                        marked_commit: str | None = None, x_axis: str = "commit", log_y: bool = False,
-                       theme: str = "light", title: str = "", axis_per_line: bool = False):
+                       theme: str = "light", title: str = "", axis_per_line: bool = False,
+                       run_marks: dict[str, str] | None = None):
     """One metric against commits: a line per implementation (or parameter combination), its 99 % CI
     band, change markers, and a marker strip where a line failed or was skipped. A line is broken
     wherever a commit between two of its points has no value (failed, skipped or not in the
@@ -28,6 +29,9 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
 
     ``axis_per_line``: each line on a y axis of its own, stacked (values whose unit nobody recorded
     may be GB, seconds and counts: never on one axis).
+    ``run_marks``: {commit hash: what was unusual about its run} (dashboard.run_marks: throttled,
+    a driver / torch / triton / liger version other than the run before): those points get a
+    marker of their own and the hover says what.
 
     ``series``: derived rows (metrics.derive) with ``line`` (else ``impl``), position, commit_hash,
     date, y, y_lo, y_hi and ``status`` (asv's ok / skipped / failed).
@@ -70,6 +74,8 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
             customdata=custom,
             hovertemplate=(f"<b>{line}</b> %{{y:.4g}}{' ' + shown.symbol if shown.symbol else ''}<br>commit "
                            "%{customdata[3]} (#%{customdata[2]})<br>%{customdata[1]}%{customdata[4]}<extra></extra>")))
+    if run_marks:
+        _add_run_marks(traces, ok, run_marks, xcol, axis_of)
     layout = {}
     _add_not_run_markers(traces, layout, annotations, not_run, lines, colors, xcol, len(ok) > 0)
     if changes is not None and len(changes):
@@ -231,6 +237,30 @@ def _add_not_run_markers(traces: list, layout: dict, annotations: list, not_run:
     if not any_values:
         annotations.append(dict(text="nothing measured: every point failed or was skipped", showarrow=False,
                                 x=0.5, y=0.6, xref="paper", yref="paper", font=dict(size=13)))
+
+
+RUN_MARK_COLOR = "#ff7f0e"
+
+
+def _add_run_marks(traces: list, ok: pd.DataFrame, run_marks: dict[str, str], xcol: str,
+                   axis_of: dict[str, str]) -> None:
+    """An open diamond around every point whose run was throttled or ran on other software than
+    the run before (one legend entry saying at how many commits); the hover says what changed."""
+    points = ok[ok["commit_hash"].astype(str).isin(run_marks)].sort_values("position")
+    if points.empty:
+        return
+    n = points["commit_hash"].nunique()
+    axes = points["line"].map(axis_of).fillna("y").to_numpy()
+    for k, axis in enumerate(sorted(set(axes), key=_axis_number)):
+        mine = points[axes == axis]
+        text = [f"<b>{line}</b> at commit {str(h)[:10]}: {run_marks[str(h)]}"
+                for line, h in zip(mine["line"], mine["commit_hash"])]
+        traces.append(dict(type="scatter", x=_x(mine, xcol), y=mine["y"].to_numpy(), mode="markers", yaxis=axis,
+                           name=f"runner changed or throttled ({n} commit{'s' if n != 1 else ''})",
+                           legendgroup="run-marks", showlegend=k == 0, text=text,
+                           hovertemplate="%{text}<extra></extra>",
+                           marker=dict(symbol="diamond-open", size=16, color=RUN_MARK_COLOR,
+                                       line=dict(width=2, color=RUN_MARK_COLOR))))
 
 
 def _why_not_run(rows: pd.DataFrame, status: str, unrecorded: str) -> list[str]:

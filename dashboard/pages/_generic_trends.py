@@ -28,6 +28,7 @@ from dashboard.figures import build_trend_figure
 from dashboard.metrics import better_of
 from dashboard.model import DashboardData, ResultsStore, Run
 from dashboard.na_reasons import reason_column
+from dashboard.run_marks import marks_of_run
 from dashboard.units import symbol_of
 from dashboard.urlstate import PARAM_PREFIX, QUERY_TYPE, SHELL, Query, qid
 
@@ -206,7 +207,8 @@ def update(data: DashboardData, machine, env, benchmark, chosen: dict[str, list[
     measure = measure_of(data, benchmark, unit)
     marked = resolve_commit(run, commit) if commit else None
     figure = build_trend_figure(rows, measure, changes, marked, x_axis or "commit", "log" in (logy or []), theme,
-                                title=f"{benchmark} — {run.machine}", axis_per_line=apart)
+                                title=f"{benchmark} — {run.machine}", axis_per_line=apart,
+                                run_marks=marks_of_run(data, run))
     return figure, note
 
 

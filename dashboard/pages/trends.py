@@ -19,6 +19,7 @@ from dashboard.components import (
 from dashboard.figures import build_trend_figure
 from dashboard.model import DashboardData, ResultsStore, Run
 from dashboard.na_reasons import reason_column
+from dashboard.run_marks import marks_of_run
 from dashboard.pages import Page, _generic_trends
 from dashboard.urlstate import SHELL, Query, link, qid
 
@@ -110,7 +111,7 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
         return error_figure(lambda: theme)("No case matches the filters.")
     _, mode = mode_choice(run, case, mode)
     if metric == metrics.SPEEDUP.name:
-        return speedup_figure(run, case, mode, impl, x_axis, logy, commit, theme)
+        return speedup_figure(run, case, mode, impl, x_axis, logy, commit, theme, marks_of_run(data, run))
     metric = metric if metric in metrics.METRICS else "latency"
     source_metric = metrics.stored_metric_of(metrics.METRICS[metric].source)
     signature_key = hash(data.signature)
@@ -136,10 +137,11 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
     spec = metrics.METRICS[metric]
     return build_trend_figure(derived, metric, changes, resolve_commit(run, commit) if commit else None,
                               x_axis or "commit", "log" in (logy or []), theme,
-                              title=f"{spec.label} — {case} — {mode} — {run.machine}")
+                              title=f"{spec.label} — {case} — {mode} — {run.machine}",
+                              run_marks=marks_of_run(data, run))
 
 
-def speedup_figure(run: Run, case: str, mode: str | None, impl, x_axis, logy, commit, theme="light"):
+def speedup_figure(run: Run, case: str, mode: str | None, impl, x_axis, logy, commit, theme="light", marks=None):
     """Fused over the best unfused and over the best fused peer at every commit, with the band
     the two 99 % CIs give (metrics.speedup_history); Implementation picks the ones compared."""
     rows = run.of_case(case, samples=False, metric="latency", mode=mode)
@@ -150,7 +152,8 @@ def speedup_figure(run: Run, case: str, mode: str | None, impl, x_axis, logy, co
         return error_figure(lambda: theme)(f"{case} ({mode}): no commit has a fused and a compared latency.")
     return build_trend_figure(history, metrics.SPEEDUP, None, resolve_commit(run, commit) if commit else None,
                               x_axis or "commit", "log" in (logy or []), theme,
-                              title=f"Speedup of fused (t_best / t_fused) — {case} — {mode} — {run.machine}")
+                              title=f"Speedup of fused (t_best / t_fused) — {case} — {mode} — {run.machine}",
+                              run_marks=marks)
 
 
 def commit_info(data: DashboardData, machine, env, click, marked, theme="light"):
