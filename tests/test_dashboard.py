@@ -656,3 +656,29 @@ def test_why_a_suite_series_is_n_a_shows_on_trends_the_overview_and_compare(fx, 
         assert f"Why n/a at {before[:8]}:" in line and "no reason recorded" in line
     finally:
         target.unlink()
+
+
+def test_a_findings_numbers_sit_in_right_aligned_columns_and_its_evidence_in_small_type(data, fx):
+    """Before / after / change / p each in a cell of their own (right-aligned, tabular figures, so they
+    line up from one finding to the next); the classification's evidence on a small line below."""
+    import pathlib
+
+    findings = [f for f in find_changes(data.rows_frame()) if f.commit_hash == fx.regression_commit
+                and f.direction == "regression"]
+    children, _ = inbox_page.inbox(data, FindingsState("done", 0.0, findings, 1.0), None, "regression", [])
+    (item,) = [li for li in _walk(children) if type(li).__name__ == "Li" and fx.regressed[0] in texts(li)]
+    (numbers,) = [c for c in item.children if getattr(c, "className", "") == "finding-numbers"]
+    cells = [c for c in numbers.children if "num" in (getattr(c, "className", "") or "").split()]
+    (f,) = [f for f in findings if fx.regressed[0] in f.params]
+    from dashboard.units import format_value
+
+    assert [texts(c) for c in cells[:3]] == [format_value(f.before, f.unit), format_value(f.after, f.unit),
+                                             f"{f.relative_change:+.1%}"]
+    assert texts(cells[3]).startswith("p")
+    (evidence,) = [c for c in item.children if type(c).__name__ == "Small"]
+    assert evidence.className == "evidence" and len(texts(evidence)) > 10
+    css = (pathlib.Path(__file__).parent.parent / "dashboard" / "assets" / "style.css").read_text()
+    rule = re.search(r"\.finding-numbers \.num \{([^}]*)\}", css).group(1)
+    assert "text-align: right" in rule and "font-variant-numeric: tabular-nums" in rule
+    small = re.search(r"small\.evidence \{([^}]*)\}", css).group(1)
+    assert re.search(r"font-size: 0\.[0-9]+rem", small)

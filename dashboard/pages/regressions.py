@@ -228,29 +228,35 @@ def _item(data: DashboardData, f, machine, env, commit, run, theme, accepted) ->
     if f.kind == STATUS_KIND:  # into or out of "failed": no values to compare, the statuses say it
         badge = badge if entry else html.Span("failing" if f.direction == "regression" else "fixed",
                                               className=f"badge {'bad' if f.direction == 'regression' else 'good'}")
-        what = f"{f.summary()} at this commit; {f.status()} "
-    else:
-        what = (f"{format_value(f.before, f.unit)} → {format_value(f.after, f.unit)} ({f.relative_change:+.1%}, "
-                f"{format_p(f.p_value)}; {f.status()}) ")
+        numbers = [html.Span(f"{f.summary()} at this commit", className="what"),
+                   html.Span(f.status(), className="status")]
+    else:  # the numbers in columns: before → after, change, p (tabular figures, right-aligned)
+        numbers = [html.Span(format_value(f.before, f.unit), className="num"), html.Span("→", className="arrow"),
+                   html.Span(format_value(f.after, f.unit), className="num"),
+                   html.Span(f"{f.relative_change:+.1%}", className="num change"),
+                   html.Span(format_p(f.p_value), className="num p"), html.Span(f.status(), className="status")]
+    kind, evidence = _class_badge(run, f, case, metric, static)
+    evidence = ([f"{entry.label()}"] if entry else []) + ([evidence] if evidence else [])
     return html.Li([
         badge, f" {metric} ", html.Code(case or f.params),
         (f" [{impl or ('static' if static else '?')}{' · ' + mode if mode and mode != metrics.FORWARD else ''}] "
-         if static or run is None or run.suite else " "), what,
-        *([html.I(f"{entry.label()} ")] if entry else []),
-        *_class_badge(run, f, case, metric, static),
+         if static or run is None or run.suite else " "),
         dcc.Link("trend →", href=href, className="trend-link"),
         *([_accept_offer(f)] if f.direction == "regression" and not entry else []),
-    ], className="accepted" if entry else None)
+        html.Div(numbers + ([kind] if kind else []), className="finding-numbers"),
+        *([html.Small(" · ".join(evidence), className="evidence")] if evidence else []),
+    ], className="finding accepted" if entry else "finding")
 
 
-def _class_badge(run, f, case, metric, static) -> list:
-    """A regression's class beside its controls (dashboard.regressions.classify), evidence in words."""
+def _class_badge(run, f, case, metric, static) -> tuple:
+    """(a regression's class as a badge, the evidence in words) (dashboard.regressions.classify);
+    (None, "") for what is not classified."""
     if f.direction != "regression" or static or run is None or case is None:
-        return []
+        return None, ""
     from dashboard.regressions.classify import classify
 
     c = classify(f, run.of_case(case, samples=False, metric=metric))
-    return [html.Span(c.kind, className=f"badge class-{c.kind}", title=c.evidence), html.Small(f" {c.evidence} ")]
+    return html.Span(c.kind, className=f"badge class-{c.kind}", title=c.evidence), c.evidence
 
 
 def register(app, store: ResultsStore):
