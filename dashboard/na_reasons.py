@@ -104,9 +104,10 @@ def reason_column(rows, series, results_dir, machine: str) -> list[str]:
     return out
 
 
-def why_na(rows, series, results_dir, machine: str, commit: str, max_listed: int = 4) -> tuple[list[str], str | None]:
+def why_na(rows, series, results_dir, machine: str, commit: str, max_listed: int = 4
+           ) -> tuple[list[str], int, str | None]:
     """("n × reason" for the commonest recorded reasons among ``rows`` (one commit's) that were
-    skipped or failed, the reasons file's problem or None)."""
+    skipped or failed, how many of them have a recorded reason, the reasons file's problem or None)."""
     reasons = reasons_at(results_dir, machine, commit)
     na = rows[rows["status"].astype(str).isin(STATUSES)] if len(rows) else rows
     counts: dict[str, int] = {}
@@ -118,7 +119,7 @@ def why_na(rows, series, results_dir, machine: str, commit: str, max_listed: int
     listed = [f"{n} × {r}" for r, n in top[:max_listed]]
     if len(top) > max_listed:
         listed.append(f"{len(top) - max_listed} other reason(s)")
-    return listed, reasons.problem
+    return listed, sum(counts.values()), reasons.problem
 
 
 def _first_line(reason: str, limit: int = 160) -> str:

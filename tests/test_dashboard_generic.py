@@ -15,7 +15,7 @@ from dashboard.model import GENERIC, ResultsStore, build_data
 from dashboard.pages import _generic_compare, _generic_trends, discover_pages, regressions as inbox_page
 from dashboard.urlstate import Query, encode_query, link
 from tests.generic_fixtures import (BROKEN, ENV, GRID, IMPORT, MACHINE, MIXED, MIXED_STATS, OPTIONAL, READ, STEP_AT,
-                                    THROUGHPUT, write_generic_history)
+                                    THROUGHPUT, snapshot, write_generic_history)
 from tests.test_dashboard import _walk, texts
 
 
@@ -137,6 +137,9 @@ def test_a_line_leaves_a_gap_where_its_benchmark_is_not_in_the_results(data, gx)
     assert None in x and x[x.index(None) - 1] == missing.start - 1 and x[x.index(None) + 1] == missing.stop
     assert not set(missing) & {v for v in x if v is not None} and x.count(None) == 1
     assert line.y[x.index(None)] is None
+    (band,) = [t for t in go.Figure(fig).data if (t.name or "").endswith("99% CI")]  # the band breaks there too
+    outlines = [v for v in band.x]
+    assert outlines.count(None) == 1 and not set(missing) & {v for v in outlines if v is not None}
 
 
 def test_a_log_axis_labels_a_few_round_values_not_every_minor_tick(data):
@@ -297,7 +300,7 @@ def test_recorded_reasons_say_why_a_value_is_n_a_and_a_broken_file_is_reported(t
     _, _, summary = _generic_compare.update(data, MACHINE, ENV, commits[-3], commits[-1], "1.1", [], [])
     line = " ".join(texts(next(c for c in _walk(summary) if getattr(c, "id", None) == "gcompare-why-na")).split())
     assert f"Why n/a at {commits[-1][:8]}: 2 series skipped or failed" in line
-    assert "1 × needs a GPU" in line and "1 × RuntimeError: boom" in line
+    assert "1 × needs a GPU" in line and "1 × RuntimeError: boom" in line and "without a recorded" not in line
     assert f"Why n/a at {commits[-3][:8]}: 2 series skipped or failed (no reason recorded" in line
     _, _, summary = _generic_compare.update(data, MACHINE, ENV, commits[-3], commits[-2], "1.1", [], [])
     line = " ".join(texts(next(c for c in _walk(summary) if getattr(c, "id", None) == "gcompare-why-na")).split())
@@ -323,11 +326,6 @@ def test_a_reasons_entry_that_is_not_one_is_left_out_and_counted(tmp_path):
     assert "not a reasons file" in na_reasons.reasons_at(tmp_path, "m", "c" * 40).problem  # re-read once changed
 
 
-def _snapshot(torch="2.11.0", power_ns=0):
-    return {"recorded": True, "software": {"driver": "550.54.15", "torch": torch, "triton": "3.6.0", "liger": "0.6.1"},
-            "gpus": [{"name": "NVIDIA H200", "power_violation_ns": power_ns, "thermal_violation_ns": 0}]}
-
-
 def test_trends_mark_points_whose_run_throttled_or_changed_software(tmp_path):
     """The runner state benchmarks.run records beside each result file: a marker and the hover
     saying what differs from the run before (torch 2.11.0 → 2.12.0) or that it throttled."""
@@ -335,8 +333,8 @@ def test_trends_mark_points_whose_run_throttled_or_changed_software(tmp_path):
     commits = gx.history.commits
     folder = gx.results_dir / MACHINE / "runner-state"
     folder.mkdir()
-    states = [(_snapshot(), _snapshot())] * 3 + [(_snapshot("2.12.0"), _snapshot("2.12.0")),
-                                                 (_snapshot("2.12.0"), _snapshot("2.12.0", power_ns=5_000_000))]
+    states = [(snapshot(), snapshot())] * 3 + [(snapshot("2.12.0"), snapshot("2.12.0")),
+                                               (snapshot("2.12.0"), snapshot("2.12.0", power_violation_ns=5_000_000))]
     for commit, (start, end) in zip(commits, states):
         (folder / f"{commit[:8]}-{ENV}.json").write_text(json.dumps({"start": start, "end": end}))
     (folder / f"{commits[5][:8]}-{ENV}.json").write_text('{"start": {"recorded": true, "gpus": ["x"]}')  # broken

@@ -59,12 +59,9 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
         band = rows[np.isfinite(rows["y_lo"].to_numpy(dtype=float)) & np.isfinite(rows["y_hi"].to_numpy(dtype=float))]
         if len(band):
             x = _x(band, xcol)
-            hi_x, hi = _broken_where_missing(band, xcol, band["y_hi"].tolist())
-            lo_x, lo = _broken_where_missing(band, xcol, band["y_lo"].tolist())
-            traces.append(dict(type="scatter", x=hi_x, y=hi, mode="lines", line=dict(width=0), yaxis=axis,
-                               hoverinfo="skip", showlegend=False, legendgroup=line))
-            traces.append(dict(type="scatter", x=lo_x, y=lo, mode="lines", line=dict(width=0), yaxis=axis,
-                               fill="tonexty", fillcolor=alpha(color, 0.18), hoverinfo="skip",
+            band_x, band_y = _band_outline(band, xcol)
+            traces.append(dict(type="scatter", x=band_x, y=band_y, mode="lines", line=dict(width=0), yaxis=axis,
+                               fill="toself", fillcolor=alpha(color, 0.18), hoverinfo="skip",
                                name=f"{line} 99% CI", showlegend=False, legendgroup=line))
         x, y = _broken_where_missing(rows, xcol, rows["y"].tolist())
         _, custom = _broken_where_missing(rows, xcol, _commit_custom(rows).tolist())
@@ -183,6 +180,23 @@ def line_colors(lines: list[str]) -> dict[str, str]:
     palette = LINE_PALETTE
     others = [line for line in lines if line not in IMPL_COLORS]
     return {line: IMPL_COLORS.get(line) or palette[others.index(line) % len(palette)] for line in lines}
+
+
+def _band_outline(band: pd.DataFrame, xcol: str) -> tuple[list, list]:
+    """The CI band as closed outlines, one per run of neighbouring commits (along y_hi, back along
+    y_lo), separated by None: a band never spans commits without a value, as its line does not
+    ("tonexty" between two broken lines fills across their gaps)."""
+    positions = band["position"].to_numpy(dtype=float)
+    x, hi, lo = _x(band, xcol), band["y_hi"].to_numpy(), band["y_lo"].to_numpy()
+    starts = np.r_[0, np.flatnonzero(np.diff(positions) > 1) + 1]
+    ends = np.r_[starts[1:], len(band)]
+    out_x, out_y = [], []
+    for a, b in zip(starts, ends):
+        if out_x:
+            out_x.append(None), out_y.append(None)
+        out_x += list(x[a:b]) + list(x[a:b][::-1])
+        out_y += list(hi[a:b]) + list(lo[a:b][::-1])
+    return out_x, out_y
 
 
 def _broken_where_missing(rows: pd.DataFrame, xcol: str, values: list) -> tuple[list, list]:

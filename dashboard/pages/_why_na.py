@@ -18,12 +18,13 @@ def why_na_line(data, run, rows, commits: list[str], element_id: str) -> list:
     for commit in dict.fromkeys(c for c in commits if c):
         mine = rows[rows["commit_hash"].astype(str) == commit]
         n_na = int(mine["status"].astype(str).isin(STATUSES).sum()) if len(mine) else 0
-        listed, problem = why_na(mine, run.series, data.results_dir, run.machine, commit)
+        listed, explained, problem = why_na(mine, run.series, data.results_dir, run.machine, commit)
         if not n_na and not problem:
             continue
+        unexplained = f"; {n_na - explained} without a recorded reason" if listed and explained < n_na else ""
         parts = [html.B(f"Why n/a at {commit[:8]}: "), f"{n_na} series skipped or failed"]
-        parts += [" — ", "; ".join(listed)] if listed else [" (no reason recorded: asv keeps none; "
-                                                              "benchmarks.run records them in results/reasons/)"]
+        parts += [" — ", "; ".join(listed) + unexplained] if listed else [
+            " (no reason recorded: asv keeps none; benchmarks.run records them in results/reasons/)"]
         if problem:
             parts += [html.Br(), html.Span(problem, className="bad")]
         lines.append(html.P(parts, className="hint why-na"))
