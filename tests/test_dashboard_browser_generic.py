@@ -79,7 +79,8 @@ def test_brw_generic_units_gaps_reasons_runner_marks_and_sub_metrics(tmp_path):
     write_run_notes(gx.history, {last: [skip_reasons.entry(OPTIONAL, {}, "skipped", "needs a GPU")]},
                     {i: (snapshot("2.12.0" if i >= 18 else "2.11.0"),) * 2 for i in range(last + 1)})
     with browser_on(gx.results_dir, tmp_path) as duo:
-        duo.driver.get(duo.server_url + "/trends" + encode_query({"benchmark": MIXED, "p_stat": [repr(k) for k in MIXED_STATS]}))
+        every_stat = {"benchmark": MIXED, "p_stat": [repr(k) for k in MIXED_STATS]}
+        duo.driver.get(duo.server_url + "/trends" + encode_query(every_stat))
         axes = poll(lambda: set(figure_value(duo, "series-figure",
                                              "g.data.filter(t => t.mode === 'lines+markers').map(t => t.yaxis)")
                                 or []) == {"y", "y3", "y4"}, what="an axis per combination")
