@@ -58,7 +58,6 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
         color, axis = colors[line], axis_of[line]
         band = rows[np.isfinite(rows["y_lo"].to_numpy(dtype=float)) & np.isfinite(rows["y_hi"].to_numpy(dtype=float))]
         if len(band):
-            x = _x(band, xcol)
             band_x, band_y = _band_outline(band, xcol)
             traces.append(dict(type="scatter", x=band_x, y=band_y, mode="lines", line=dict(width=0), yaxis=axis,
                                fill="toself", fillcolor=alpha(color, 0.18), hoverinfo="skip",
@@ -86,17 +85,7 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
             annotations.append(dict(x=x, y=1.0, xref="x", yref="paper", text=f"{marked_commit[:8]}", showarrow=False,
                                     yanchor="bottom", font=dict(size=11)))
     strip = layout.pop("strip", 0.0)
-    panels = sorted(set(axis_of.values()), key=_axis_number) or ["y"]
-    bottom = strip + 0.03 if strip else 0.0
-    height = (1 - bottom) / len(panels)
-    for k, axis in enumerate(panels):  # the first line's axis on top
-        mine = ok[ok["line"].map(axis_of) == axis] if len(panels) > 1 else ok
-        name = f"{line_of_axis(axis_of, axis)}" if len(panels) > 1 else spec.label
-        top = 1 - k * height
-        layout["yaxis" + axis[1:]] = _value_axis(
-            mine, shown.title(name), log_y, shown.symbol,
-            [max(top - height + (0.04 if len(panels) > 1 else 0), bottom), top] if (strip or len(panels) > 1) else None,
-            anchor=None if axis == "y" else "x")
+    panels = _add_value_axes(layout, ok, axis_of, shown.title, spec.label, log_y, shown.symbol, strip)
     layout.update(
         xaxis=dict(title=dict(text="commit (oldest → newest)" if xcol == "position" else "commit date"),
                    **({"type": "date"} if xcol == "date" else _commit_ticks(series)),
@@ -105,6 +94,25 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
     return {"data": traces, "layout": layout_dict(theme, title=dict(text=title), hovermode="closest",
                                                   height=480 if len(panels) == 1 else 180 + 150 * len(panels),
                                                   **layout)}
+
+
+def _add_value_axes(layout: dict, ok: pd.DataFrame, axis_of: dict[str, str], title, label: str, log_y: bool,
+                    symbol: str, strip: float) -> list[str]:
+    """The y axes of the values, into ``layout``: one, or one per line stacked (the first line's
+    on top, each titled with its line), above the not-run strip when there is one. Returns the
+    axes' names, top first."""
+    panels = sorted(set(axis_of.values()), key=_axis_number) or ["y"]
+    bottom = strip + 0.03 if strip else 0.0
+    height = (1 - bottom) / len(panels)
+    for k, axis in enumerate(panels):
+        apart = len(panels) > 1
+        top = 1 - k * height
+        domain = [max(top - height + (0.04 if apart else 0), bottom), top] if (strip or apart) else None
+        layout["yaxis" + axis[1:]] = _value_axis(
+            ok[ok["line"].map(axis_of) == axis] if apart else ok,
+            title(_line_of_axis(axis_of, axis) if apart else label), log_y, symbol, domain,
+            anchor=None if axis == "y" else "x")
+    return panels
 
 
 def _axes_of(lines: list[str], axis_per_line: bool) -> dict[str, str]:
@@ -118,7 +126,7 @@ def _axis_number(axis: str) -> int:
     return int(axis[1:] or 1)
 
 
-def line_of_axis(axis_of: dict[str, str], axis: str) -> str:
+def _line_of_axis(axis_of: dict[str, str], axis: str) -> str:
     return next(line for line, a in axis_of.items() if a == axis)
 
 
