@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
 from dashboard.safe_read import read_json
 
 DIRNAME = "reasons"  # benchmarks.skip_reasons.DIRNAME
@@ -48,7 +50,7 @@ def path_of(results_dir: Path, machine: str, commit: str) -> Path:
 
 def reasons_at(results_dir, machine: str, commit: str | None) -> Reasons:
     """The reasons recorded for ``commit`` on ``machine``; NONE where there is no file."""
-    if not commit:
+    if not commit or f"{commit}.json" not in _listed(str(Path(results_dir) / DIRNAME / machine)):
         return NONE
     path = path_of(results_dir, machine, commit)
     try:
@@ -56,6 +58,25 @@ def reasons_at(results_dir, machine: str, commit: str | None) -> Reasons:
     except (OSError, ValueError):  # absent (the usual case), or a name the OS refuses
         return NONE if not os.path.islink(path) else _read(str(path), str(results_dir), -1, -1)
     return _read(str(path), str(results_dir), st.st_size, st.st_mtime_ns)
+
+
+def _listed(folder: str) -> frozenset[str]:
+    """The file names in a machine's reasons folder (one listing per change of the folder: a
+    trend asks about every commit it shows)."""
+    try:
+        mtime = os.stat(folder).st_mtime_ns
+    except (OSError, ValueError):
+        return frozenset()
+    return _listing(folder, mtime)
+
+
+@lru_cache(maxsize=64)
+def _listing(folder: str, _mtime_ns: int) -> frozenset[str]:
+    try:
+        with os.scandir(folder) as entries:
+            return frozenset(e.name for e in entries)
+    except OSError:
+        return frozenset()
 
 
 @lru_cache(maxsize=1024)
@@ -93,12 +114,19 @@ def reason_column(rows, series, results_dir, machine: str) -> list[str]:
     if not len(rows):
         return []
     out = [""] * len(rows)
-    na = rows["status"].astype(str).isin(STATUSES).to_numpy()
+    na = rows["status"].astype(str).isin(STATUSES).to_numpy().copy()
     if not na.any():
         return out
-    at: dict[str, Reasons] = {}  # one look per commit
-    for i, commit, key in zip(na.nonzero()[0], rows["commit_hash"].to_numpy()[na], _keys(rows[na], series)):
-        reasons = at.get(commit) or at.setdefault(commit, reasons_at(results_dir, machine, str(commit)))
+    listed = _listed(str(Path(results_dir) / DIRNAME / machine))  # one listing, not a look per commit
+    if not listed:
+        return out
+    commits = rows["commit_hash"].astype(str).to_numpy()
+    na &= np.fromiter((f"{c}.json" in listed for c in commits), dtype=bool, count=len(commits))
+    if not na.any():
+        return out
+    at: dict[str, Reasons] = {}
+    for i, commit, key in zip(na.nonzero()[0], commits[na], _keys(rows[na], series)):
+        reasons = at[commit] if commit in at else at.setdefault(commit, reasons_at(results_dir, machine, commit))
         found = reasons.by_series.get(key)
         out[i] = found[1] if found else ""
     return out

@@ -62,8 +62,7 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
             traces.append(dict(type="scatter", x=band_x, y=band_y, mode="lines", line=dict(width=0), yaxis=axis,
                                fill="toself", fillcolor=alpha(color, 0.18), hoverinfo="skip",
                                name=f"{line} 99% CI", showlegend=False, legendgroup=line))
-        x, y = _broken_where_missing(rows, xcol, rows["y"].tolist())
-        _, custom = _broken_where_missing(rows, xcol, _commit_custom(rows).tolist())
+        x, (y, custom) = _broken_where_missing(rows, xcol, rows["y"].tolist(), _commit_custom(rows).tolist())
         traces.append(dict(
             type="scatter", x=x, y=y, mode="lines+markers", name=line, connectgaps=False, yaxis=axis,
             legendgroup=line, line=dict(color=color, width=2), marker=dict(size=5, color=color),
@@ -207,18 +206,18 @@ def _band_outline(band: pd.DataFrame, xcol: str) -> tuple[list, list]:
     return out_x, out_y
 
 
-def _broken_where_missing(rows: pd.DataFrame, xcol: str, values: list) -> tuple[list, list]:
-    """x and ``values`` (one per row, in position order) with a gap (None) between two points
-    whose commits are not next to each other in the run: the commits between have no value for
-    this line (it failed, was skipped, or is not in their results)."""
-    x = list(_x(rows, xcol))
+def _broken_where_missing(rows: pd.DataFrame, xcol: str, *columns: list) -> tuple[list, list[list]]:
+    """x and each of ``columns`` (one value per row, in position order) with a gap (None) between
+    two points whose commits are not next to each other in the run: the commits between have no
+    value for this line (it failed, was skipped, or is not in their results)."""
+    x, columns = list(_x(rows, xcol)), [list(c) for c in columns]
     if len(rows) < 2:
-        return x, list(values)
+        return x, columns
     positions = rows["position"].to_numpy(dtype=float)
-    values = list(values)
     for i in np.flatnonzero(np.diff(positions) > 1)[::-1]:
-        x.insert(i + 1, None), values.insert(i + 1, None)
-    return x, values
+        for values in (x, *columns):
+            values.insert(i + 1, None)
+    return x, columns
 
 
 def _commit_custom(rows: pd.DataFrame) -> np.ndarray:
