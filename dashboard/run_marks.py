@@ -17,13 +17,18 @@ from pathlib import Path
 from dashboard.safe_read import read_json
 
 MAX_STATE_BYTES = 1 << 20  # a snapshot is a few KB
+STATE_DIR = "runner-state"  # regressions.recorded_state.STATE_DIR (importing that module imports scipy)
 
 
 def marks_of(results_dir, machine: str, env_name: str, commits: tuple[str, ...], signature_key: int = 0
              ) -> dict[str, str]:
     """{commit hash: what to say on its points} for the commits (oldest first) of one run:
     "throttled (power)", "torch 2.11.0 → 2.12.0", joined by "; "."""
-    return dict(_marks(str(results_dir), machine, env_name, tuple(commits), signature_key))
+    try:  # the folder's own time too: runner state written after the results were loaded still counts
+        listed_at = os.stat(Path(results_dir) / machine / STATE_DIR).st_mtime_ns
+    except (OSError, ValueError):
+        return {}  # no runner state recorded for this machine
+    return dict(_marks(str(results_dir), machine, env_name, tuple(commits), signature_key, listed_at))
 
 
 def marks_of_run(data, run) -> dict[str, str]:
@@ -33,9 +38,10 @@ def marks_of_run(data, run) -> dict[str, str]:
 
 
 @lru_cache(maxsize=64)
-def _marks(root: str, machine: str, env_name: str, commits: tuple[str, ...], _signature: int) -> tuple:
+def _marks(root: str, machine: str, env_name: str, commits: tuple[str, ...], _signature: int,
+           _listed_at: int) -> tuple:
     # the gate's package imports scipy: on first use, not with the page
-    from dashboard.regressions.recorded_state import SOFTWARE_KEYS, STATE_DIR, comparable_state, throttling
+    from dashboard.regressions.recorded_state import SOFTWARE_KEYS, comparable_state, throttling
 
     folder = Path(root) / machine / STATE_DIR
     try:

@@ -15,7 +15,7 @@ from dashboard.model import GENERIC, ResultsStore, build_data
 from dashboard.pages import _generic_compare, _generic_trends, discover_pages, regressions as inbox_page
 from dashboard.urlstate import Query, encode_query, link
 from tests.generic_fixtures import (BROKEN, ENV, GRID, IMPORT, MACHINE, MIXED, MIXED_STATS, OPTIONAL, READ, STEP_AT,
-                                    THROUGHPUT, snapshot, write_generic_history)
+                                    THROUGHPUT, snapshot, write_generic_history, write_run_notes)
 from tests.test_dashboard import _walk, texts
 
 
@@ -351,3 +351,17 @@ def test_trends_mark_points_whose_run_throttled_or_changed_software(tmp_path):
     fig = go.Figure(_generic_trends.update(build_data(bare.results_dir), MACHINE, ENV, IMPORT, {}, "commit", [],
                                            None)[0])
     assert not [t for t in fig.data if (t.name or "").startswith("runner changed")]
+
+
+def test_runner_state_recorded_after_the_results_were_loaded_still_marks(tmp_path):
+    gx = write_generic_history(tmp_path / "results", n_commits=4)
+    data = build_data(gx.results_dir)
+
+    def marked():
+        fig = go.Figure(_generic_trends.update(data, MACHINE, ENV, IMPORT, {}, "commit", [], None)[0])
+        return [t for t in fig.data if (t.name or "").startswith("runner changed")]
+
+    assert not marked()  # nothing recorded yet
+    write_run_notes(gx.history, {}, {0: (snapshot(), snapshot()), 1: (snapshot("2.12.0"), snapshot("2.12.0"))})
+    (marks,) = marked()
+    assert list(marks.x) == [1]
