@@ -28,6 +28,7 @@ from dashboard.figures import build_trend_figure
 from dashboard.metrics import better_of
 from dashboard.model import DashboardData, ResultsStore, Run
 from dashboard.na_reasons import reason_column
+from dashboard.pages._commit_info import commit_info
 from dashboard.run_marks import marks_of_run
 from dashboard.units import symbol_of
 from dashboard.urlstate import PARAM_PREFIX, QUERY_TYPE, SHELL, Query, qid
@@ -250,6 +251,4 @@ def register(app, store: ResultsStore):
                   Input(qid(SHELL, "theme"), "value"))
     @guarded(message)
     def _commit_info(*args):
-        from dashboard.pages.trends import commit_info
-
         return commit_info(store.get(), *args)

@@ -8,7 +8,7 @@ import threading
 from collections import OrderedDict
 
 import pandas as pd
-from dash import Input, Output, State, dcc, html
+from dash import Input, Output, State, html
 
 from dashboard import commit_messages, metrics
 from dashboard.components import (
@@ -21,7 +21,8 @@ from dashboard.model import DashboardData, ResultsStore, Run
 from dashboard.na_reasons import reason_column
 from dashboard.run_marks import marks_of_run
 from dashboard.pages import Page, _generic_trends
-from dashboard.urlstate import SHELL, Query, link, qid
+from dashboard.pages._commit_info import commit_info  # noqa: F401 (the Trends pages' card; tests call it here)
+from dashboard.urlstate import SHELL, Query, qid
 
 ID = "trends"
 CASE_FACETS = ("op", "dtype", "activation", "shape")
@@ -154,28 +155,6 @@ def speedup_figure(run: Run, case: str, mode: str | None, impl, x_axis, logy, co
                               x_axis or "commit", "log" in (logy or []), theme,
                               title=f"Speedup of fused (t_best / t_fused) — {case} — {mode} — {run.machine}",
                               run_marks=marks)
-
-
-def commit_info(data: DashboardData, machine, env, click, marked, theme="light"):
-    """A link to the clicked (or marked) commit and to Compare against its predecessor."""
-    run = data.run(machine, env)
-    chosen = None
-    if click and click.get("points"):
-        custom = click["points"][0].get("customdata")
-        chosen = custom[0] if isinstance(custom, list) and custom else None
-    chosen = resolve_commit(run, chosen or marked) if (chosen or marked) and run is not None else None
-    if chosen is None:
-        return html.Span("Click a point to get a link to its commit.", className="hint")
-    row = run.commits[run.commits["commit_hash"] == chosen].iloc[0]
-    parts = [html.B(f"commit {chosen[:10]}"), f" · {row['date']:%Y-%m-%d %H:%M} · #{row['position']} "]
-    url = data.commit_link(chosen)
-    if url:
-        parts += [" · ", html.A("open commit ↗", href=url, target="_blank", id="trends-commit-link")]
-    previous = run.previous_commit(chosen)
-    if previous:
-        parts += [" · ", dcc.Link("compare with previous", href=link("/compare", {
-            "machine": run.machine, "env": run.env_name, "a": previous, "b": chosen, "theme": theme}))]
-    return html.Span(parts)
 
 
 def register(app, store: ResultsStore):
