@@ -509,9 +509,9 @@ def test_failed_and_skipped_implementations_show_where_their_line_would_be(data,
     names = [t.name for t in fig.data]
     assert impl not in names  # no value to draw a line through...
     failed = fig.data[names.index(f"{impl}: failed at {n_failed} commits")]  # ...but a legend entry and markers
-    assert len(failed.x) == n_failed and failed.marker.symbol == "x" and "asv stored null" in failed.hovertemplate
+    assert len(failed.x) == n_failed and failed.marker.symbol == "x" and all("asv stored null" in t for t in failed.text)
     skipped = fig.data[names.index(f"cublaslt: skipped at {n_skipped} commits")]
-    assert skipped.marker.symbol == "circle-open" and "NaN" in skipped.hovertemplate
+    assert skipped.marker.symbol == "circle-open" and all("NaN" in t for t in skipped.text)
 
 
 def test_compare_cells_are_numbers_in_the_unit_of_their_header(data, main_run, fx):
@@ -622,3 +622,63 @@ def test_compare_fetches_samples_only_for_the_rows_beyond_the_factor(main_run, f
     pd.testing.assert_frame_equal(eager, lazy)
     beyond = int(((eager["ratio"] > 1.1) | (eager["ratio"] < 1 / 1.1)).sum())
     assert beyond >= 1 and asked == [beyond, beyond]  # old and new samples of those rows, nothing else
+
+
+def test_why_a_suite_series_is_n_a_shows_on_trends_the_overview_and_compare(fx, data, main_run):
+    """The reasons benchmarks.run keeps (results/reasons/) where a person meets the n/a."""
+    from benchmarks import skip_reasons
+
+    case, failing_impl = fx.failing  # compile fails; cuBLASLt has no silu epilogue (skipped)
+    newest, before = main_run.commits["commit_hash"].iloc[-1], main_run.commits["commit_hash"].iloc[-2]
+    mine = main_run.series[(main_run.series["case"] == case) & (main_run.series["metric"] == "latency")
+                           & (main_run.series["mode"] == "forward")]
+    entries = [skip_reasons.entry(r.benchmark, dict(zip(r.param_names, r.param_values)), status, why)
+               for r in mine.itertuples() for impl, status, why in (
+                   ("cublaslt", "skipped", "cublaslt has no silu epilogue (only ['gelu_tanh', 'relu'])"),
+                   (failing_impl, "failed", "Traceback (most recent call last):\nInductorError: <lowering> boom"))
+               if r.impl == impl]
+    assert len(entries) == 2
+    target = skip_reasons.merge(fx.results_dir, MAIN_MACHINE, newest, entries, set())
+    try:
+        fig = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, case, "latency", None, "commit", [], None))
+        skipped = next(t for t in fig.data if (t.name or "").startswith("cublaslt: skipped"))
+        assert skipped.text[-1] == "skipped: cublaslt has no silu epilogue (only ['gelu_tanh', 'relu'])"
+        failed = next(t for t in fig.data if (t.name or "").startswith(f"{failing_impl}: failed"))
+        assert failed.text[-1] == "failed: InductorError: &lt;lowering&gt; boom"  # escaped for the hover
+        assert failed.text[0].startswith("failed: asv stored null")  # no reason recorded there
+        _, _, changes, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, newest, None, None, None, None, None, None)
+        line = " ".join(texts(next(c for c in _walk(changes) if getattr(c, "id", None) == "overview-why-na")).split())
+        assert "1 × cublaslt has no silu epilogue" in line and "1 × InductorError: <lowering> boom" in line
+        _, _, summary = compare.update(data, MAIN_MACHINE, MAIN_ENV, before, newest, "latency", "1.1", [], None,
+                                       None, None, None, None)
+        line = " ".join(texts(next(c for c in _walk(summary) if getattr(c, "id", None) == "compare-why-na")).split())
+        assert f"Why n/a at {newest[:8]}:" in line and "1 × cublaslt has no silu epilogue" in line
+        assert f"Why n/a at {before[:8]}:" in line and "no reason recorded" in line
+    finally:
+        target.unlink()
+
+
+def test_a_findings_numbers_sit_in_right_aligned_columns_and_its_evidence_in_small_type(data, fx):
+    """Before / after / change / p each in a cell of their own (right-aligned, tabular figures, so they
+    line up from one finding to the next); the classification's evidence on a small line below."""
+    import pathlib
+
+    findings = [f for f in find_changes(data.rows_frame()) if f.commit_hash == fx.regression_commit
+                and f.direction == "regression"]
+    children, _ = inbox_page.inbox(data, FindingsState("done", 0.0, findings, 1.0), None, "regression", [])
+    (item,) = [li for li in _walk(children) if type(li).__name__ == "Li" and fx.regressed[0] in texts(li)]
+    (numbers,) = [c for c in item.children if getattr(c, "className", "") == "finding-numbers"]
+    cells = [c for c in numbers.children if "num" in (getattr(c, "className", "") or "").split()]
+    (f,) = [f for f in findings if fx.regressed[0] in f.params]
+    from dashboard.units import format_value
+
+    assert [texts(c) for c in cells[:3]] == [format_value(f.before, f.unit), format_value(f.after, f.unit),
+                                             f"{f.relative_change:+.1%}"]
+    assert texts(cells[3]).startswith("p")
+    (evidence,) = [c for c in item.children if type(c).__name__ == "Small"]
+    assert evidence.className == "evidence" and len(texts(evidence)) > 10
+    css = (pathlib.Path(__file__).parent.parent / "dashboard" / "assets" / "style.css").read_text()
+    rule = re.search(r"\.finding-numbers \.num \{([^}]*)\}", css).group(1)
+    assert "text-align: right" in rule and "font-variant-numeric: tabular-nums" in rule
+    small = re.search(r"small\.evidence \{([^}]*)\}", css).group(1)
+    assert re.search(r"font-size: 0\.[0-9]+rem", small)

@@ -126,7 +126,28 @@ def test_brw006_machine_against_machine(duo, fx):
 
 
 def test_brw007_every_page_at_1400_and_1000_px(duo, fx):
-    """Screenshots of the suite-shaped history (a baseline failing throughout, a planted regression)."""
+    """Screenshots of the suite-shaped history (a baseline failing throughout, a planted regression;
+    at the newest commit the reasons benchmarks.run keeps for its n/a values, and a torch upgrade
+    on the runner a few commits before)."""
+    from benchmarks import skip_reasons
+    from tests.generic_fixtures import snapshot, write_run_notes
+    from tests.suite_fixtures import benchmark_name
+
+    case, failing_impl = fx.failing
+    newest = len(fx.main.commits) - 1
+    reasons = [skip_reasons.entry(benchmark_name("linear_act", m), {"case": case, "impl": impl}, status, why)
+               for m in ("track_latency", "track_peak_memory", "track_kernels_per_call") for impl, status, why in (
+                   ("cublaslt", "skipped", "cublaslt has no silu epilogue (only ['gelu_tanh', 'relu'])"),
+                   (failing_impl, "failed", "Traceback (most recent call last):\nInductorError: lowering failed"))]
+    write_run_notes(fx.main, {newest: reasons},
+                    {i: (snapshot("2.12.0" if i >= newest - 3 else "2.11.0"),) * 2 for i in range(newest + 1)})
+    duo.driver.set_window_size(1400, 900)  # figures are drawn at the window's width
+    duo.driver.get(duo.server_url + "/")
+    poll(lambda: "cublaslt has no silu epilogue" in duo.find_element("#overview-why-na").text, what="why n/a")
+    duo.driver.get(duo.server_url + "/trends?case=" + quote_plus(case))
+    names = poll(lambda: figure_value(duo, "trends-figure", "g.data.map(t => t.name)"), what="trend drawn")
+    assert any((n or "").startswith("runner changed or throttled") for n in names)
+    shoot(duo, "suite-trends-failing-baseline")
     for path, name in (("/", "overview"), ("/trends?case=" + quote_plus(fx.regressed[0]), "trends"),
                        ("/compare", "compare"), ("/roofline", "roofline"), ("/regressions", "regressions")):
         duo.driver.get(duo.server_url + path)

@@ -8,7 +8,8 @@ from tests.browser_support import browser_on, figure_value, poll, severe_logs, s
 skip_module_without_browser()
 pytestmark = pytest.mark.slow
 
-from tests.generic_fixtures import READ, write_generic_history  # noqa: E402
+from tests.generic_fixtures import (IMPORT, MIXED, MIXED_STATS, OPTIONAL, READ, STEP_AT, snapshot,  # noqa: E402
+                                    write_generic_history, write_run_notes)
 
 
 @pytest.fixture(scope="module")
@@ -63,3 +64,47 @@ def test_brw_generic_a_benchmark_that_starts_failing_and_every_page_on_screen(tm
             shoot(duo, f"generic-{name}")
         assert severe_logs(duo) == []
 
+
+
+def test_brw_generic_units_gaps_reasons_runner_marks_and_sub_metrics(tmp_path):
+    """The views issue 23's remainder added, on screen: a benchmark without a unit (an axis per
+    combination), a line that leaves a gap where its benchmark is not in the results, a point whose
+    run changed torch, why a value is n/a, and sub-metrics nested in the inbox."""
+    from benchmarks import skip_reasons
+    from dashboard.urlstate import encode_query
+
+    gx = write_generic_history(tmp_path / "results", mixed_units=True, absent=(IMPORT, range(8, 14)),
+                               sub_metrics=True)
+    last = len(gx.history.commits) - 1
+    write_run_notes(gx.history, {last: [skip_reasons.entry(OPTIONAL, {}, "skipped", "needs a GPU")]},
+                    {i: (snapshot("2.12.0" if i >= 18 else "2.11.0"),) * 2 for i in range(last + 1)})
+    with browser_on(gx.results_dir, tmp_path) as duo:
+        every_stat = {"benchmark": MIXED, "p_stat": [repr(k) for k in MIXED_STATS]}
+        duo.driver.get(duo.server_url + "/trends" + encode_query(every_stat))
+        axes = poll(lambda: set(figure_value(duo, "series-figure",
+                                             "g.data.filter(t => t.mode === 'lines+markers').map(t => t.yaxis)")
+                                or []) == {"y", "y3", "y4"}, what="an axis per combination")
+        assert axes
+        assert "no unit" in duo.find_element("#series-lines-note").text
+        shoot(duo, "generic-trends-no-unit")
+        duo.driver.get(duo.server_url + f"/trends?benchmark={IMPORT}&logy=log")
+        marks = poll(lambda: figure_value(duo, "series-figure",
+                                          "g.data.filter(t => (t.name || '').startsWith('runner changed')).length"),
+                     what="runner marks")
+        assert marks == 1
+        ticks = figure_value(duo, "series-figure", "g.layout.yaxis.ticktext")
+        assert ticks and len(ticks) <= 8
+        shoot(duo, "generic-trends-gap-and-marks")
+        duo.driver.get(duo.server_url + f"/compare?a={gx.history.commits[last - 1]}&b={gx.history.commits[last]}")
+        why = poll(lambda: "needs a GPU" in duo.find_element("#gcompare-why-na").text, what="why n/a")
+        assert why and "1 × needs a GPU; 1 without a recorded reason" in duo.find_element("#gcompare-why-na").text
+        shoot(duo, "generic-compare-why-na")
+        duo.driver.get(duo.server_url + "/regressions?q=track_step")
+        poll(lambda: duo.driver.find_elements("css selector", "#regressions-inbox ul.sub-metrics ul.sub-metrics"),
+             timeout=90, what="nested sub-metrics")
+        assert gx.history.commits[STEP_AT][:10] in duo.find_element("#regressions-inbox").text
+        shoot(duo, "generic-regressions-sub-metrics")
+        duo.driver.get(duo.server_url + "/regressions")
+        poll(lambda: "finding(s)" in duo.find_element("#regressions-count").text, timeout=90, what="inbox")
+        shoot(duo, "generic-regressions-all")
+        assert severe_logs(duo) == []

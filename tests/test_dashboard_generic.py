@@ -14,14 +14,18 @@ from dashboard.detection import detect_in_worker
 from dashboard.model import GENERIC, ResultsStore, build_data
 from dashboard.pages import _generic_compare, _generic_trends, discover_pages, regressions as inbox_page
 from dashboard.urlstate import Query, encode_query, link
-from tests.generic_fixtures import (BROKEN, ENV, GRID, MACHINE, OPTIONAL, READ, STEP_AT, THROUGHPUT,
-                                    write_generic_history)
+from tests.generic_fixtures import (BROKEN, ENV, GRID, IMPORT, MACHINE, MIXED, MIXED_STATS, OPTIONAL, READ, STEP_AT,
+                                    THROUGHPUT, snapshot, write_generic_history, write_run_notes)
 from tests.test_dashboard import _walk, texts
 
 
 @pytest.fixture(scope="module")
 def gx(tmp_path_factory):
-    return write_generic_history(tmp_path_factory.mktemp("generic") / "results")
+    return write_generic_history(tmp_path_factory.mktemp("generic") / "results", mixed_units=True,
+                                 absent=ABSENT)
+
+
+ABSENT = (IMPORT, range(8, 14))  # commits whose results leave time_import out (it did not run there)
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +40,9 @@ def test_other_projects_results_load_in_generic_mode(data, gx):
     assert set(run.series["benchmark"]) == {s.benchmark for s in gx.history.series}
     assert len(run.series) == len(gx.history.series)
     line = data.what_was_loaded()
-    assert f"{len(gx.history.series)} series of 7 benchmarks, {len(gx.history.commits)} commits on 1 machine" in line
+    n_benchmarks = len({s.benchmark for s in gx.history.series})
+    assert f"{len(gx.history.series)} series of {n_benchmarks} benchmarks, {len(gx.history.commits)} commits on 1 " \
+           "machine" in line
 
 
 def test_every_page_renders_and_overview_and_roofline_say_why_they_are_off(gx):
@@ -101,6 +107,49 @@ def test_a_parameter_value_with_a_comma_survives_the_link(gx):
     fig, _ = _generic_trends.update(store.get(), MACHINE, ENV, GRID, {"shape": ["(64, 64)"]}, "commit", [], None)
     fig = go.Figure(fig)
     assert sorted(t.name for t in fig.data if t.mode == "lines+markers") == ["method='lu'", "method='qr'"]
+
+
+def test_a_benchmark_without_a_unit_opens_on_one_combination_and_never_shares_an_axis(gx, data):
+    """asv's placeholder unit says nothing: GB, seconds and a count of one benchmark get an axis each."""
+    store = ResultsStore(gx.results_dir, detect_in_background=False)
+    page = render_page(store, discover_pages(), "/trends", encode_query({"benchmark": MIXED}))
+    values = {c.id["key"]: c.value for c in _walk(page) if isinstance(getattr(c, "id", None), dict)}
+    assert values["p_stat"] == [repr(next(iter(MIXED_STATS)))]  # opens on one combination
+    fig, note = _generic_trends.update(data, MACHINE, ENV, MIXED, {}, "commit", [], None)  # all three picked
+    fig = go.Figure(fig)
+    lines = [t for t in fig.data if t.mode == "lines+markers"]
+    assert len(lines) == len(MIXED_STATS) and len({t.yaxis for t in lines}) == len(MIXED_STATS)
+    domains = sorted(tuple(fig.layout[f"yaxis{t.yaxis[1:]}"].domain) for t in lines)
+    assert all(a[1] <= b[0] for a, b in zip(domains, domains[1:]))  # stacked, never overlapping
+    for t in lines:  # each axis spans its own line's values
+        low, high = fig.layout[f"yaxis{t.yaxis[1:]}"].range
+        assert low <= min(v for v in t.y if v is not None) and max(v for v in t.y if v is not None) <= high
+    assert "no unit" in note and MIXED in note
+    one_unit, _ = _generic_trends.update(data, MACHINE, ENV, READ, {}, "commit", [], None)
+    assert {t.yaxis for t in go.Figure(one_unit).data if t.mode == "lines+markers"} == {"y"}  # seconds: one axis
+
+
+def test_a_line_leaves_a_gap_where_its_benchmark_is_not_in_the_results(data, gx):
+    benchmark, missing = ABSENT
+    fig, _ = _generic_trends.update(data, MACHINE, ENV, benchmark, {}, "commit", [], None)
+    (line,) = [t for t in go.Figure(fig).data if t.mode == "lines+markers"]
+    x = list(line.x)
+    assert None in x and x[x.index(None) - 1] == missing.start - 1 and x[x.index(None) + 1] == missing.stop
+    assert not set(missing) & {v for v in x if v is not None} and x.count(None) == 1
+    assert line.y[x.index(None)] is None
+    (band,) = [t for t in go.Figure(fig).data if (t.name or "").endswith("99% CI")]  # the band breaks there too
+    outlines = [v for v in band.x]
+    assert outlines.count(None) == 1 and not set(missing) & {v for v in outlines if v is not None}
+
+
+def test_a_log_axis_labels_a_few_round_values_not_every_minor_tick(data):
+    fig, _ = _generic_trends.update(data, MACHINE, ENV, READ, {"size": ["65536"], "kind": ["'csv'"]}, "commit",
+                                    ["log"], None)
+    axis = go.Figure(fig).layout.yaxis
+    assert axis.type == "log" and 3 <= len(axis.tickvals) <= 8
+    low, high = 10 ** axis.range[0], 10 ** axis.range[1]
+    assert all(low <= v <= high for v in axis.tickvals)
+    assert [float(t.replace(",", "")) for t in axis.ticktext] == pytest.approx(list(axis.tickvals))
 
 
 def test_many_combinations_are_narrowed_not_drawn_as_a_tangle(data):
@@ -196,3 +245,123 @@ def test_asv_conf_gives_commit_links_and_the_repositorys_commit_order(tmp_path):
 
 def test_a_foreign_results_folder_never_gets_this_repositorys_commit_links(gx):
     assert build_data(gx.results_dir).commit_link("abc") is None
+
+
+def test_sub_metrics_are_nested_under_their_parent_in_the_inbox(tmp_path):
+    """step.forward under step, step.forward.solve under step.forward: the gate's rule, on the page."""
+    from dashboard.detection import FindingsState
+    from tests.asv_fixtures import SeriesSpec, write_history
+
+    names = ("bench.M.track_step", "bench.M.track_step.forward", "bench.M.track_step.forward.solve")
+    history = write_history(tmp_path / "results", [SeriesSpec(n, (16,), ("m",), steps=((24, 0.3),), run_noise=0.01)
+                                                   for n in names], 30, seed=5, n_samples=15)
+    findings = [f for f in detect_in_worker(str(history.results_dir), None) if f.commit_hash == history.commits[24]]
+    assert {f.benchmark for f in findings} == set(names)
+    children, _ = inbox_page.inbox(build_data(history.results_dir), FindingsState("done", 0.0, findings, 1.0), None,
+                                   "regression", [])
+    (group,) = [c for c in _walk(children) if type(c).__name__ == "Details" and "inbox-group" in c.className]
+    top = next(c for c in group.children if type(c).__name__ == "Ul")
+    chain = []
+    level = top
+    while level is not None:
+        (item,) = level.children  # one finding per level
+        below = next((c for c in item.children if type(c).__name__ == "Ul" and c.className == "sub-metrics"), None)
+        own = texts([c for c in item.children if c is not below])
+        chain.append(next(n for n in names[::-1] if n in own))
+        level = below
+    assert chain == list(names)
+
+
+def _write_reasons(results_dir, machine, commit, entries):
+    from benchmarks import skip_reasons
+
+    return skip_reasons.merge(results_dir, machine, commit, entries, set())
+
+
+def test_recorded_reasons_say_why_a_value_is_n_a_and_a_broken_file_is_reported(tmp_path):
+    """results/reasons/<machine>/<commit>.json (benchmarks/skip_reasons.py) on Trends' not-run
+    markers and Compare's why-n/a line; a broken reasons file is named, never the page's end."""
+    from benchmarks import skip_reasons
+
+    gx = write_generic_history(tmp_path / "results", n_commits=6)
+    commits = gx.history.commits
+    _write_reasons(gx.results_dir, MACHINE, commits[-1], [
+        skip_reasons.entry(OPTIONAL, {}, "skipped", "needs a GPU (torch.cuda.is_available() is False)"),
+        skip_reasons.entry(BROKEN, {}, "failed", "Traceback (most recent call last):\n  File x\nRuntimeError: boom")])
+    broken = skip_reasons.path(gx.results_dir, MACHINE, commits[-2])
+    broken.write_text('{"version": 1, "entries": [')  # cut short
+    data = build_data(gx.results_dir)
+    fig = go.Figure(_generic_trends.update(data, MACHINE, ENV, OPTIONAL, {}, "commit", [], None)[0])
+    (skipped,) = fig.data
+    assert skipped.text[-1] == "skipped: needs a GPU (torch.cuda.is_available() is False)"
+    assert skipped.text[0].startswith("skipped: asv stored NaN")  # nothing recorded at the first commit
+    fig = go.Figure(_generic_trends.update(data, MACHINE, ENV, BROKEN, {}, "commit", [], None)[0])
+    assert fig.data[0].text[-1] == "failed: RuntimeError: boom"  # a traceback's last line
+    _, _, summary = _generic_compare.update(data, MACHINE, ENV, commits[-3], commits[-1], "1.1", [], [])
+    line = " ".join(texts(next(c for c in _walk(summary) if getattr(c, "id", None) == "gcompare-why-na")).split())
+    assert f"Why n/a at {commits[-1][:8]}: 2 series skipped or failed" in line
+    assert "1 × needs a GPU" in line and "1 × RuntimeError: boom" in line and "without a recorded" not in line
+    assert f"Why n/a at {commits[-3][:8]}: 2 series skipped or failed (no reason recorded" in line
+    _, _, summary = _generic_compare.update(data, MACHINE, ENV, commits[-3], commits[-2], "1.1", [], [])
+    line = " ".join(texts(next(c for c in _walk(summary) if getattr(c, "id", None) == "gcompare-why-na")).split())
+    assert f"reasons/{MACHINE}/{commits[-2]}.json left out: truncated JSON" in line
+    fig = go.Figure(_generic_trends.update(data, MACHINE, ENV, OPTIONAL, {}, "commit", [], None)[0])
+    assert fig.data[0].text[-2].startswith("skipped: asv stored NaN")  # the broken file's commit
+
+
+def test_a_reasons_entry_that_is_not_one_is_left_out_and_counted(tmp_path):
+    from dashboard import na_reasons
+
+    target = na_reasons.path_of(tmp_path, "m", "c" * 40)
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps({"version": 1, "entries": [
+        {"benchmark": "b.time_x", "params": {"n": 16}, "status": "skipped", "reason": "no GPU"},
+        {"benchmark": "b.time_x", "params": "n=16", "status": "skipped", "reason": "params not a dict"},
+        {"benchmark": "b.time_y", "params": {}, "status": "slow", "reason": "not a status"}]}))
+    found = na_reasons.reasons_at(tmp_path, "m", "c" * 40)
+    assert found.of("b.time_x", ["n"], ["16"]) == ("skipped", "no GPU") and len(found.by_series) == 1
+    assert "2 entries left out" in found.problem
+    assert na_reasons.reasons_at(tmp_path, "m", "d" * 40) is na_reasons.NONE  # no file: nothing to say
+    target.write_text(json.dumps({"version": 2, "entries": []}))
+    assert "not a reasons file" in na_reasons.reasons_at(tmp_path, "m", "c" * 40).problem  # re-read once changed
+
+
+def test_trends_mark_points_whose_run_throttled_or_changed_software(tmp_path):
+    """The runner state benchmarks.run records beside each result file: a marker and the hover
+    saying what differs from the run before (torch 2.11.0 → 2.12.0) or that it throttled."""
+    gx = write_generic_history(tmp_path / "results", n_commits=7)
+    commits = gx.history.commits
+    folder = gx.results_dir / MACHINE / "runner-state"
+    folder.mkdir()
+    states = [(snapshot(), snapshot())] * 3 + [(snapshot("2.12.0"), snapshot("2.12.0")),
+                                               (snapshot("2.12.0"), snapshot("2.12.0", power_violation_ns=5_000_000))]
+    for commit, (start, end) in zip(commits, states):
+        (folder / f"{commit[:8]}-{ENV}.json").write_text(json.dumps({"start": start, "end": end}))
+    (folder / f"{commits[5][:8]}-{ENV}.json").write_text('{"start": {"recorded": true, "gpus": ["x"]}')  # broken
+    data = build_data(gx.results_dir)
+    fig = go.Figure(_generic_trends.update(data, MACHINE, ENV, IMPORT, {}, "commit", [], None)[0])
+    (marks,) = [t for t in fig.data if (t.name or "").startswith("runner changed or throttled")]
+    assert marks.name == "runner changed or throttled (2 commits)" and list(marks.x) == [3, 4]
+    assert marks.marker.symbol == "diamond-open"
+    assert "torch 2.11.0 → 2.12.0" in marks.text[0] and commits[3][:10] in marks.text[0]
+    assert "throttled (power)" in marks.text[1] and "torch" not in marks.text[1]  # same software as the run before
+    (line,) = [t for t in fig.data if t.mode == "lines+markers"]
+    assert list(marks.y) == [line.y[3], line.y[4]]  # on the points themselves
+    bare = write_generic_history(tmp_path / "bare", n_commits=4)  # no runner state recorded: no marks
+    fig = go.Figure(_generic_trends.update(build_data(bare.results_dir), MACHINE, ENV, IMPORT, {}, "commit", [],
+                                           None)[0])
+    assert not [t for t in fig.data if (t.name or "").startswith("runner changed")]
+
+
+def test_runner_state_recorded_after_the_results_were_loaded_still_marks(tmp_path):
+    gx = write_generic_history(tmp_path / "results", n_commits=4)
+    data = build_data(gx.results_dir)
+
+    def marked():
+        fig = go.Figure(_generic_trends.update(data, MACHINE, ENV, IMPORT, {}, "commit", [], None)[0])
+        return [t for t in fig.data if (t.name or "").startswith("runner changed")]
+
+    assert not marked()  # nothing recorded yet
+    write_run_notes(gx.history, {}, {0: (snapshot(), snapshot()), 1: (snapshot("2.12.0"), snapshot("2.12.0"))})
+    (marks,) = marked()
+    assert list(marks.x) == [1]

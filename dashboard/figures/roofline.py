@@ -13,6 +13,7 @@ from benchmarks.harness import cost
 from benchmarks.harness.ops import OPS
 
 from dashboard.figures.style import build_empty_figure, impl_color, impl_sort_key, layout_dict
+from dashboard.figures.ticks import log_ticks
 
 FUSED = "fused"
 # One marker shape per op, in the registry's order (and a legend key for them).
@@ -25,30 +26,6 @@ PAIR_COLOR = "rgba(127,127,127,0.55)"
 
 def op_symbol(op) -> str:
     return _OP_SYMBOL.get(str(op), "circle")
-
-
-def log_ticks(low: float, high: float) -> tuple[list[float], list[str]]:
-    """Tick values and labels for a log axis from ``low`` to ``high``: every decade, plus 2 and 5
-    (or every digit) when few decades are in view, each labelled in full ("20", not Plotly's "2")."""
-    if not (np.isfinite(low) and np.isfinite(high) and 0 < low < high):
-        return [], []
-    first, last = math.floor(math.log10(low)), math.ceil(math.log10(high))
-    for mantissas in ((1,), (1, 2, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9)):
-        values = [m * 10.0 ** e for e in range(first, last + 1) for m in mantissas]
-        values = [float(f"{v:.6g}") for v in values if low <= v * (1 + 1e-9) and v <= high * (1 + 1e-9)]
-        if len(values) >= 3:
-            break
-    return values, [_tick_label(v) for v in values]
-
-
-def _tick_label(v: float) -> str:
-    """"20", "0.05", "1,000"; very small or large values as powers of ten ("2×10⁻⁵", not "2e-05")."""
-    if 1e-3 <= v < 1e6:
-        return f"{v:,.10g}"
-    exponent = math.floor(math.log10(v))
-    mantissa = round(v / 10.0 ** exponent, 6)
-    power = f"10<sup>{exponent}</sup>"
-    return power if mantissa == 1 else f"{mantissa:g}×{power}"
 
 
 def _roofs(ceilings: cost.Ceilings) -> list[tuple[float, list[str]]]:

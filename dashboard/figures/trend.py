@@ -8,6 +8,7 @@ import pandas as pd
 from dashboard.data import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
 from dashboard.figures.style import (IMPL_COLORS, IMPROVEMENT_COLOR, LINE_PALETTE, REGRESSION_COLOR, alpha,
                                      build_empty_figure, impl_sort_key, layout_dict)
+from dashboard.figures.ticks import log_ticks
 from dashboard.metrics import METRICS, sort_values_naturally
 from dashboard.units import display_unit
 
@@ -19,9 +20,18 @@ _STRIP_ROW = 0.05  # height of one line's row of failure markers, as a fraction 
 
 def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | None = None,
                        marked_commit: str | None = None, x_axis: str = "commit", log_y: bool = False,
-                       theme: str = "light", title: str = ""):
+                       theme: str = "light", title: str = "", axis_per_line: bool = False,
+                       run_marks: dict[str, str] | None = None):
     """One metric against commits: a line per implementation (or parameter combination), its 99 % CI
-    band, change markers, and a marker strip where a line failed or was skipped.
+    band, change markers, and a marker strip where a line failed or was skipped. A line is broken
+    wherever a commit between two of its points has no value (failed, skipped or not in the
+    results): it never bridges commits it did not measure.
+
+    ``axis_per_line``: each line on a y axis of its own, stacked (values whose unit nobody recorded
+    may be GB, seconds and counts: never on one axis).
+    ``run_marks``: {commit hash: what was unusual about its run} (dashboard.run_marks: throttled,
+    a driver / torch / triton / liger version other than the run before): those points get a
+    marker of their own and the hover says what.
 
     ``series``: derived rows (metrics.derive) with ``line`` (else ``impl``), position, commit_hash,
     date, y, y_lo, y_hi and ``status`` (asv's ok / skipped / failed).
@@ -40,31 +50,31 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
     xcol = "date" if x_axis == "date" else "position"
     lines = ordered_lines(series["line"])
     colors = line_colors(lines)
+    measured = [line for line in lines if (ok["line"] == line).any()]
+    axis_of = _axes_of(measured, axis_per_line)
     traces, shapes, annotations = [], [], []
-    for line in lines:
+    for line in measured:
         rows = ok[ok["line"] == line].sort_values("position")
-        if rows.empty:
-            continue
-        color = colors[line]
+        color, axis = colors[line], axis_of[line]
         band = rows[np.isfinite(rows["y_lo"].to_numpy(dtype=float)) & np.isfinite(rows["y_hi"].to_numpy(dtype=float))]
         if len(band):
-            x = _x(band, xcol)
-            traces.append(dict(type="scatter", x=x, y=band["y_hi"].to_numpy(), mode="lines", line=dict(width=0),
-                               hoverinfo="skip", showlegend=False, legendgroup=line))
-            traces.append(dict(type="scatter", x=x, y=band["y_lo"].to_numpy(), mode="lines", line=dict(width=0),
-                               fill="tonexty", fillcolor=alpha(color, 0.18), hoverinfo="skip",
+            band_x, band_y = _band_outline(band, xcol)
+            traces.append(dict(type="scatter", x=band_x, y=band_y, mode="lines", line=dict(width=0), yaxis=axis,
+                               fill="toself", fillcolor=alpha(color, 0.18), hoverinfo="skip",
                                name=f"{line} 99% CI", showlegend=False, legendgroup=line))
-        x, y, custom = _broken_where_not_run(rows, not_run[not_run["line"] == line], xcol)
+        x, (y, custom) = _broken_where_missing(rows, xcol, rows["y"].tolist(), _commit_custom(rows).tolist())
         traces.append(dict(
-            type="scatter", x=x, y=y, mode="lines+markers", name=line, connectgaps=False,
+            type="scatter", x=x, y=y, mode="lines+markers", name=line, connectgaps=False, yaxis=axis,
             legendgroup=line, line=dict(color=color, width=2), marker=dict(size=5, color=color),
             customdata=custom,
             hovertemplate=(f"<b>{line}</b> %{{y:.4g}}{' ' + shown.symbol if shown.symbol else ''}<br>commit "
                            "%{customdata[3]} (#%{customdata[2]})<br>%{customdata[1]}%{customdata[4]}<extra></extra>")))
+    if run_marks:
+        _add_run_marks(traces, ok, run_marks, xcol, axis_of)
     layout = {}
     _add_not_run_markers(traces, layout, annotations, not_run, lines, colors, xcol, len(ok) > 0)
     if changes is not None and len(changes):
-        _add_change_markers(traces, shapes, ok, _with_line_and_status(changes), xcol, spec.better, series)
+        _add_change_markers(traces, shapes, ok, _with_line_and_status(changes), xcol, spec.better, series, axis_of)
     if marked_commit:
         marked = series[series["commit_hash"].astype(str).str.startswith(marked_commit)]
         if len(marked):
@@ -74,16 +84,66 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
             annotations.append(dict(x=x, y=1.0, xref="x", yref="paper", text=f"{marked_commit[:8]}", showarrow=False,
                                     yanchor="bottom", font=dict(size=11)))
     strip = layout.pop("strip", 0.0)
+    panels = _add_value_axes(layout, ok, axis_of, shown.title, spec.label, log_y, shown.symbol, strip)
     layout.update(
-        yaxis=dict(title=dict(text=shown.title(spec.label)), type="log" if log_y else "linear",
-                   exponentformat="none" if shown.symbol else "SI", range=_trend_y_range(ok, log_y),
-                   **({"domain": [strip + 0.03, 1]} if strip else {})),
         xaxis=dict(title=dict(text="commit (oldest → newest)" if xcol == "position" else "commit date"),
                    **({"type": "date"} if xcol == "date" else _commit_ticks(series)),
-                   **({"anchor": "y2"} if strip else {})),
+                   **({"anchor": "y2"} if strip else {"anchor": panels[-1]} if len(panels) > 1 else {})),
         shapes=shapes, annotations=annotations)
-    return {"data": traces, "layout": layout_dict(theme, title=dict(text=title), hovermode="closest", height=480,
+    return {"data": traces, "layout": layout_dict(theme, title=dict(text=title), hovermode="closest",
+                                                  height=480 if len(panels) == 1 else 180 + 150 * len(panels),
                                                   **layout)}
+
+
+def _add_value_axes(layout: dict, ok: pd.DataFrame, axis_of: dict[str, str], title, label: str, log_y: bool,
+                    symbol: str, strip: float) -> list[str]:
+    """The y axes of the values, into ``layout``: one, or one per line stacked (the first line's
+    on top, each titled with its line), above the not-run strip when there is one. Returns the
+    axes' names, top first."""
+    panels = sorted(set(axis_of.values()), key=_axis_number) or ["y"]
+    bottom = strip + 0.03 if strip else 0.0
+    height = (1 - bottom) / len(panels)
+    for k, axis in enumerate(panels):
+        apart = len(panels) > 1
+        top = 1 - k * height
+        domain = [max(top - height + (0.04 if apart else 0), bottom), top] if (strip or apart) else None
+        layout["yaxis" + axis[1:]] = _value_axis(
+            ok[ok["line"].map(axis_of) == axis] if apart else ok,
+            title(_line_of_axis(axis_of, axis) if apart else label), log_y, symbol, domain,
+            anchor=None if axis == "y" else "x")
+    return panels
+
+
+def _axes_of(lines: list[str], axis_per_line: bool) -> dict[str, str]:
+    """Each line's y axis: all on "y", or one each ("y", "y3", "y4", ...; "y2" is the strip's)."""
+    if not axis_per_line or len(lines) < 2:
+        return {line: "y" for line in lines}
+    return {line: "y" if k == 0 else f"y{k + 2}" for k, line in enumerate(lines)}
+
+
+def _axis_number(axis: str) -> int:
+    return int(axis[1:] or 1)
+
+
+def _line_of_axis(axis_of: dict[str, str], axis: str) -> str:
+    return next(line for line, a in axis_of.items() if a == axis)
+
+
+def _value_axis(rows: pd.DataFrame, title: str, log_y: bool, symbol: str, domain, anchor=None) -> dict:
+    """One y axis of values: its range (see _trend_y_range) and, on a log scale, ticks with a
+    label each (figures.ticks), not one on every minor tick."""
+    value_range = _trend_y_range(rows, log_y)
+    axis = dict(title=dict(text=title), type="log" if log_y else "linear",
+                exponentformat="none" if symbol else "SI", range=value_range)
+    if log_y and value_range:
+        values, labels = log_ticks(10.0 ** value_range[0], 10.0 ** value_range[1])
+        if values:
+            axis.update(tickmode="array", tickvals=values, ticktext=labels)
+    if domain:
+        axis["domain"] = domain
+    if anchor:
+        axis["anchor"] = anchor
+    return axis
 
 
 def _commit_ticks(series: pd.DataFrame, max_labelled: int = 12) -> dict:
@@ -129,19 +189,35 @@ def line_colors(lines: list[str]) -> dict[str, str]:
     return {line: IMPL_COLORS.get(line) or palette[others.index(line) % len(palette)] for line in lines}
 
 
-def _broken_where_not_run(rows: pd.DataFrame, not_run: pd.DataFrame, xcol: str) -> tuple[list, list, list]:
-    """A line's x, y and customdata with a gap (None) between two measured points wherever the
-    line failed or was skipped in between: a line never bridges commits it did not measure."""
-    x, y, custom = list(_x(rows, xcol)), rows["y"].tolist(), _commit_custom(rows).tolist()
-    if not_run.empty or len(rows) < 2:
-        return x, y, custom
-    missing = np.sort(not_run["position"].to_numpy(dtype=float))
+def _band_outline(band: pd.DataFrame, xcol: str) -> tuple[list, list]:
+    """The CI band as closed outlines, one per run of neighbouring commits (along y_hi, back along
+    y_lo), separated by None: a band never spans commits without a value, as its line does not
+    ("tonexty" between two broken lines fills across their gaps)."""
+    positions = band["position"].to_numpy(dtype=float)
+    x, hi, lo = _x(band, xcol), band["y_hi"].to_numpy(), band["y_lo"].to_numpy()
+    starts = np.r_[0, np.flatnonzero(np.diff(positions) > 1) + 1]
+    ends = np.r_[starts[1:], len(band)]
+    out_x, out_y = [], []
+    for a, b in zip(starts, ends):
+        if out_x:
+            out_x.append(None), out_y.append(None)
+        out_x += list(x[a:b]) + list(x[a:b][::-1])
+        out_y += list(hi[a:b]) + list(lo[a:b][::-1])
+    return out_x, out_y
+
+
+def _broken_where_missing(rows: pd.DataFrame, xcol: str, *columns: list) -> tuple[list, list[list]]:
+    """x and each of ``columns`` (one value per row, in position order) with a gap (None) between
+    two points whose commits are not next to each other in the run: the commits between have no
+    value for this line (it failed, was skipped, or is not in their results)."""
+    x, columns = list(_x(rows, xcol)), [list(c) for c in columns]
+    if len(rows) < 2:
+        return x, columns
     positions = rows["position"].to_numpy(dtype=float)
-    # a gap after point i when some not-run position lies strictly between points i and i + 1
-    after = np.searchsorted(missing, positions[:-1], side="right") < np.searchsorted(missing, positions[1:], side="left")
-    for i in np.flatnonzero(after)[::-1]:
-        x.insert(i + 1, None), y.insert(i + 1, None), custom.insert(i + 1, None)
-    return x, y, custom
+    for i in np.flatnonzero(np.diff(positions) > 1)[::-1]:
+        for values in (x, *columns):
+            values.insert(i + 1, None)
+    return x, columns
 
 
 def _commit_custom(rows: pd.DataFrame) -> np.ndarray:
@@ -173,8 +249,8 @@ def _add_not_run_markers(traces: list, layout: dict, annotations: list, not_run:
                 type="scatter", x=_x(rows, xcol), y=np.full(len(rows), k), yaxis="y2", mode="markers",
                 name=f"{line}: {status} at {len(rows)} commit{'s' if len(rows) != 1 else ''}", legendgroup=line,
                 marker=dict(symbol=symbol, size=9, color=colors[line], line=dict(width=2, color=colors[line])),
-                customdata=_commit_custom(rows),
-                hovertemplate=(f"<b>{line}</b> {hover}<br>commit %{{customdata[3]}} (#%{{customdata[2]}})"
+                customdata=_commit_custom(rows), text=_why_not_run(rows, status, hover),
+                hovertemplate=(f"<b>{line}</b> %{{text}}<br>commit %{{customdata[3]}} (#%{{customdata[2]}})"
                                "<br>%{customdata[1]}<extra></extra>")))
     strip = min(_STRIP_ROW * len(rows_of), 0.25)
     layout["yaxis2"] = dict(domain=[0, strip], range=[-0.7, len(rows_of) - 0.3], visible=False, fixedrange=True)
@@ -182,6 +258,46 @@ def _add_not_run_markers(traces: list, layout: dict, annotations: list, not_run:
     if not any_values:
         annotations.append(dict(text="nothing measured: every point failed or was skipped", showarrow=False,
                                 x=0.5, y=0.6, xref="paper", yref="paper", font=dict(size=13)))
+
+
+RUN_MARK_COLOR = "#ff7f0e"
+
+
+def _add_run_marks(traces: list, ok: pd.DataFrame, run_marks: dict[str, str], xcol: str,
+                   axis_of: dict[str, str]) -> None:
+    """An open diamond around every point whose run was throttled or ran on other software than
+    the run before (one legend entry saying at how many commits); the hover says what changed."""
+    points = ok[ok["commit_hash"].astype(str).isin(run_marks)].sort_values("position")
+    if points.empty:
+        return
+    n = points["commit_hash"].nunique()
+    axes = points["line"].map(axis_of).fillna("y").to_numpy()
+    for k, axis in enumerate(sorted(set(axes), key=_axis_number)):
+        mine = points[axes == axis]
+        text = [f"<b>{line}</b> at commit {str(h)[:10]}: {run_marks[str(h)]}"
+                for line, h in zip(mine["line"], mine["commit_hash"])]
+        traces.append(dict(type="scatter", x=_x(mine, xcol), y=mine["y"].to_numpy(), mode="markers", yaxis=axis,
+                           name=f"runner changed or throttled ({n} commit{'s' if n != 1 else ''})",
+                           legendgroup="run-marks", showlegend=k == 0, text=text,
+                           hovertemplate="%{text}<extra></extra>",
+                           marker=dict(symbol="diamond-open", size=16, color=RUN_MARK_COLOR,
+                                       line=dict(width=2, color=RUN_MARK_COLOR))))
+
+
+def _why_not_run(rows: pd.DataFrame, status: str, unrecorded: str) -> list[str]:
+    """Each not-run point's hover: the reason the suite recorded (a ``reason`` column, from
+    results/reasons/), else what asv's stored value alone says."""
+    reasons = rows["reason"].fillna("").astype(str) if "reason" in rows.columns else pd.Series("", index=rows.index)
+    return [f"{status}: {html_text(r)}" if r else unrecorded for r in reasons]
+
+
+def html_text(reason: str, limit: int = 200) -> str:
+    """A recorded reason for a Plotly hover: its last line (a failure's is a traceback's tail),
+    cut, with the characters Plotly's hover would read as markup escaped."""
+    lines = [line.strip() for line in reason.strip().splitlines() if line.strip()]
+    text = lines[-1] if lines else ""
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _trend_y_range(ok: pd.DataFrame, log_y: bool) -> list[float] | None:
@@ -214,7 +330,7 @@ def change_symbol(direction: str, better: str) -> str:
 
 
 def _add_change_markers(traces: list, shapes: list, ok: pd.DataFrame, changes: pd.DataFrame, xcol: str,
-                        better: str, series: pd.DataFrame) -> None:
+                        better: str, series: pd.DataFrame, axis_of: dict[str, str]) -> None:
     for direction, color in (("regression", REGRESSION_COLOR), ("improvement", IMPROVEMENT_COLOR)):
         chosen = changes[changes["direction"] == direction]
         if chosen.empty:
@@ -229,10 +345,14 @@ def _add_change_markers(traces: list, shapes: list, ok: pd.DataFrame, changes: p
                 for i, r, c, h, n in zip(points["line"], points["relative_change"], points["confirmed"],
                                          points["commit_hash"], notes)]
         _shade_plausible_positions(shapes, series, points, xcol, color)
-        traces.append(dict(type="scatter", x=_x(points, xcol), y=points["y"].to_numpy(), mode="markers",
-                           name=f"{direction}s", marker=dict(symbol=change_symbol(direction, better), size=15,
-                                                             color=color, line=dict(width=1, color="#000")),
-                           text=text, hovertemplate="%{text}<extra></extra>"))
+        axes = points["line"].map(axis_of).fillna("y").to_numpy()
+        for k, axis in enumerate(sorted(set(axes), key=_axis_number)):  # one trace per axis, one legend entry
+            on = axes == axis
+            traces.append(dict(type="scatter", x=_x(points[on], xcol), y=points["y"].to_numpy()[on], mode="markers",
+                               name=f"{direction}s", yaxis=axis, legendgroup=direction, showlegend=k == 0,
+                               marker=dict(symbol=change_symbol(direction, better), size=15, color=color,
+                                           line=dict(width=1, color="#000")),
+                               text=[t for t, keep in zip(text, on) if keep], hovertemplate="%{text}<extra></extra>"))
 
 
 def _position_notes(points: pd.DataFrame) -> list[str]:

@@ -15,6 +15,7 @@ from dashboard.model import DashboardData, ResultsStore
 from dashboard.pages._comparison import (
     COMMITS, DEFAULT_FACTOR, comparison_columns, comparison_controls, comparison_datatable, summary_line,
 )
+from dashboard.pages._why_na import why_na_line
 from dashboard.units import display_unit, format_value, symbol_of
 from dashboard.urlstate import Query, qid
 
@@ -44,9 +45,14 @@ def layout(data: DashboardData, query: Query):
 
 def compare_table(data: DashboardData, machine, env, a, b, factor, benchmarks) -> pd.DataFrame:
     """Every series at A and at B (those of ``benchmarks`` when some are chosen), with asv's verdict."""
+    return _compared(data, machine, env, a, b, factor, benchmarks)[0]
+
+
+def _compared(data: DashboardData, machine, env, a, b, factor, benchmarks) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """compare_table's table and the rows at A and B it compared (None without a run)."""
     run = data.run(machine, env)
     if run is None or not a or not b:
-        return pd.DataFrame(columns=COLUMNS + ["significant"])
+        return pd.DataFrame(columns=COLUMNS + ["significant"]), None
     old, new = run.at_commit(a, samples=False), run.at_commit(b, samples=False)
     if benchmarks:
         old, new = old[old["benchmark"].isin(benchmarks)], new[new["benchmark"].isin(benchmarks)]
@@ -54,13 +60,13 @@ def compare_table(data: DashboardData, machine, env, a, b, factor, benchmarks) -
     better = {name: metrics.better_of(name, unit if isinstance(unit, str) else None, data.benchmarks.get(name))
               for name, unit in units.items()}
     return metrics.compare_rows(old, new, float(factor or DEFAULT_FACTOR), better, key=metrics.SERIES_KEY, fields=(),
-                                samples=run.table.samples)
+                                samples=run.table.samples), pd.concat([old, new]) if a != b else new
 
 
 def update(data: DashboardData, machine, env, a, b, factor, sig, benchmarks):
     """(table rows, table columns, summary): values in one scaled unit when every row has the same
     unit, else each with its own ("196 µs", "312 MB")."""
-    table = compare_table(data, machine, env, a, b, factor, benchmarks)
+    table, compared = _compared(data, machine, env, a, b, factor, benchmarks)
     units = set(table["unit"].dropna().astype(str))
     shown = display_unit(units.pop() if len(units) == 1 else None, table[["old", "new"]].to_numpy(dtype=float)) \
         if len(units) <= 1 else None
@@ -77,7 +83,9 @@ def update(data: DashboardData, machine, env, a, b, factor, sig, benchmarks):
         rows["new"] = [format_value(v, u) for v, u in zip(rows["new"], rows["unit"])]
         rows["unit"] = rows["unit"].map(lambda u: symbol_of(u) if isinstance(u, str) else "")
     records = rows.astype(object).where(rows.notna(), None).to_dict("records")
-    return records, columns, summary_line(table, shown_rows, a, b, data.run(machine, env))
+    run = data.run(machine, env)
+    return records, columns, html.Div([summary_line(table, shown_rows, a, b, run),
+                                       *why_na_line(data, run, compared, [a, b], "gcompare-why-na")])
 
 
 def register(app, store: ResultsStore):

@@ -2,6 +2,10 @@
 values; one line per matching parameter combination, in the benchmark's own unit, with asv's 99 %
 CI band, the detector's change markers and the failed / skipped markers.
 
+A benchmark whose unit asv did not record (a ``track_`` without ``unit``: asv's placeholder
+"unit") may return GB for one parameter value, seconds for another and a count for a third: it
+opens on one combination, and combinations picked beside it get an axis each.
+
 Controls live under their own page id (``series``) so they never meet the suite's Trends
 controls; their URL keys are machine, env, benchmark, ``p_<parameter>`` (asv's repr() of each
 value), x, logy and commit.
@@ -23,10 +27,15 @@ from dashboard.components import (
 from dashboard.figures import build_trend_figure
 from dashboard.metrics import better_of
 from dashboard.model import DashboardData, ResultsStore, Run
+from dashboard.na_reasons import reason_column
+from dashboard.pages._commit_info import commit_info
+from dashboard.run_marks import marks_of_run
+from dashboard.units import symbol_of
 from dashboard.urlstate import PARAM_PREFIX, QUERY_TYPE, SHELL, Query, qid
 
 ID = "series"
 MAX_LINES = 12  # beyond this a plot is a tangle: narrow the parameters
+MAX_PANELS = 6  # lines of a benchmark without a unit, one axis each: beyond this the panels are slivers
 
 
 @dataclass(frozen=True)
@@ -61,9 +70,25 @@ def param_grid(run: Run | None, benchmark: str | None) -> list[tuple[str, list[s
     return [(n, list(dict.fromkeys(r[i] for r in mine["param_reprs"]))) for i, n in enumerate(names)]
 
 
-def default_choice(grid: list[tuple[str, list[str]]]) -> dict[str, list[str]]:
+def unit_of(run: Run | None, benchmark: str | None) -> str | None:
+    """The benchmark's unit as asv stored it (None when it has no series here)."""
+    if run is None or benchmark is None:
+        return None
+    units = run.series.loc[run.series["benchmark"] == benchmark, "unit"]
+    return units.iloc[0] if len(units) and isinstance(units.iloc[0], str) else None
+
+
+def has_unit(unit: str | None) -> bool:
+    """False for asv's placeholder "unit" (and no unit): then nothing says two values share one."""
+    return isinstance(unit, str) and bool(symbol_of(unit))
+
+
+def default_choice(grid: list[tuple[str, list[str]]], unit_known: bool = True) -> dict[str, list[str]]:
     """All combinations when they fit in MAX_LINES, else the first value of every parameter but
-    the first (whose values then make the lines, as many as fit)."""
+    the first (whose values then make the lines, as many as fit). Without a unit, one
+    combination: the first value of every parameter."""
+    if not unit_known:
+        return {name: values[:1] for name, values in grid}
     total = 1
     for _, values in grid:
         total *= len(values)
@@ -84,8 +109,9 @@ def layout(data: DashboardData, query: Query):
     names = benchmarks_of(run)
     benchmark = query.one("benchmark", names[0] if names else None, allowed=names)
     grid = param_grid(run, benchmark)
-    chosen = default_choice(grid) if not any(PARAM_PREFIX + n in query.raw for n, _ in grid) else {
-        n: query.many(PARAM_PREFIX + n, allowed=values) for n, values in grid}
+    linked = any(PARAM_PREFIX + n in query.raw for n, _ in grid)
+    chosen = {n: query.many(PARAM_PREFIX + n, allowed=values) for n, values in grid} if linked else \
+        default_choice(grid, has_unit(unit_of(run, benchmark)))
     return html.Div([
         html.H1("Trends"),
         html.P(["Generic asv results: ", data.what_was_loaded(), "; ", data.project.order_note(), ". Pick a "
@@ -155,16 +181,23 @@ def update(data: DashboardData, machine, env, benchmark, chosen: dict[str, list[
     series = chosen_series(run, benchmark, chosen)
     if series.empty:
         return error_figure(lambda: theme)(f"{benchmark}: no parameter combination matches."), ""
+    unit = series["unit"].iloc[0]
+    apart = not has_unit(unit) and len(series) > 1  # nothing says these share a unit: an axis each
+    limit = MAX_PANELS if apart else MAX_LINES
     note = ""
-    if len(series) > MAX_LINES:
-        note = (f"Showing {MAX_LINES} of {len(series)} parameter combinations; pick parameter values to see "
-                "the others.")
-        series = series.iloc[:MAX_LINES]
+    if len(series) > limit:
+        note = (f"Showing {limit} of {len(series)} parameter combinations; pick parameter values to see "
+                "the others. ")
+        series = series.iloc[:limit]
+    if apart:
+        note += (f"asv recorded no unit for {benchmark}, so its combinations may measure different things "
+                 "(GB, seconds, counts): each has its own axis.")
     labels = line_labels(series)
     rows = run.of_series(series.index)
     rows = rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash", how="left")
     rows["line"] = rows["series"].map(labels)
     rows["y"], rows["y_lo"], rows["y_hi"] = rows["value"], rows["ci_99_a"], rows["ci_99_b"]
+    rows["reason"] = reason_column(rows, run.series, data.results_dir, run.machine)  # why n/a, if recorded
     subjects = commit_messages.subjects(data.project.repo, data.project.commit_rank)
     if subjects:  # what each commit says it did, in the hover
         rows["subject"] = rows["commit_hash"].astype(str).map(subjects)
@@ -172,10 +205,11 @@ def update(data: DashboardData, machine, env, benchmark, chosen: dict[str, list[
     if len(changes):
         by_params = dict(zip(series["params_key"], labels))
         changes = changes.assign(line=changes["params"].map(by_params)).dropna(subset=["line"])
-    measure = measure_of(data, benchmark, series["unit"].iloc[0])
+    measure = measure_of(data, benchmark, unit)
     marked = resolve_commit(run, commit) if commit else None
     figure = build_trend_figure(rows, measure, changes, marked, x_axis or "commit", "log" in (logy or []), theme,
-                                title=f"{benchmark} — {run.machine}")
+                                title=f"{benchmark} — {run.machine}", axis_per_line=apart,
+                                run_marks=marks_of_run(data, run))
     return figure, note
 
 
@@ -198,8 +232,9 @@ def register(app, store: ResultsStore):
                   State(qid(ID, "machine"), "value"), State(qid(ID, "env"), "value"), prevent_initial_call=True)
     @guarded(message)
     def _params(benchmark, machine, env):
-        grid = param_grid(store.get().run(machine, env), benchmark)
-        return param_controls(grid, default_choice(grid))
+        run = store.get().run(machine, env)
+        grid = param_grid(run, benchmark)
+        return param_controls(grid, default_choice(grid, has_unit(unit_of(run, benchmark))))
 
     @app.callback(Output(f"{ID}-figure", "figure"), Output("series-lines-note", "children"),
                   Input(params, "value"), State(params, "id"), Input(qid(SHELL, "theme"), "value"))
@@ -216,6 +251,4 @@ def register(app, store: ResultsStore):
                   Input(qid(SHELL, "theme"), "value"))
     @guarded(message)
     def _commit_info(*args):
-        from dashboard.pages.trends import commit_info
-
         return commit_info(store.get(), *args)

@@ -17,6 +17,7 @@ from dashboard.pages import Page, _generic_compare
 from dashboard.pages._comparison import (
     COMMITS, DEFAULT_FACTOR, comparison_columns, comparison_controls, comparison_datatable, summary_line,
 )
+from dashboard.pages._why_na import why_na_line
 from dashboard.units import DisplayUnit, display_unit
 from dashboard.urlstate import Query, qid
 
@@ -56,9 +57,16 @@ def _columns(shown: DisplayUnit = DisplayUnit("")) -> list[dict]:
 def compare_table(data: DashboardData, machine, env, a, b, metric, factor, op, dtype, activation, shape, impl,
                   mode=None) -> tuple[pd.DataFrame, str]:
     """The table (all rows, filters applied) and the asv unit of its values ("seconds")."""
+    table, unit, _ = _compared(data, machine, env, a, b, metric, factor, op, dtype, activation, shape, impl, mode)
+    return table, unit
+
+
+def _compared(data: DashboardData, machine, env, a, b, metric, factor, op, dtype, activation, shape, impl,
+              mode=None) -> tuple[pd.DataFrame, str, pd.DataFrame | None]:
+    """compare_table's table and unit, and the rows at A and B it compared (None without a run)."""
     run = data.run(machine, env)
     if run is None or not a or not b:
-        return pd.DataFrame(columns=["case", *COLUMNS, "significant"]), ""
+        return pd.DataFrame(columns=["case", *COLUMNS, "significant"]), "", None
     metric = metric if metric in metrics.STORED_METRICS else "latency"
     selections = {"op": op, "dtype": dtype, "activation": activation, "shape": shape, "impl": impl, "mode": mode}
     old = metrics.apply_filters(run.at_commit(a, samples=False), selections)
@@ -67,18 +75,21 @@ def compare_table(data: DashboardData, machine, env, a, b, metric, factor, op, d
     table = metrics.compare_rows(old, new, float(factor or DEFAULT_FACTOR), metrics.METRICS[metric].better,
                                  samples=run.table.samples)
     unit = next((str(u) for u in table["unit"] if isinstance(u, str)), "")
-    return table, unit
+    return table, unit, pd.concat([old, new]) if a != b else new
 
 
 def update(data: DashboardData, machine, env, a, b, metric, factor, sig, op, dtype, activation, shape, impl,
            mode=None):
     """(table rows, table columns, summary) for the page."""
-    table, unit = compare_table(data, machine, env, a, b, metric, factor, op, dtype, activation, shape, impl, mode)
+    table, unit, compared = _compared(data, machine, env, a, b, metric, factor, op, dtype, activation, shape, impl,
+                                      mode)
     shown = display_unit(unit, table[["old", "new"]].to_numpy(dtype=float))
     if not a or not b:
         return [], _columns(shown), message("Pick two commits.")
     shown_rows = table[table["significant"]] if "only" in (sig or []) else table
-    summary = summary_line(table, shown_rows, a, b, data.run(machine, env))
+    run = data.run(machine, env)
+    summary = html.Div([summary_line(table, shown_rows, a, b, run),
+                        *why_na_line(data, run, compared, [a, b], "compare-why-na")])
     rows = shown_rows[["case", *COLUMNS]].assign(old=shown(shown_rows["old"]), new=shown(shown_rows["new"]))
     return rows.astype(object).where(rows.notna(), None).to_dict("records"), _columns(shown), summary
 

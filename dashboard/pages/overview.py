@@ -18,6 +18,7 @@ from dashboard.components import (
 from dashboard.figures.heatmap import build_speedup_panel_figure, color_span, speedup_legend_stops, speedup_text
 from dashboard.model import STATIC, SUITE, DashboardData, ResultsStore
 from dashboard.pages import Page
+from dashboard.pages._why_na import why_na_line
 from dashboard.units import format_change, format_value
 from dashboard.urlstate import SHELL, Query, link, qid
 
@@ -74,7 +75,7 @@ def update(data: DashboardData, machine, env, commit, base, op, dtype, activatio
     common = {"machine": run.machine, "env": run.env_name, "theme": theme}
     return (headline(table, changes, base, commit, common, selections, set_changes, baselines),
             panels(table, regressed, theme, _set_notes(set_changes), run_color_span(run)),
-            change_card(changes, base, commit, common),
+            change_card(changes, base, commit, common) + why_na_line(data, run, rows, [commit], "overview-why-na"),
             device_panel(data, run.machine, run.env_name, commit))
 
 

@@ -172,53 +172,91 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted, 
         header += [html.Br(), html.Span(subject, className="commit-subject")]
     if url:
         header += [" · ", html.A("commit ↗", href=url, target="_blank")]
-    items = []
     order = {"regression": 0, "improvement": 2}
-    for f in sorted(members, key=lambda f: (order[f.direction] + (id(f) in accepted), -_size(f))):
-        case, impl = run.series_of_params.get((f.benchmark, f.params), (None, None)) if run else (None, None)
-        static = static_metrics.metric_of(f.benchmark)
-        mode = None
-        if static:  # a kernel config's registers, spills, ...: the Kernels page, narrowed to its config
-            metric = static.label.lower()
-            href = link("/kernels", {"machine": machine, "commit": commit, "metric": static.key, "theme": theme,
-                                     **_kernel_filter(data, machine, env, f)})
-        else:  # its own series on Trends: case, metric and mode here, benchmark and parameters in generic mode
-            metric = (metrics.stored_metric_of(f.benchmark) or "latency") if run is None or run.suite else f.benchmark
-            mode = run.mode_of_params.get((f.benchmark, f.params)) if run else None
-            href = link("/trends", {"machine": machine, "env": env,
-                                    **(run.trend_query(f.benchmark, f.params) if run else {}),
-                                    "commit": commit, "theme": theme})
-        entry = accepted.get(id(f))
-        badge = (html.Span("accepted", className="badge accepted", style=ACCEPTED_STYLE) if entry else
-                 html.Span(f.direction, className=f"badge {'bad' if f.direction == 'regression' else 'good'}"))
-        if f.kind == STATUS_KIND:  # into or out of "failed": no values to compare, the statuses say it
-            badge = badge if entry else html.Span("failing" if f.direction == "regression" else "fixed",
-                                                  className=f"badge {'bad' if f.direction == 'regression' else 'good'}")
-            what = f"{f.summary()} at this commit; {f.status()} "
-        else:
-            what = (f"{format_value(f.before, f.unit)} → {format_value(f.after, f.unit)} ({f.relative_change:+.1%}, "
-                    f"{format_p(f.p_value)}; {f.status()}) ")
-        items.append(html.Li([
-            badge, f" {metric} ", html.Code(case or f.params),
-            (f" [{impl or ('static' if static else '?')}{' · ' + mode if mode and mode != metrics.FORWARD else ''}] "
-             if static or run is None or run.suite else " "), what,
-            *([html.I(f"{entry.label()} ")] if entry else []),
-            *_class_badge(run, f, case, metric, static),
-            dcc.Link("trend →", href=href, className="trend-link"),
-            *([_accept_offer(f)] if f.direction == "regression" and not entry else []),
-        ], className="accepted" if entry else None))
-    return html.Details([html.Summary(header, className="group-header"), html.Ul(items)], open=open_,
+    ranked = sorted(members, key=lambda f: (order[f.direction] + (id(f) in accepted), -_size(f)))
+    children = _sub_metrics(ranked)
+    nested_ids = {id(c) for kids in children.values() for c in kids}
+
+    def placed(f):  # a finding's item with its sub-metrics' items nested under it
+        item = _item(data, f, machine, env, commit, run, theme, accepted)
+        if children.get(id(f)):
+            item.children.append(html.Ul([placed(c) for c in children[id(f)]], className="sub-metrics"))
+        return item
+
+    tops = [placed(f) for f in ranked if id(f) not in nested_ids]
+    return html.Details([html.Summary(header, className="group-header"), html.Ul(tops)], open=open_,
                         className="card inbox-group")
 
 
-def _class_badge(run, f, case, metric, static) -> list:
-    """A regression's class beside its controls (dashboard.regressions.classify), evidence in words."""
+def _sub_metrics(ranked: list) -> dict[int, list]:
+    """{id(parent finding): its sub-metrics' findings, in ``ranked`` order}. What counts as a
+    sub-metric (``step.forward`` under ``step``, same parameters, same way) is the gate's rule
+    (regressions.report.nested), so the page and the gate's report nest alike."""
+    from dashboard.regressions.report import nested  # the gate's package imports scipy: on first use
+
+    out: dict[int, list] = {}
+    path: list = []  # the chain of parents down to the item before
+    for f, depth in nested(ranked):
+        del path[depth:]
+        if depth:
+            out.setdefault(id(path[-1]), []).append(f)
+        path.append(f)
+    rank = {id(f): i for i, f in enumerate(ranked)}
+    for kids in out.values():
+        kids.sort(key=lambda f: rank[id(f)])
+    return out
+
+
+def _item(data: DashboardData, f, machine, env, commit, run, theme, accepted) -> html.Li:
+    """One finding: what changed, by how much, its evidence and its links."""
+    case, impl = run.series_of_params.get((f.benchmark, f.params), (None, None)) if run else (None, None)
+    static = static_metrics.metric_of(f.benchmark)
+    mode = None
+    if static:  # a kernel config's registers, spills, ...: the Kernels page, narrowed to its config
+        metric = static.label.lower()
+        href = link("/kernels", {"machine": machine, "commit": commit, "metric": static.key, "theme": theme,
+                                 **_kernel_filter(data, machine, env, f)})
+    else:  # its own series on Trends: case, metric and mode here, benchmark and parameters in generic mode
+        metric = (metrics.stored_metric_of(f.benchmark) or "latency") if run is None or run.suite else f.benchmark
+        mode = run.mode_of_params.get((f.benchmark, f.params)) if run else None
+        href = link("/trends", {"machine": machine, "env": env,
+                                **(run.trend_query(f.benchmark, f.params) if run else {}),
+                                "commit": commit, "theme": theme})
+    entry = accepted.get(id(f))
+    badge = (html.Span("accepted", className="badge accepted", style=ACCEPTED_STYLE) if entry else
+             html.Span(f.direction, className=f"badge {'bad' if f.direction == 'regression' else 'good'}"))
+    if f.kind == STATUS_KIND:  # into or out of "failed": no values to compare, the statuses say it
+        badge = badge if entry else html.Span("failing" if f.direction == "regression" else "fixed",
+                                              className=f"badge {'bad' if f.direction == 'regression' else 'good'}")
+        numbers = [html.Span(f"{f.summary()} at this commit", className="what"),
+                   html.Span(f.status(), className="status")]
+    else:  # the numbers in columns: before → after, change, p (tabular figures, right-aligned)
+        numbers = [html.Span(format_value(f.before, f.unit), className="num"), html.Span("→", className="arrow"),
+                   html.Span(format_value(f.after, f.unit), className="num"),
+                   html.Span(f"{f.relative_change:+.1%}", className="num change"),
+                   html.Span(format_p(f.p_value), className="num p"), html.Span(f.status(), className="status")]
+    kind, evidence = _class_badge(run, f, case, metric, static)
+    evidence = ([f"{entry.label()}"] if entry else []) + ([evidence] if evidence else [])
+    return html.Li([
+        badge, f" {metric} ", html.Code(case or f.params),
+        (f" [{impl or ('static' if static else '?')}{' · ' + mode if mode and mode != metrics.FORWARD else ''}] "
+         if static or run is None or run.suite else " "),
+        dcc.Link("trend →", href=href, className="trend-link"),
+        *([_accept_offer(f)] if f.direction == "regression" and not entry else []),
+        html.Div(numbers + ([kind] if kind else []), className="finding-numbers"),
+        *([html.Small(" · ".join(evidence), className="evidence")] if evidence else []),
+    ], className="finding accepted" if entry else "finding")
+
+
+def _class_badge(run, f, case, metric, static) -> tuple:
+    """(a regression's class as a badge, the evidence in words) (dashboard.regressions.classify);
+    (None, "") for what is not classified."""
     if f.direction != "regression" or static or run is None or case is None:
-        return []
+        return None, ""
     from dashboard.regressions.classify import classify
 
     c = classify(f, run.of_case(case, samples=False, metric=metric))
-    return [html.Span(c.kind, className=f"badge class-{c.kind}", title=c.evidence), html.Small(f" {c.evidence} ")]
+    return html.Span(c.kind, className=f"badge class-{c.kind}", title=c.evidence), c.evidence
 
 
 def register(app, store: ResultsStore):

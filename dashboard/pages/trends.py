@@ -8,7 +8,7 @@ import threading
 from collections import OrderedDict
 
 import pandas as pd
-from dash import Input, Output, State, dcc, html
+from dash import Input, Output, State, html
 
 from dashboard import commit_messages, metrics
 from dashboard.components import (
@@ -18,8 +18,11 @@ from dashboard.components import (
 )
 from dashboard.figures import build_trend_figure
 from dashboard.model import DashboardData, ResultsStore, Run
+from dashboard.na_reasons import reason_column
+from dashboard.run_marks import marks_of_run
 from dashboard.pages import Page, _generic_trends
-from dashboard.urlstate import SHELL, Query, link, qid
+from dashboard.pages._commit_info import commit_info  # noqa: F401 (the Trends pages' card; tests call it here)
+from dashboard.urlstate import SHELL, Query, qid
 
 ID = "trends"
 CASE_FACETS = ("op", "dtype", "activation", "shape")
@@ -109,7 +112,7 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
         return error_figure(lambda: theme)("No case matches the filters.")
     _, mode = mode_choice(run, case, mode)
     if metric == metrics.SPEEDUP.name:
-        return speedup_figure(run, case, mode, impl, x_axis, logy, commit, theme)
+        return speedup_figure(run, case, mode, impl, x_axis, logy, commit, theme, marks_of_run(data, run))
     metric = metric if metric in metrics.METRICS else "latency"
     source_metric = metrics.stored_metric_of(metrics.METRICS[metric].source)
     signature_key = hash(data.signature)
@@ -126,6 +129,7 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
                                            f"(the cost model counts a forward's flops and bytes); {mode} shows "
                                            "latency, peak memory and kernels.")
     derived = metrics.derive(rows, metric, data.ceilings)
+    derived["reason"] = reason_column(derived, run.series, data.results_dir, run.machine)  # why n/a, if recorded
     subjects = commit_messages.subjects(data.project.repo, data.project.commit_rank)
     if subjects:  # what each commit says it did, in the hover
         derived["subject"] = derived["commit_hash"].astype(str).map(subjects)
@@ -134,10 +138,11 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
     spec = metrics.METRICS[metric]
     return build_trend_figure(derived, metric, changes, resolve_commit(run, commit) if commit else None,
                               x_axis or "commit", "log" in (logy or []), theme,
-                              title=f"{spec.label} — {case} — {mode} — {run.machine}")
+                              title=f"{spec.label} — {case} — {mode} — {run.machine}",
+                              run_marks=marks_of_run(data, run))
 
 
-def speedup_figure(run: Run, case: str, mode: str | None, impl, x_axis, logy, commit, theme="light"):
+def speedup_figure(run: Run, case: str, mode: str | None, impl, x_axis, logy, commit, theme="light", marks=None):
     """Fused over the best unfused and over the best fused peer at every commit, with the band
     the two 99 % CIs give (metrics.speedup_history); Implementation picks the ones compared."""
     rows = run.of_case(case, samples=False, metric="latency", mode=mode)
@@ -148,29 +153,8 @@ def speedup_figure(run: Run, case: str, mode: str | None, impl, x_axis, logy, co
         return error_figure(lambda: theme)(f"{case} ({mode}): no commit has a fused and a compared latency.")
     return build_trend_figure(history, metrics.SPEEDUP, None, resolve_commit(run, commit) if commit else None,
                               x_axis or "commit", "log" in (logy or []), theme,
-                              title=f"Speedup of fused (t_best / t_fused) — {case} — {mode} — {run.machine}")
-
-
-def commit_info(data: DashboardData, machine, env, click, marked, theme="light"):
-    """A link to the clicked (or marked) commit and to Compare against its predecessor."""
-    run = data.run(machine, env)
-    chosen = None
-    if click and click.get("points"):
-        custom = click["points"][0].get("customdata")
-        chosen = custom[0] if isinstance(custom, list) and custom else None
-    chosen = resolve_commit(run, chosen or marked) if (chosen or marked) and run is not None else None
-    if chosen is None:
-        return html.Span("Click a point to get a link to its commit.", className="hint")
-    row = run.commits[run.commits["commit_hash"] == chosen].iloc[0]
-    parts = [html.B(f"commit {chosen[:10]}"), f" · {row['date']:%Y-%m-%d %H:%M} · #{row['position']} "]
-    url = data.commit_link(chosen)
-    if url:
-        parts += [" · ", html.A("open commit ↗", href=url, target="_blank", id="trends-commit-link")]
-    previous = run.previous_commit(chosen)
-    if previous:
-        parts += [" · ", dcc.Link("compare with previous", href=link("/compare", {
-            "machine": run.machine, "env": run.env_name, "a": previous, "b": chosen, "theme": theme}))]
-    return html.Span(parts)
+                              title=f"Speedup of fused (t_best / t_fused) — {case} — {mode} — {run.machine}",
+                              run_marks=marks)
 
 
 def register(app, store: ResultsStore):
