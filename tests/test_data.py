@@ -262,7 +262,9 @@ def test_the_gate_and_the_regressions_page_print_one_change_alike(tmp_path, caps
         page = str(inbox(store.get(), store.findings(), MAIN_MACHINE, "regression", [])[0])
     finally:
         store.close()
-    assert f"{before} → {after} ({change}," in page
+    # the page's columns: before, →, after, change
+    assert f"Span(children='{before}', className='num'), Span(children='→', className='arrow'), " \
+           f"Span(children='{after}', className='num'), Span(children='{change}', className='num change')" in page
 
 
 def test_a_commit_prefix_names_the_same_commit_for_the_gate_and_the_pages(tmp_path):

@@ -10,7 +10,7 @@ from dashboard.figures.style import (IMPL_COLORS, IMPROVEMENT_COLOR, LINE_PALETT
                                      build_empty_figure, impl_sort_key, layout_dict)
 from dashboard.figures.ticks import log_ticks
 from dashboard.metrics import METRICS, sort_values_naturally
-from dashboard.units import display_unit
+from dashboard.units import display_unit, format_change
 
 # Where asv's stored value says a benchmark did not run; asv keeps no error message in its files.
 FAILED_HOVER = "failed: asv stored null (the benchmark raised an error or timed out; asv keeps no message)"
@@ -341,7 +341,7 @@ def _add_change_markers(traces: list, shapes: list, ok: pd.DataFrame, changes: p
         if points.empty:
             continue
         notes = _position_notes(points)
-        text = [f"{direction} in {i}: {r:+.1%}{'' if c else ' (suspected)'}<br>commit {h[:10]}{n}"
+        text = [f"{direction} in {i}: {format_change(r)}{'' if c else ' (suspected)'}<br>commit {h[:10]}{n}"
                 for i, r, c, h, n in zip(points["line"], points["relative_change"], points["confirmed"],
                                          points["commit_hash"], notes)]
         _shade_plausible_positions(shapes, series, points, xcol, color)

@@ -21,7 +21,7 @@ from dashboard.pages import Page
 from dashboard.regressions.acceptance import (AcceptedFileError, accepted_path, find_acceptance, load_accepted,
                                               plausible_commits)
 from dashboard.regressions.formatting import format_p
-from dashboard.units import format_value  # the pages' one number format ("196 µs")
+from dashboard.units import format_change, format_value  # the pages' one number and change format
 from dashboard.urlstate import SHELL, Query, link, qid
 
 ID = "regressions"
@@ -233,7 +233,7 @@ def _item(data: DashboardData, f, machine, env, commit, run, theme, accepted) ->
     else:  # the numbers in columns: before → after, change, p (tabular figures, right-aligned)
         numbers = [html.Span(format_value(f.before, f.unit), className="num"), html.Span("→", className="arrow"),
                    html.Span(format_value(f.after, f.unit), className="num"),
-                   html.Span(f"{f.relative_change:+.1%}", className="num change"),
+                   html.Span(format_change(f.relative_change), className="num change"),
                    html.Span(format_p(f.p_value), className="num p"), html.Span(f.status(), className="status")]
     kind, evidence = _class_badge(run, f, case, metric, static)
     evidence = ([f"{entry.label()}"] if entry else []) + ([evidence] if evidence else [])
