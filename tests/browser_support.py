@@ -80,6 +80,11 @@ def shoot(duo, name: str) -> None:
         duo.driver.set_window_size(width, 900)
         height = duo.driver.execute_script("return document.documentElement.scrollHeight")
         duo.driver.set_window_size(width, min(max(height + 40, 900), 6000))
+        # A figure with a fixed height does not follow a window resize (dcc.Graph's responsive
+        # "auto"): lay each one out again at this width, as a page opened at this width has it.
+        duo.driver.execute_script("document.querySelectorAll('.js-plotly-plot')"
+                                  ".forEach(g => window.Plotly && Plotly.Plots.resize(g));")
+        time.sleep(0.5)
         duo.driver.save_screenshot(str(Path(shots) / f"{name}-{width}.png"))
     duo.driver.set_window_size(1400, 900)
 
