@@ -36,11 +36,16 @@ _EXCLUDED = (
 
 @triton.jit
 def _fp8_gated_kernel(
+    # pointers: x (M, K), W_gate and W_up (N, K) e4m3, the fp32 scales of x, W_gate and W_up, out (M, N)
     x_ptr, wg_ptr, wu_ptr, xs_ptr, gs_ptr, us_ptr, out_ptr,
+    # sizes (M_BUCKET: the autotune key's M)
     M, N, K, M_BUCKET,
+    # strides, in elements
     stride_xm, stride_xk, stride_wgn, stride_wgk, stride_wun, stride_wuk, stride_om, stride_on,
+    # what to compute: the form (W8A8 or W8A16), the scales' granularity, the activation
     X_FP8: tl.constexpr, X_ROW_SCALES: tl.constexpr, W_ROW_SCALES: tl.constexpr,
     ACTIVATION: tl.constexpr, DOT_UPCAST: tl.constexpr,
+    # the config
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     TMA_OK: tl.constexpr = False,
 ):

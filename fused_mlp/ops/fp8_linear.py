@@ -130,11 +130,17 @@ def _persistent_program(
 
 @triton.jit
 def _fp8_linear_kernel(
+    # pointers: x (M, K) e4m3 or bf16/fp16, W (N, K) e4m3, their fp32 scales (one, or per row of
+    # x / per output channel of W), bias (N,), out (M, N)
     x_ptr, w_ptr, xs_ptr, ws_ptr, b_ptr, out_ptr,
+    # sizes (M_BUCKET: the autotune key's M) and the persistent variant's program count
     M, N, K, M_BUCKET, NUM_SMS,
+    # strides, in elements
     stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on,
+    # what to compute: the form (W8A8 or W8A16), the scales' granularity, the epilogue, TMA
     X_FP8: tl.constexpr, X_ROW_SCALES: tl.constexpr, W_ROW_SCALES: tl.constexpr,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, DOT_UPCAST: tl.constexpr, TMA_OK: tl.constexpr,
+    # the config: tile sizes, then the persistent variant's (tutorial 09)
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     PERSISTENT: tl.constexpr = False, EPILOGUE_SUBTILE: tl.constexpr = 1, WARP_SPECIALIZE: tl.constexpr = False,
 ):
