@@ -216,14 +216,14 @@ def _history(repo: Path, n: int, planted_at: int) -> list[str]:
 
 @pytest.mark.slow
 def test_bisect_names_the_planted_commit_from_the_gates_finding(tmp_path):
-    """13 commits, the delay planted at the 9th: the history measures the first 6 and the
-    newest; the gate fails the newest; the bisect, on a machine now 10 % slower, measures the
-    interval's two ends again and 3 of its 6 commits (the midpoint, then the two before it at
-    once), and the detector over the filled-in history (5 old, 3 drifted, the step with 2
-    commits: the series CI once failed on) agrees."""
+    """14 commits, the delay planted at the 9th: the history measures the first 6 and the two
+    newest; the gate, judging those two as CI judges a push (--base), fails the first; the
+    bisect, on a machine now 10 % slower, measures the interval's two ends again and 3 of its 6
+    commits (the midpoint, then the two before it at once), and the detector over the filled-in
+    history (5 old, 3 drifted, then the step) agrees."""
     repo = tmp_path / "repo"
     repo.mkdir()
-    commits = _history(repo, 13, planted_at=8)
+    commits = _history(repo, 14, planted_at=8)
     env = {**os.environ, "HOME": str(tmp_path / "home"), "TRITON_INTERPRET": "1"}
     env.pop("BISECT_TEST_DRIFT", None)
     (tmp_path / "home").mkdir()
@@ -234,15 +234,17 @@ def test_bisect_names_the_planted_commit_from_the_gates_finding(tmp_path):
         return subprocess.run([sys.executable, *args], cwd=repo, env={**env, **extra_env}, capture_output=True,
                               text=True, timeout=600)
 
-    measured = commits[:6] + commits[-1:]
+    # Two commits at the new level: with one, a history with slow runs in it (a shared CPU has
+    # them) rightly keeps the gate waiting for a second commit (README, the gate's numbers).
+    measured = commits[:6] + commits[-2:]
     done = py("-m", "benchmarks.run", "--machine", "cpu-bisect", "--grid", "tiny", "--commits", " ".join(measured),
               "-b", only_fused)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    gate = py("-m", "dashboard.regressions", "--results", "results", "--format", "json")
+    gate = py("-m", "dashboard.regressions", "--results", "results", "--format", "json", "--base", commits[5])
     assert gate.returncode == 1, gate.stdout[-3000:] + gate.stderr[-3000:]
     (tmp_path / "gate.json").write_text(gate.stdout)
     failing = json.loads(gate.stdout)["gate"]["failing"]
-    assert [i["change"]["commit_hash"] for i in failing] == [commits[-1]]
+    assert [i["change"]["commit_hash"] for i in failing] == [commits[-2]]
 
     out = py("-m", "benchmarks.bisect", "--from-gate", str(tmp_path / "gate.json"), BISECT_TEST_DRIFT="0.1")
     print(out.stdout)
