@@ -146,15 +146,3 @@ def create_app(results_dir: str | Path | None = None, asv_conf: Path | None = No
     callbacks_boundary.install(app)  # after the last callback: it checks requests against them all
     return app
 
-
-def __getattr__(name: str):
-    """``dashboard.app:server`` for WSGI servers, built on first use (importing stays cheap), with
-    the settings dashboard.wsgi reads from the environment (FUSED_MLP_RESULTS, ...)."""
-    if name in ("app", "server"):
-        from dashboard.wsgi import settings_from_env
-
-        settings = settings_from_env()
-        app = create_app(settings["results_dir"], asv_conf=settings["asv_conf"], cache_dir=settings["cache_dir"])
-        globals().update(app=app, server=app.server)
-        return globals()[name]
-    raise AttributeError(name)

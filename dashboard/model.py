@@ -47,21 +47,6 @@ MACHINE_IDENTITY_KEYS = ("gpu", "driver", "cuda", "torch", "triton", "cpu", "os"
 SUITE, GENERIC, STATIC = "suite", "generic", "static"
 
 
-def load_table(results_dir: Path, cache_dir: Path | None, commit_rank: dict | None = None) -> ResultsTable:
-    """Every result file of ``results_dir`` as a ResultsTable (through the cache when given)."""
-    return ResultsTable(ResultsCache(results_dir, cache_dir).load(), commit_rank)
-
-
-def shown_series(table: ResultsTable) -> pd.Index:
-    """The series the dashboard looks at (and the detector scans): this suite's Case series and
-    the static compile metrics when there are Case series, else all."""
-    cases = metrics.case_series(table.series)
-    if not len(cases):
-        return table.series.index
-    static = table.series.index[static_metrics.is_static(table.series["benchmark"])]
-    return cases.index.union(static)
-
-
 @dataclass(eq=False)  # identity: a Run is a cache key
 class Run:
     """One (machine, environment): its commits oldest first and the series shown of it."""
