@@ -128,3 +128,21 @@ def test_pages_never_import_pages():
                 targets = {node.module} | {f"{node.module}.{a.name}" for a in node.names}
                 found |= {(name, t) for t in targets & pages if t != name}
     assert not found, found
+
+
+def test_the_registry_alone_checks_the_mode():
+    """No page module reads the results' mode (data.mode, .generic, .static_only): what a page
+    shows for a mode is its Page's modes, mode_layouts and stand_ins."""
+    import ast
+
+    from dashboard.model import GENERIC, STATIC, SUITE
+    from dashboard.pages import _generic_trends, discover_pages
+
+    checks = {"mode", "generic", "static_only"}
+    found = sorted((name, node.lineno) for name, tree in _page_modules().items() for node in ast.walk(tree)
+                   if isinstance(node, ast.Attribute) and node.attr in checks
+                   and getattr(node.value, "id", None) == "data")
+    assert not found, found
+    trends = {p.path: p for p in discover_pages()}["/trends"]
+    assert trends.layout_for(GENERIC) is _generic_trends.layout and trends.layout_for(SUITE) is trends.layout
+    assert STATIC not in trends.modes  # the registry says why Trends is off

@@ -28,8 +28,6 @@ COLUMNS = ["op", "dtype", "activation", "shape", "impl", "mode", "old", "new", "
 
 
 def layout(data: DashboardData, query: Query):
-    if data.generic:  # another project's benchmarks: benchmark and parameters instead of Cases
-        return _generic_compare.layout(data, query)
     run = run_of(data, query)
     return html.Div([
         html.H1("Compare two commits"),
@@ -123,4 +121,5 @@ def register(app, store: ResultsStore):
         return dcc.send_string(csv_text(store.get(), *args), f"compare-{machine}-{(a or '')[:8]}-{(b or '')[:8]}.csv")
 
 
-PAGE = Page("/compare", "Compare", 2, layout, register, "commit A vs commit B", modes=(SUITE, GENERIC))
+PAGE = Page("/compare", "Compare", 2, layout, register, "commit A vs commit B", modes=(SUITE, GENERIC),
+            mode_layouts=((GENERIC, _generic_compare.layout),))

@@ -13,11 +13,11 @@ from dash import Input, Output, State, html
 from dashboard import commit_messages, metrics
 from dashboard.components import (
     commit_options, dropdown, error_figure, facet_controls, graph, guarded, labelled, message,
-    register_facet_counts, register_run_controls, resolve_commit, run_controls, run_of, static_only_notice,
+    register_facet_counts, register_run_controls, resolve_commit, run_controls, run_of,
     trend_view_controls,
 )
 from dashboard.figures import build_trend_figure
-from dashboard.model import DashboardData, ResultsStore, Run
+from dashboard.model import GENERIC, SUITE, DashboardData, ResultsStore, Run
 from dashboard.na_reasons import reason_column
 from dashboard.run_marks import marks_of_run
 from dashboard.pages import Page, _generic_trends
@@ -48,10 +48,6 @@ def case_choices(run: Run | None, selections: dict) -> list[str]:
 
 
 def layout(data: DashboardData, query: Query):
-    if data.static_only:
-        return static_only_notice(data, "Trends")
-    if data.generic:  # another project's benchmarks: benchmark and parameters instead of Cases
-        return _generic_trends.layout(data, query)
     run = run_of(data, query)
     selections = {f: query.many(f) for f in CASE_FACETS}
     cases = case_choices(run, selections)
@@ -200,4 +196,5 @@ def register(app, store: ResultsStore):
         return commit_info(store.get(), *args)
 
 
-PAGE = Page("/trends", "Trends", 1, layout, register, "one metric across commits")
+PAGE = Page("/trends", "Trends", 1, layout, register, "one metric across commits", modes=(SUITE, GENERIC),
+            mode_layouts=((GENERIC, _generic_trends.layout),))
