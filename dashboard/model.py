@@ -184,15 +184,6 @@ class DashboardData:
     def empty(self) -> bool:
         return self.problem is not None
 
-    @property
-    def generic(self) -> bool:
-        return self.mode == GENERIC
-
-    @property
-    def static_only(self) -> bool:
-        """Nothing but static compile metrics: no timings to show yet."""
-        return self.mode == STATIC
-
     def static_run(self, machine: str | None) -> Run | None:
         """The static metrics of a machine (its environment with most commits), else of the
         machine with the longest static history."""

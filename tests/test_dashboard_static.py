@@ -53,7 +53,7 @@ def static_only(tmp_path_factory):
 def test_a_folder_of_static_metrics_only_loads_as_static_and_opens_on_them(static_only):
     root, history = static_only
     data = build_data(root)
-    assert data.mode == STATIC and data.static_only and not data.runs
+    assert data.mode == STATIC and not data.runs
     run = data.static_run(None)
     assert run.machine == MACHINE and len(run.commits) == N_COMMITS
     store = ResultsStore(root, detect_in_background=False)
