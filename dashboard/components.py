@@ -15,7 +15,9 @@ from dash import Input, Output, State, dash_table, dcc, html
 from dashboard import commit_order, metrics
 from dashboard.callbacks_boundary import log_failure
 from dashboard.figures import build_empty_figure, impl_sort_key
-from dashboard.model import DashboardData, ResultsStore, Run
+from dashboard.dashboard_data import DashboardData
+from dashboard.model import ResultsStore
+from dashboard.run_view import Run
 from dashboard.urlstate import Query, qid
 
 FACET_LABELS = {"op": "Op", "dtype": "dtype", "activation": "Activation", "shape": "Shape", "impl": "Implementation",

@@ -12,7 +12,9 @@ from dashboard import metrics
 from dashboard.data import load_results
 from dashboard.app import create_app, nav_state, query_from_controls, render_page
 from dashboard.figures import build_roofline_figure, build_speedup_panel_figure, build_trend_figure
-from dashboard.model import FindingsState, ResultsStore, build_data, results_signature
+from dashboard.detection import FindingsState
+from dashboard.load_data import build_data, results_signature
+from dashboard.model import ResultsStore
 from dashboard.pages import discover_pages, overview, regressions as inbox_page, roofline, trends, compare
 from dashboard.regressions import find_changes
 from dashboard.urlstate import Query, encode_query
@@ -87,7 +89,7 @@ def test_derived_metrics_follow_the_cost_model(data, main_run, fx):
 def test_ceilings_are_derived_per_run(data, main_run):
     ceil = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, main_run.commits["commit_hash"].iloc[-1])
     assert ceil.copy_gbps == pytest.approx(SYNTH_CEILINGS.copy_gbps, rel=0.05)
-    assert set(ceil.matmul_tflops) == {"bf16", "fp16", "fp32"}
+    assert set(ceil.matmul_tflops) == set(SYNTH_CEILINGS.matmul_tflops)  # every dtype the fixture measured
     assert metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, "not-a-commit") is None
 
 
@@ -561,13 +563,13 @@ def test_one_bad_ceiling_value_is_left_out_with_its_reason(fx, tmp_path):
     newest_commit, older_commit = run.commits["commit_hash"].iloc[-1], run.commits["commit_hash"].iloc[-2]
     newest, older = by_commit[newest_commit], by_commit[older_commit]
     _set_result(newest, COPY_BENCHMARK, [float("inf")])  # a copy "measured" as taking forever
-    _set_result(older, MATMUL_BENCHMARK, [0.0, 2e-3, 2e-2])  # bf16 0 s; fp16 and fp32 fine
+    _set_result(older, MATMUL_BENCHMARK, [0.0, 2e-3, 2e-2, 1e-3])  # bf16 0 s; fp16, fp32 and fp8 fine (sorted dtypes)
     data = build_data(results)
     assert metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, newest_commit) is None
     kept = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, older_commit)
-    assert kept is not None and set(kept.matmul_tflops) == {"fp16", "fp32"}
+    assert kept is not None and set(kept.matmul_tflops) == {"fp16", "fp32", "fp8"}
     third = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, run.commits["commit_hash"].iloc[-3])
-    assert set(third.matmul_tflops) == {"bf16", "fp16", "fp32"}  # other commits untouched
+    assert set(third.matmul_tflops) == set(SYNTH_CEILINGS.matmul_tflops)  # other commits untouched
     reasons = [p.text() for p in data.ceiling_problems]
     assert len(reasons) == 2 and any("copy" in r and "inf" in r for r in reasons)
     assert any("matmul ceiling bf16" in r and "0.0" in r for r in reasons)
@@ -578,7 +580,7 @@ def test_one_bad_ceiling_value_is_left_out_with_its_reason(fx, tmp_path):
     roof = go.Figure(roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest_commit, None, None, None, None, None))
     assert "no roof" in roof.layout.title.text and any(t.name == "fused" for t in roof.data)
     roof = go.Figure(roofline.update(data, MAIN_MACHINE, MAIN_ENV, older_commit, None, None, None, None, None))
-    assert {t.name.split(":")[0] for t in roof.data if (t.name or "").startswith("roof")} == {"roof fp16", "roof fp32"}
+    assert {t.name.split(":")[0] for t in roof.data if (t.name or "").startswith("roof")} == {"roof fp16", "roof fp32", "roof fp8"}
 
 
 def json_commit(path):

@@ -10,7 +10,7 @@ import pytest
 
 from dashboard import cache as cache_module
 from dashboard.data import load_results
-from dashboard.model import build_data, results_signature
+from dashboard.load_data import build_data, results_signature
 from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, write_dashboard_fixture
 
 KEYS = ["machine", "env_name", "commit_hash", "benchmark", "params_key"]
@@ -326,7 +326,7 @@ def test_processes_starting_together_on_one_cache_parse_once_and_agree(results, 
     import sys
 
     go = tmp_path / "go"
-    code = ("import os, sys, time; from dashboard.model import build_data; print('ready', flush=True)\n"
+    code = ("import os, sys, time; from dashboard.load_data import build_data; print('ready', flush=True)\n"
             "while not os.path.exists(sys.argv[3]): time.sleep(0.005)\n"
             "d = build_data(sys.argv[1], cache_dir=sys.argv[2])\n"
             "print(d.files_parsed, len(d.rows_frame(samples=False)), repr(d.cache_note))")

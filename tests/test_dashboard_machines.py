@@ -5,7 +5,8 @@ import pytest
 
 from dashboard import metrics
 from dashboard.app import render_page
-from dashboard.model import ResultsStore, build_data
+from dashboard.load_data import build_data
+from dashboard.model import ResultsStore
 from dashboard.pages import discover_pages, machines
 from dashboard.urlstate import Query
 from benchmarks.harness import cost
@@ -135,7 +136,7 @@ def test_the_registry_alone_checks_the_mode():
     shows for a mode is its Page's modes, mode_layouts and stand_ins."""
     import ast
 
-    from dashboard.model import GENERIC, STATIC, SUITE
+    from dashboard.dashboard_data import GENERIC, STATIC, SUITE
     from dashboard.pages import _generic_trends, discover_pages
 
     checks = {"mode", "generic", "static_only"}

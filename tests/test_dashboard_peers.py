@@ -8,7 +8,7 @@ import pytest
 
 from dashboard import comparison_set, metrics
 from dashboard.data import load_results
-from dashboard.model import build_data
+from dashboard.load_data import build_data
 from dashboard.pages import compare, overview, trends
 from dashboard.urlstate import Query
 from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, autotune_kernels, write_peer_fixture
@@ -204,7 +204,7 @@ def test_failures_are_findings_on_the_regressions_page(px, data):
     """ok -> failed and failed -> ok reach the inbox (the gate always reported them), grouped by
     their commit, with a trend link to the series in its mode."""
     from dashboard.detection import detect_in_worker
-    from dashboard.model import FindingsState
+    from dashboard.detection import FindingsState
     from dashboard.pages import regressions as inbox_page
 
     found = detect_in_worker(str(px.results_dir), None)
@@ -261,7 +261,7 @@ def test_a_finding_offers_the_accepted_json_entry_that_accepts_it(px, data, tmp_
     import json
 
     from dashboard.detection import detect_in_worker
-    from dashboard.model import FindingsState
+    from dashboard.detection import FindingsState
     from dashboard.pages import regressions as inbox_page
     from dashboard.regressions.acceptance import find_acceptance, load_accepted
 
@@ -328,7 +328,7 @@ def test_the_overviews_colour_scale_is_the_same_at_every_commit(px, data, run):
 
 def test_the_inbox_searches_and_collapses_older_commits(px, data, monkeypatch):
     from dashboard.detection import detect_in_worker
-    from dashboard.model import FindingsState
+    from dashboard.detection import FindingsState
     from dashboard.pages import regressions as inbox_page
 
     found = detect_in_worker(str(px.results_dir), None)

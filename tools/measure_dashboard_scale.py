@@ -111,7 +111,7 @@ def measure_start(results: Path, cache: Path, repeat: int) -> dict:
 def measure_first_start(results: Path, cache: Path) -> dict:
     """In a fresh process with an empty cache: parse every file and write the cache."""
     started = time.perf_counter()
-    from dashboard.model import build_data
+    from dashboard.load_data import build_data
 
     data = build_data(results, cache_dir=cache)
     return {"first_start_s": time.perf_counter() - started, "parsed": data.files_parsed,

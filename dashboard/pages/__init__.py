@@ -22,7 +22,8 @@ from typing import Callable
 from dash import html
 
 from dashboard.components import generic_notice, static_only_notice
-from dashboard.model import GENERIC, STATIC, SUITE, DashboardData, ResultsStore
+from dashboard.dashboard_data import GENERIC, STATIC, SUITE, DashboardData
+from dashboard.model import ResultsStore
 from dashboard.urlstate import Query
 
 ALL_MODES = (SUITE, GENERIC, STATIC)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dash import dcc, html
 
 from dashboard.components import resolve_commit
-from dashboard.model import DashboardData
+from dashboard.dashboard_data import DashboardData
 from dashboard.urlstate import link
 
 

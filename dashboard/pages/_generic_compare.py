@@ -11,7 +11,8 @@ from dashboard import metrics
 from dashboard.components import (
     dropdown, guarded, labelled, message, register_run_controls, run_controls, run_of,
 )
-from dashboard.model import DashboardData, ResultsStore
+from dashboard.dashboard_data import DashboardData
+from dashboard.model import ResultsStore
 from dashboard.pages._comparison import (
     COMMITS, DEFAULT_FACTOR, comparison_columns, comparison_controls, comparison_datatable, summary_line,
 )

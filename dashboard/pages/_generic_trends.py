@@ -26,7 +26,9 @@ from dashboard.components import (
 )
 from dashboard.figures import build_trend_figure
 from dashboard.metrics import better_of
-from dashboard.model import DashboardData, ResultsStore, Run
+from dashboard.dashboard_data import DashboardData
+from dashboard.model import ResultsStore
+from dashboard.run_view import Run
 from dashboard.na_reasons import reason_column
 from dashboard.pages._commit_info import commit_info
 from dashboard.run_marks import marks_of_run

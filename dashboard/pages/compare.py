@@ -12,7 +12,8 @@ from dashboard.components import (
     dropdown, facet_controls, guarded, labelled, message, register_facet_counts, register_run_controls,
     run_controls, run_of,
 )
-from dashboard.model import GENERIC, SUITE, DashboardData, ResultsStore
+from dashboard.dashboard_data import GENERIC, SUITE, DashboardData
+from dashboard.model import ResultsStore
 from dashboard.pages import Page, _generic_compare
 from dashboard.pages._comparison import (
     COMMITS, DEFAULT_FACTOR, comparison_columns, comparison_controls, comparison_datatable, summary_line,

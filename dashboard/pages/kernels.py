@@ -19,7 +19,9 @@ from dashboard.components import (
     resolve_commit, styled_datatable,
 )
 from dashboard.figures import build_trend_figure
-from dashboard.model import DashboardData, ResultsStore, Run
+from dashboard.dashboard_data import DashboardData
+from dashboard.model import ResultsStore
+from dashboard.run_view import Run
 from dashboard.pages import Page
 from dashboard.pages._generic_trends import MAX_LINES, Measure
 from dashboard.urlstate import SHELL, Query, qid

@@ -14,7 +14,9 @@ from dashboard.components import (
     commit_options, dropdown, env_options, guarded, labelled, machine_options, message,
     named_commit, register_run_controls, run_of, styled_datatable,
 )
-from dashboard.model import SUITE, DashboardData, ResultsStore, Run
+from dashboard.dashboard_data import SUITE, DashboardData
+from dashboard.model import ResultsStore
+from dashboard.run_view import Run
 from dashboard.pages import Page
 from dashboard.units import display_unit
 from dashboard.urlstate import Query, qid

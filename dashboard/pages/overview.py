@@ -16,7 +16,8 @@ from dashboard.components import (
     register_facet_counts, register_run_controls, run_controls, run_of,
 )
 from dashboard.figures.heatmap import build_speedup_panel_figure, color_span, speedup_legend_stops, speedup_text
-from dashboard.model import STATIC, SUITE, DashboardData, ResultsStore
+from dashboard.dashboard_data import STATIC, SUITE, DashboardData
+from dashboard.model import ResultsStore
 from dashboard.pages import Page
 from dashboard.pages._why_na import why_na_line
 from dashboard.units import format_change, format_value

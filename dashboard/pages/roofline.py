@@ -10,7 +10,8 @@ from dashboard.components import (
     error_figure, facet_controls, graph, guarded, register_facet_counts, register_run_controls, run_controls, run_of,
 )
 from dashboard.figures import build_roofline_figure
-from dashboard.model import SUITE, DashboardData, ResultsStore
+from dashboard.dashboard_data import SUITE, DashboardData
+from dashboard.model import ResultsStore
 from dashboard.pages import Page
 from dashboard.urlstate import SHELL, Query, qid
 

@@ -17,7 +17,9 @@ from dashboard.components import (
     trend_view_controls,
 )
 from dashboard.figures import build_trend_figure
-from dashboard.model import GENERIC, SUITE, DashboardData, ResultsStore, Run
+from dashboard.dashboard_data import GENERIC, SUITE, DashboardData
+from dashboard.model import ResultsStore
+from dashboard.run_view import Run
 from dashboard.na_reasons import reason_column
 from dashboard.run_marks import marks_of_run
 from dashboard.pages import Page, _generic_trends
