@@ -29,11 +29,9 @@ rows a view needs. Nothing is cached on disk and nothing is written into the res
 from __future__ import annotations
 
 import ast
-import concurrent.futures
 import gc
 import itertools
 import math
-import multiprocessing
 import os
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -47,6 +45,7 @@ import numpy as np
 from dashboard.commit_order import commits_in_order as commit_order  # noqa: F401
 from dashboard.results_folder import ResultsDirError, SkippedFile, list_results, read_benchmarks  # noqa: F401
 from dashboard.safe_read import date_problem, read_json
+from dashboard.worker_processes import available_cpus, stop_workers, parse_pool
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -301,48 +300,6 @@ def _parse_chunk(tasks: list[tuple[str, str, str]]) -> list[dict]:
             gc.enable()
 
 
-PARENT_CHECK_SECONDS = 0.5
-
-
-def exit_with_parent(parent_pid: int) -> None:
-    """Initializer of a worker process (parse pool, detector): exit once the process that started
-    it is gone, however it ended (even by SIGKILL, which runs no clean-up, or before the worker
-    finished starting); otherwise an idle worker waits on its queue forever, holding its memory.
-    (Not PR_SET_PDEATHSIG: that fires when the thread that happened to spawn the worker ends.)"""
-    import threading
-    import time
-
-    def watch():
-        while os.getppid() == parent_pid:
-            time.sleep(PARENT_CHECK_SECONDS)
-        os._exit(0)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
-
-
-def parse_pool(jobs: int) -> concurrent.futures.ProcessPoolExecutor:
-    """The spawned pool that parses result files (forking a threaded web server is unsafe);
-    its workers end with this process, however it ends."""
-    return concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                                                  initializer=exit_with_parent, initargs=(os.getpid(),))
-
-
-def _stop_workers(pool: concurrent.futures.ProcessPoolExecutor) -> None:
-    """Terminate the pool's workers now (an interrupted load: their chunks are not wanted)."""
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        try:
-            process.terminate()
-        except (OSError, AttributeError):
-            pass
-
-
-def _available_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def _parse_files(tasks: list[tuple[str, str, str]], jobs: int | None) -> list[dict]:
     """Parse every file, in ``tasks`` order; in worker processes when it pays.
 
@@ -360,7 +317,7 @@ def _parse_files(tasks: list[tuple[str, str, str]], jobs: int | None) -> list[di
                 size += os.path.getsize(path)
             except OSError:
                 pass
-        jobs = _available_cpus() if size >= PARALLEL_MIN_BYTES else 1
+        jobs = available_cpus() if size >= PARALLEL_MIN_BYTES else 1
     jobs = max(1, min(int(jobs), len(tasks) // FILES_PER_TASK))
     if jobs <= 1:
         return _parse_chunk(tasks)
@@ -378,7 +335,7 @@ def _parse_files(tasks: list[tuple[str, str, str]], jobs: int | None) -> list[di
             except Exception:  # a worker died or could not start (BrokenProcessPool)
                 parsed.extend(_parse_chunk(chunk))
     except BaseException:  # SIGTERM or Ctrl-C during the load: the workers stop with it
-        _stop_workers(pool)
+        stop_workers(pool)
         raise
     finally:
         pool.shutdown(wait=False, cancel_futures=True)

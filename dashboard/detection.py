@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dashboard.data import exit_with_parent
+from dashboard.worker_processes import exit_with_parent
 
 SERIES_PER_CHUNK = 250
 
