@@ -12,7 +12,7 @@ import functools
 import dash
 from dash import Input, Output, State, dash_table, dcc, html
 
-from dashboard import commit_order, metrics
+from dashboard import commit_order, facet_filters, metrics
 from dashboard.callbacks_boundary import log_failure
 from dashboard.figures import build_empty_figure, impl_sort_key
 from dashboard.dashboard_data import DashboardData
@@ -222,17 +222,17 @@ def facet_values(catalog) -> dict[str, list[str]]:
         values = catalog[facet].astype(str).unique() if len(catalog) else []
         out[facet] = (sorted(values, key=impl_sort_key) if facet == "impl"
                       else sorted(values, key=metrics.mode_order) if facet == "mode"
-                      else metrics.sort_values_naturally(values))
+                      else facet_filters.sort_values_naturally(values))
     return out
 
 
 def facet_controls(page: str, run: Run | None, query: Query, facets=metrics.FACETS) -> list:
     """Multi-select filters for op, dtype, activation, shape, implementation; labels count cases."""
-    catalog = run.catalog if run is not None else metrics.empty_catalog()
+    catalog = run.catalog if run is not None else facet_filters.empty_catalog()
     values = facet_values(catalog)
     # "all" is the Kernels page's word for no filter (its dtype=all follows to the other pages)
     selections = {f: [] if query.many(f) == [ALL_WORD] else query.many(f, allowed=values[f]) for f in metrics.FACETS}
-    counts = metrics.facet_counts(catalog, selections)
+    counts = facet_filters.facet_counts(catalog, selections)
     return [labelled(FACET_LABELS[f], dropdown(page, f, facet_options(values[f], counts[f]), selections[f],
                                                multi=True, placeholder="all"),
                      "22rem" if f == "shape" else "13rem") for f in facets]
@@ -253,7 +253,7 @@ def facet_option_lists(data: DashboardData, machine, env, selections: dict, face
     if run is None:
         return [[] for _ in facets]
     values = facet_values(run.catalog)
-    counts = metrics.facet_counts(run.catalog, selections)
+    counts = facet_filters.facet_counts(run.catalog, selections)
     return [facet_options(values[f], counts[f]) for f in facets]
 
 

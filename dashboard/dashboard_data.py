@@ -33,7 +33,7 @@ class DashboardData:
     table: ResultsTable | None = None
     ceilings: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["machine", "env_name",
                                                                                   "commit_hash", "copy_gbps"]))
-    ceiling_problems: list = field(default_factory=list)  # metrics.CeilingProblem: stored ceilings left out
+    ceiling_problems: list = field(default_factory=list)  # device_ceilings.CeilingProblem: stored ceilings left out
     runs: dict[tuple[str, str], Run] = field(default_factory=dict)
     static_runs: dict[tuple[str, str], Run] = field(default_factory=dict)  # static compile metrics only
     machines: dict = field(default_factory=dict)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dashboard import asvconf, metrics, results_folder, static_metrics
+from dashboard import asvconf, case_fields, device_ceilings, results_folder, static_metrics
 from dashboard.cache import ResultsCache
 from dashboard.dashboard_data import GENERIC, STATIC, SUITE, DashboardData
 from dashboard.data import LoadReport, ResultsDirError, SkippedFile
@@ -47,15 +47,15 @@ def _report_of(table: ResultsTable) -> LoadReport:
 
 
 def _ceilings(table: ResultsTable) -> tuple[pd.DataFrame, list]:
-    """metrics.ceilings_table over the ceiling benchmarks' rows (a few per commit)."""
+    """device_ceilings.ceilings_table over the ceiling benchmarks' rows (a few per commit)."""
     series = table.series
-    chosen = series[series["benchmark"].isin([metrics.COPY_BENCHMARK, metrics.MATMUL_BENCHMARK])]
+    chosen = series[series["benchmark"].isin([device_ceilings.COPY_BENCHMARK, device_ceilings.MATMUL_BENCHMARK])]
     rows = table.frame(table.rows_of_series(chosen.index), samples=False, stats=())
     for name in ("bytes", "dtype", "n"):
         values = {sid: dict(zip(n, v)).get(name) for sid, n, v in
                   zip(chosen.index, chosen["param_names"], chosen["param_values"])}
         rows[name] = rows["series"].map(values)
-    return metrics.ceilings_table(rows)
+    return device_ceilings.ceilings_table(rows)
 
 
 def build_data(results_dir: str | Path, asv_conf: Path | None = None, cache_dir: Path | None = None) -> DashboardData:
@@ -81,7 +81,7 @@ def build_data(results_dir: str | Path, asv_conf: Path | None = None, cache_dir:
     report.problems.extend(p.text() for p in ceiling_problems)
     static = static_metrics.is_static(table.series["benchmark"])
     timed = table.series[~static]
-    cases = metrics.case_series(timed)
+    cases = case_fields.case_series(timed)
     mode = SUITE if len(cases) else (GENERIC if len(timed) or not static.any() else STATIC)
     data = DashboardData(root, None, report, mode, table, ceilings, ceiling_problems,
                          machines=parsed.machines, benchmarks=parsed.benchmarks, project=project,
@@ -103,6 +103,6 @@ def build_data(results_dir: str | Path, asv_conf: Path | None = None, cache_dir:
             data.static_runs[key] = Run(*key, table, index, mine, suite=False)
     for run in [*data.runs.values(), *data.static_runs.values()]:  # index now, so no callback pays for it
         run.warm()
-    metrics.ceilings_by_run(data.ceilings)
+    device_ceilings.ceilings_by_run(data.ceilings)
     data.load_seconds = time.perf_counter() - started
     return data

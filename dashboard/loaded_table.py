@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dashboard import metrics, static_metrics
+from dashboard import case_fields, static_metrics
 from dashboard.cache import ResultsCache
 from dashboard.table import ResultsTable
 
@@ -21,7 +21,7 @@ def load_table(results_dir: Path, cache_dir: Path | None, commit_rank: dict | No
 def shown_series(table: ResultsTable) -> pd.Index:
     """The series the dashboard looks at (and the detector scans): this suite's Case series and
     the static compile metrics when there are Case series, else all."""
-    cases = metrics.case_series(table.series)
+    cases = case_fields.case_series(table.series)
     if not len(cases):
         return table.series.index
     static = table.series.index[static_metrics.is_static(table.series["benchmark"])]

@@ -9,7 +9,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from dashboard import metrics
+from dashboard import case_fields, facet_filters, metrics
 from dashboard.table import ResultsTable, RunRows
 from dashboard.urlstate import PARAM_PREFIX
 
@@ -22,7 +22,7 @@ class Run:
     env_name: str
     table: ResultsTable
     index: RunRows
-    series: pd.DataFrame  # the shown series of this run (index: series id); suite: + metrics.CASE_COLUMNS
+    series: pd.DataFrame  # the shown series of this run (index: series id); suite: + case_fields.CASE_COLUMNS
     suite: bool = True
 
     @property
@@ -41,12 +41,12 @@ class Run:
 
     @cached_property
     def _case_columns(self) -> pd.DataFrame | None:
-        return self.series[list(metrics.CASE_COLUMNS)] if self.suite else None
+        return self.series[list(case_fields.CASE_COLUMNS)] if self.suite else None
 
     @cached_property
     def catalog(self) -> pd.DataFrame:
         """Distinct (case, impl) with Case fields: what the filters count (suite mode)."""
-        return metrics.case_catalog(self.series) if self.suite else metrics.empty_catalog()
+        return facet_filters.case_catalog(self.series) if self.suite else facet_filters.empty_catalog()
 
     def _series_of_case(self, case: str | None, metric: str | None = None, mode: str | None = None) -> pd.Index:
         if not self.suite or case is None:

@@ -3,7 +3,7 @@ own machine's roofline floor."""
 
 import pytest
 
-from dashboard import metrics
+from dashboard import device_ceilings, speedup_tables
 from dashboard.app import render_page
 from dashboard.load_data import build_data
 from dashboard.model import ResultsStore
@@ -41,8 +41,8 @@ def test_every_case_on_both_with_the_ratio_and_each_machines_roofline(data):
     at_a, at_b = (r.at_commit(common, samples=False) for r in (h200, a100))
     both = set(zip(at_a["case"], at_a["impl"])) & set(zip(at_b["case"], at_b["impl"]))
     assert len(table) > 0 and set(zip(table["case"], table["impl"])) <= both
-    ceil_a = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, common)
-    ceil_b = metrics.ceilings_of(data.ceilings, SECOND_MACHINE, SECOND_ENV, common)
+    ceil_a = device_ceilings.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, common)
+    ceil_b = device_ceilings.ceilings_of(data.ceilings, SECOND_MACHINE, SECOND_ENV, common)
     assert ceil_a.copy_gbps > 2 * ceil_b.copy_gbps  # two different devices
     for r in table.itertuples():
         lat = {side: rows[(rows["case"] == r.case) & (rows["impl"] == r.impl) & (rows["metric"] == "latency")]
@@ -53,8 +53,8 @@ def test_every_case_on_both_with_the_ratio_and_each_machines_roofline(data):
         assert r.b_roofline == pytest.approx(cost.floor_seconds(case, ceil_b) / lat["b"])
     # the fixture's latencies sit a fixed factor above each machine's floor: the A100 is slower,
     # and each machine's roofline fraction says the hardware explains it
-    assert metrics.geomean(table["ratio"]) > 1.5
-    assert metrics.geomean(table["a_roofline"] / table["b_roofline"]) == pytest.approx(1, abs=0.05)
+    assert speedup_tables.geomean(table["ratio"]) > 1.5
+    assert speedup_tables.geomean(table["a_roofline"] / table["b_roofline"]) == pytest.approx(1, abs=0.05)
 
 
 def test_the_page_and_its_callback(fx, data):

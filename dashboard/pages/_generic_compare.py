@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 from dash import Input, Output, State, dcc, html
 
-from dashboard import metrics
+from dashboard import ab_compare, metrics
 from dashboard.components import (
     dropdown, guarded, labelled, message, register_run_controls, run_controls, run_of,
 )
@@ -60,7 +60,7 @@ def _compared(data: DashboardData, machine, env, a, b, factor, benchmarks) -> tu
     units = run.series.drop_duplicates("benchmark").set_index("benchmark")["unit"]
     better = {name: metrics.better_of(name, unit if isinstance(unit, str) else None, data.benchmarks.get(name))
               for name, unit in units.items()}
-    return metrics.compare_rows(old, new, float(factor or DEFAULT_FACTOR), better, key=metrics.SERIES_KEY, fields=(),
+    return ab_compare.compare_rows(old, new, float(factor or DEFAULT_FACTOR), better, key=ab_compare.SERIES_KEY, fields=(),
                                 samples=run.table.samples), pd.concat([old, new]) if a != b else new
 
 

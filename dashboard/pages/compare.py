@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 from dash import Input, Output, State, dcc, html
 
-from dashboard import metrics
+from dashboard import ab_compare, facet_filters, metrics
 from dashboard.components import (
     dropdown, facet_controls, guarded, labelled, message, register_facet_counts, register_run_controls,
     run_controls, run_of,
@@ -68,10 +68,10 @@ def _compared(data: DashboardData, machine, env, a, b, metric, factor, op, dtype
         return pd.DataFrame(columns=["case", *COLUMNS, "significant"]), "", None
     metric = metric if metric in metrics.STORED_METRICS else "latency"
     selections = {"op": op, "dtype": dtype, "activation": activation, "shape": shape, "impl": impl, "mode": mode}
-    old = metrics.apply_filters(run.at_commit(a, samples=False), selections)
-    new = metrics.apply_filters(run.at_commit(b, samples=False), selections)
+    old = facet_filters.apply_filters(run.at_commit(a, samples=False), selections)
+    new = facet_filters.apply_filters(run.at_commit(b, samples=False), selections)
     old, new = old[old["metric"] == metric], new[new["metric"] == metric]
-    table = metrics.compare_rows(old, new, float(factor or DEFAULT_FACTOR), metrics.METRICS[metric].better,
+    table = ab_compare.compare_rows(old, new, float(factor or DEFAULT_FACTOR), metrics.METRICS[metric].better,
                                  samples=run.table.samples)
     unit = next((str(u) for u in table["unit"] if isinstance(u, str)), "")
     return table, unit, pd.concat([old, new]) if a != b else new

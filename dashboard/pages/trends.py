@@ -10,7 +10,7 @@ from collections import OrderedDict
 import pandas as pd
 from dash import Input, Output, State, html
 
-from dashboard import commit_messages, metrics
+from dashboard import commit_messages, derived_metrics, facet_filters, metrics, speedup_tables
 from dashboard.components import (
     commit_options, dropdown, error_figure, facet_controls, graph, guarded, labelled, message,
     register_facet_counts, register_run_controls, resolve_commit, run_controls, run_of,
@@ -30,7 +30,7 @@ ID = "trends"
 CASE_FACETS = ("op", "dtype", "activation", "shape")
 FACETS = tuple(f for f in metrics.FACETS if f != "mode")  # one mode at a time: its own control
 # The stored and derived metrics, and fused's speedup over the best unfused / best fused peer
-TREND_METRICS = {**metrics.METRICS, metrics.SPEEDUP.name: metrics.SPEEDUP}
+TREND_METRICS = {**metrics.METRICS, speedup_tables.SPEEDUP.name: speedup_tables.SPEEDUP}
 
 
 def mode_choice(run: Run | None, case: str | None, wanted) -> tuple[list[str], str | None]:
@@ -45,8 +45,8 @@ def mode_choice(run: Run | None, case: str | None, wanted) -> tuple[list[str], s
 def case_choices(run: Run | None, selections: dict) -> list[str]:
     if run is None:
         return []
-    catalog = metrics.apply_filters(run.catalog, selections)
-    return metrics.sort_values_naturally(catalog["case"].unique())
+    catalog = facet_filters.apply_filters(run.catalog, selections)
+    return facet_filters.sort_values_naturally(catalog["case"].unique())
 
 
 def layout(data: DashboardData, query: Query):
@@ -109,7 +109,7 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
     if run is None or not case:
         return error_figure(lambda: theme)("No case matches the filters.")
     _, mode = mode_choice(run, case, mode)
-    if metric == metrics.SPEEDUP.name:
+    if metric == speedup_tables.SPEEDUP.name:
         return speedup_figure(run, case, mode, impl, x_axis, logy, commit, theme, marks_of_run(data, run))
     metric = metric if metric in metrics.METRICS else "latency"
     source_metric = metrics.stored_metric_of(metrics.METRICS[metric].source)
@@ -126,7 +126,7 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
         return error_figure(lambda: theme)(f"{metrics.METRICS[metric].label} is derived for the forward mode only "
                                            f"(the cost model counts a forward's flops and bytes); {mode} shows "
                                            "latency, peak memory and kernels.")
-    derived = metrics.derive(rows, metric, data.ceilings)
+    derived = derived_metrics.derive(rows, metric, data.ceilings)
     derived["reason"] = reason_column(derived, run.series, data.results_dir, run.machine)  # why n/a, if recorded
     subjects = commit_messages.subjects(data.project.repo, data.project.commit_rank)
     if subjects:  # what each commit says it did, in the hover
@@ -142,14 +142,14 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
 
 def speedup_figure(run: Run, case: str, mode: str | None, impl, x_axis, logy, commit, theme="light", marks=None):
     """Fused over the best unfused and over the best fused peer at every commit, with the band
-    the two 99 % CIs give (metrics.speedup_history); Implementation picks the ones compared."""
+    the two 99 % CIs give (speedup_tables.speedup_history); Implementation picks the ones compared."""
     rows = run.of_case(case, samples=False, metric="latency", mode=mode)
     rows = rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash", how="left") if len(rows) else rows
     baselines = [i for i in (impl or []) if i != metrics.FUSED] or None
-    history = metrics.speedup_history(rows, baselines)
+    history = speedup_tables.speedup_history(rows, baselines)
     if history.empty:
         return error_figure(lambda: theme)(f"{case} ({mode}): no commit has a fused and a compared latency.")
-    return build_trend_figure(history, metrics.SPEEDUP, None, resolve_commit(run, commit) if commit else None,
+    return build_trend_figure(history, speedup_tables.SPEEDUP, None, resolve_commit(run, commit) if commit else None,
                               x_axis or "commit", "log" in (logy or []), theme,
                               title=f"Speedup of fused (t_best / t_fused) — {case} — {mode} — {run.machine}",
                               run_marks=marks)
