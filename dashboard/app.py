@@ -19,7 +19,7 @@ import dash
 from dash import ALL, Dash, Input, Output, State, dcc, html
 
 from dashboard import callbacks_boundary
-from dashboard.components import empty_state, link_notice, load_report_panel, message
+from dashboard.notices import empty_state, link_notice, load_report_panel, message
 from dashboard.figures import THEMES, warm_up
 from dashboard.commit_order import order_note
 from dashboard.model import DEFAULT_RESULTS_DIR, ResultsStore

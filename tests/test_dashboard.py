@@ -530,7 +530,7 @@ def test_compare_cells_are_numbers_in_the_unit_of_their_header(data, main_run, f
 
 
 def test_machine_and_environment_labels_count_what_the_plot_shows(data):
-    from dashboard.components import env_options, machine_options
+    from dashboard.run_selector import env_options, machine_options
 
     main = data.runs[(MAIN_MACHINE, MAIN_ENV)]
     other = data.runs[(MAIN_MACHINE, "existing-py_usr_bin_python3")]

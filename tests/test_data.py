@@ -271,7 +271,7 @@ def test_a_commit_prefix_names_the_same_commit_for_the_gate_and_the_pages(tmp_pa
     """One resolve_commit (dashboard.commit_order): the pages once took the first commit an
     ambiguous prefix matched, and matched case-sensitively, where the gate refused."""
     from dashboard.commit_order import resolve_commit
-    from dashboard.components import named_commit
+    from dashboard.commit_choice import named_commit
     from dashboard.load_data import build_data
 
     history = write_history(tmp_path, [SeriesSpec("b.S.track_latency", (1,), ("m",))], 40, seed=3)

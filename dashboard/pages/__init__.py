@@ -21,7 +21,7 @@ from typing import Callable
 
 from dash import html
 
-from dashboard.components import generic_notice, static_only_notice
+from dashboard.notices import generic_notice, static_only_notice
 from dashboard.dashboard_data import GENERIC, STATIC, SUITE, DashboardData
 from dashboard.model import ResultsStore
 from dashboard.urlstate import Query

@@ -8,7 +8,7 @@ from dash import dash_table, dcc, html
 from dash.dash_table.Format import Format, Group, Scheme
 
 from dashboard import ab_compare
-from dashboard.components import BETTER_CELL, WORSE_CELL, dropdown, labelled, styled_datatable
+from dashboard.widgets import BETTER_CELL, WORSE_CELL, dropdown, labelled, styled_datatable
 from dashboard.units import DisplayUnit
 from dashboard.urlstate import Query, qid
 

@@ -8,9 +8,10 @@ import pandas as pd
 from dash import Input, Output, State, dcc, html
 
 from dashboard import ab_compare, metrics
-from dashboard.components import (
-    dropdown, guarded, labelled, message, register_run_controls, run_controls, run_of,
-)
+from dashboard.callback_guards import guarded
+from dashboard.notices import message
+from dashboard.run_selector import register_run_controls, run_controls, run_of
+from dashboard.widgets import dropdown, labelled
 from dashboard.dashboard_data import DashboardData
 from dashboard.model import ResultsStore
 from dashboard.pages._comparison import (

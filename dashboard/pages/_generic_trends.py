@@ -20,10 +20,11 @@ import pandas as pd
 from dash import ALL, Input, Output, State, html
 
 from dashboard import commit_messages
-from dashboard.components import (
-    commit_options, dropdown, error_figure, graph, guarded, labelled, message, register_run_controls,
-    resolve_commit, run_controls, run_of, trend_view_controls,
-)
+from dashboard.callback_guards import error_figure, guarded
+from dashboard.commit_choice import commit_options, resolve_commit
+from dashboard.notices import message
+from dashboard.run_selector import register_run_controls, run_controls, run_of, trend_view_controls
+from dashboard.widgets import dropdown, graph, labelled
 from dashboard.figures import build_trend_figure
 from dashboard.metrics import better_of
 from dashboard.dashboard_data import DashboardData

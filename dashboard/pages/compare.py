@@ -8,10 +8,11 @@ import pandas as pd
 from dash import Input, Output, State, dcc, html
 
 from dashboard import ab_compare, facet_filters, metrics
-from dashboard.components import (
-    dropdown, facet_controls, guarded, labelled, message, register_facet_counts, register_run_controls,
-    run_controls, run_of,
-)
+from dashboard.callback_guards import guarded
+from dashboard.facet_widgets import facet_controls, register_facet_counts
+from dashboard.notices import message
+from dashboard.run_selector import register_run_controls, run_controls, run_of
+from dashboard.widgets import dropdown, labelled
 from dashboard.dashboard_data import GENERIC, SUITE, DashboardData
 from dashboard.model import ResultsStore
 from dashboard.pages import Page, _generic_compare

@@ -10,10 +10,11 @@ import pandas as pd
 from dash import Input, Output, State, html
 
 from dashboard import derived_metrics, device_ceilings, metrics, speedup_tables
-from dashboard.components import (
-    commit_options, dropdown, env_options, guarded, labelled, machine_options, message,
-    named_commit, register_run_controls, run_of, styled_datatable,
-)
+from dashboard.callback_guards import guarded
+from dashboard.commit_choice import commit_options, named_commit
+from dashboard.notices import message
+from dashboard.run_selector import env_options, machine_options, register_run_controls, run_of
+from dashboard.widgets import dropdown, labelled, styled_datatable
 from dashboard.dashboard_data import SUITE, DashboardData
 from dashboard.model import ResultsStore
 from dashboard.run_view import Run

@@ -11,10 +11,12 @@ from __future__ import annotations
 from dash import Input, Output, State, dcc, html
 
 from dashboard import ab_compare, comparison_set, device_ceilings, facet_filters, metrics, speedup_tables
-from dashboard.components import (
-    commit_of, commit_options, dropdown, facet_controls, guarded, labelled, message,
-    register_facet_counts, register_run_controls, run_controls, run_of,
-)
+from dashboard.callback_guards import guarded
+from dashboard.commit_choice import commit_of, commit_options
+from dashboard.facet_widgets import facet_controls, register_facet_counts
+from dashboard.notices import message
+from dashboard.run_selector import register_run_controls, run_controls, run_of
+from dashboard.widgets import dropdown, labelled
 from dashboard.figures.heatmap import build_speedup_panel_figure, color_span, speedup_legend_stops, speedup_text
 from dashboard.dashboard_data import STATIC, SUITE, DashboardData
 from dashboard.model import ResultsStore

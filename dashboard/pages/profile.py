@@ -11,7 +11,9 @@ import flask
 from dash import Input, Output, html
 
 from dashboard import profiles
-from dashboard.components import dropdown, error_figure, graph, guarded, labelled, message
+from dashboard.callback_guards import error_figure, guarded
+from dashboard.notices import message
+from dashboard.widgets import dropdown, graph, labelled
 from dashboard.figures import build_profile_figure, build_profile_history_figure
 from dashboard.dashboard_data import DashboardData
 from dashboard.model import ResultsStore

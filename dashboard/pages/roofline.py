@@ -6,9 +6,10 @@ from __future__ import annotations
 from dash import Input, Output, html
 
 from dashboard import derived_metrics, device_ceilings, facet_filters, metrics
-from dashboard.components import (
-    error_figure, facet_controls, graph, guarded, register_facet_counts, register_run_controls, run_controls, run_of,
-)
+from dashboard.callback_guards import error_figure, guarded
+from dashboard.facet_widgets import facet_controls, register_facet_counts
+from dashboard.run_selector import register_run_controls, run_controls, run_of
+from dashboard.widgets import graph
 from dashboard.figures import build_roofline_figure
 from dashboard.dashboard_data import SUITE, DashboardData
 from dashboard.model import ResultsStore

@@ -11,11 +11,12 @@ import pandas as pd
 from dash import Input, Output, State, html
 
 from dashboard import commit_messages, derived_metrics, facet_filters, metrics, speedup_tables
-from dashboard.components import (
-    commit_options, dropdown, error_figure, facet_controls, graph, guarded, labelled, message,
-    register_facet_counts, register_run_controls, resolve_commit, run_controls, run_of,
-    trend_view_controls,
-)
+from dashboard.callback_guards import error_figure, guarded
+from dashboard.commit_choice import commit_options, resolve_commit
+from dashboard.facet_widgets import facet_controls, register_facet_counts
+from dashboard.notices import message
+from dashboard.run_selector import register_run_controls, run_controls, run_of, trend_view_controls
+from dashboard.widgets import dropdown, graph, labelled
 from dashboard.figures import build_trend_figure
 from dashboard.dashboard_data import GENERIC, SUITE, DashboardData
 from dashboard.model import ResultsStore
