@@ -228,7 +228,7 @@ def test_odd_values_become_nan_not_errors(tmp_path):
 def test_a_file_cut_anywhere_is_reported_as_truncated(tmp_path):
     """Wherever a copy or a full disk cuts a result file (inside a number, a literal, a
     string), the reason says truncated; a file broken in the middle is not called truncated."""
-    from dashboard.data import read_json_file
+    from dashboard.result_file import read_json_file
 
     cuts = {len(REAL_RESULT) * i // 97 for i in range(5, 97)}
     cuts |= {REAL_RESULT.index("0.0001008") + 6, REAL_RESULT.index("NaN") + 2, REAL_RESULT.index("-Infinity") + 1}

@@ -7,9 +7,10 @@ that adds its callbacks. Controls built with ``urlstate.qid(page, key)`` are kep
 The registry, not the page, decides what a page shows for the results' mode (this suite's
 results, another project's "generic" ones, or static compile metrics only): a page lists the
 modes it serves (``modes``), with a layout of its own for a mode that needs one (``mode_layouts``:
-another project's benchmarks are picked by benchmark and parameters, not by Case); for any other mode the registry shows the page named in
-``stand_ins`` for that mode (the Overview of a static-only folder is the Kernels page) or says
-why the page is off. Pages never import one another.
+another project's benchmarks are picked by benchmark and parameters, not by Case); for any
+other mode the registry shows the page named in ``stand_ins`` for that mode (the Overview of a
+static-only folder is the Kernels page) or says why the page is off. Pages never import one
+another, and no page checks the mode itself.
 """
 
 from __future__ import annotations
