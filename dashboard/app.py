@@ -19,7 +19,7 @@ import dash
 from dash import ALL, Dash, Input, Output, State, dcc, html
 
 from dashboard import callbacks_boundary
-from dashboard.components import empty_state, link_notice, load_report_panel, message
+from dashboard.notices import empty_state, link_notice, load_report_panel, message
 from dashboard.figures import THEMES, warm_up
 from dashboard.commit_order import order_note
 from dashboard.model import DEFAULT_RESULTS_DIR, ResultsStore
@@ -146,15 +146,3 @@ def create_app(results_dir: str | Path | None = None, asv_conf: Path | None = No
     callbacks_boundary.install(app)  # after the last callback: it checks requests against them all
     return app
 
-
-def __getattr__(name: str):
-    """``dashboard.app:server`` for WSGI servers, built on first use (importing stays cheap), with
-    the settings dashboard.wsgi reads from the environment (FUSED_MLP_RESULTS, ...)."""
-    if name in ("app", "server"):
-        from dashboard.wsgi import settings_from_env
-
-        settings = settings_from_env()
-        app = create_app(settings["results_dir"], asv_conf=settings["asv_conf"], cache_dir=settings["cache_dir"])
-        globals().update(app=app, server=app.server)
-        return globals()[name]
-    raise AttributeError(name)

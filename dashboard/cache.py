@@ -45,7 +45,7 @@ try:
 except ImportError:  # Windows: loads there go ahead without the lock
     fcntl = None
 
-from dashboard import cache_manifest, results_folder, safe_read
+from dashboard import cache_manifest, result_file, results_folder, safe_read
 from dashboard import data as loader
 from dashboard.cache_manifest import SEGMENT_NAME, CacheDamaged
 from dashboard.safe_read import inside
@@ -53,13 +53,13 @@ from dashboard.safe_read import inside
 log = logging.getLogger(__name__)
 FORMAT = 2
 # Per-row columns of a segment, as the parser produces them (stats rows become their own files).
-ROW_COLUMNS = ("value", "failed", *loader.STATS_KEYS, "sample_start", "sample_length")
+ROW_COLUMNS = ("value", "failed", *result_file.STATS_KEYS, "sample_start", "sample_length")
 LOCK_NAME = ".lock"  # in the cache folder: held while a process loads through it
 MAX_SEGMENTS = 24  # beyond this many, the small segments are merged into one
 BATCH_BYTES = 192 << 20  # JSON parsed per segment: the parser's arrays for it are what memory holds
 SKIP_DIRS = results_folder.NOT_MACHINES  # results/profiles holds profile passes (dashboard.profiles)
 # The dtype each column is written with; a column read back in another is not this cache's.
-COLUMN_DTYPES = {"value": np.float64, "failed": np.bool_, **{k: np.float64 for k in loader.STATS_KEYS},
+COLUMN_DTYPES = {"value": np.float64, "failed": np.bool_, **{k: np.float64 for k in result_file.STATS_KEYS},
                  "sample_start": np.int64, "sample_length": np.int64, "samples": np.float64}
 
 
@@ -76,11 +76,11 @@ def default_cache_dir() -> Path:
 
 
 def parser_fingerprint() -> str:
-    """Changes when the parser's code does (data.py, safe_read.py, results_folder.py, this module): a
-    cache written by another version is not trusted."""
+    """Changes when the parser's code does (data.py, result_file.py, safe_read.py, results_folder.py,
+    cache_manifest.py, this module): a cache written by another version is not trusted."""
     digest = hashlib.sha256(f"format {FORMAT}".encode())
-    for path in (Path(loader.__file__), Path(safe_read.__file__), Path(results_folder.__file__),
-                 Path(cache_manifest.__file__), Path(__file__)):
+    for path in (Path(loader.__file__), Path(result_file.__file__), Path(safe_read.__file__),
+                 Path(results_folder.__file__), Path(cache_manifest.__file__), Path(__file__)):
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
 
@@ -190,8 +190,8 @@ def _segment_from_parsed(parsed: list[dict], entries: list[FileEntry], layouts: 
     arrays = {k: np.concatenate(v) if v else np.empty(0) for k, v in parts.items()}
     arrays["failed"] = arrays["failed"].astype(bool)
     arrays["sample_length"] = arrays["sample_length"].astype(np.int64)
-    stats = np.concatenate(stats_parts, axis=1) if stats_parts else np.empty((len(loader.STATS_KEYS), 0))
-    for i, key in enumerate(loader.STATS_KEYS):
+    stats = np.concatenate(stats_parts, axis=1) if stats_parts else np.empty((len(result_file.STATS_KEYS), 0))
+    for i, key in enumerate(result_file.STATS_KEYS):
         arrays[key] = np.ascontiguousarray(stats[i])
     present = np.maximum(arrays["sample_length"], 0)
     arrays["sample_start"] = np.cumsum(present) - present

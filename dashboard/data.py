@@ -6,10 +6,9 @@ docs/source/dev.rst): ``results/benchmarks.json``, ``results/<machine>/machine.j
 ``result_columns``. One output row per (machine, env_name, commit_hash, benchmark,
 parameter combination).
 
-asv's conventions kept here: a NaN result means the benchmark was skipped, ``null`` means
-it failed (and a whole-benchmark ``null`` means every combination failed); parameter
-values are stored as ``repr()`` strings in ``itertools.product`` order; CIs may be
-``-Infinity``/``Infinity`` when there were too few samples.
+One file is parsed by :mod:`dashboard.result_file` (asv's conventions: NaN skipped, null
+failed, parameters as ``repr()`` strings in ``itertools.product`` order); here the files are
+fanned out to parse workers and the frame is assembled.
 
 The folder is listed by :mod:`dashboard.results_folder` (the walk the dashboard's cache and
 reload check use too). Any file that cannot be used is listed in ``LoadReport.skipped`` with the
@@ -28,15 +27,9 @@ rows a view needs. Nothing is cached on disk and nothing is written into the res
 
 from __future__ import annotations
 
-import ast
-import concurrent.futures
-import gc
 import itertools
-import math
-import multiprocessing
 import os
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,15 +39,14 @@ import numpy as np
 # modules; importers still take them from here.
 from dashboard.commit_order import commits_in_order as commit_order  # noqa: F401
 from dashboard.results_folder import ResultsDirError, SkippedFile, list_results, read_benchmarks  # noqa: F401
-from dashboard.safe_read import date_problem, read_json
+from dashboard.result_file import STATS_KEYS, parse_chunk, parse_param_value
+from dashboard.worker_processes import available_cpus, stop_workers, parse_pool
 
 if TYPE_CHECKING:
     import pandas as pd
 # pandas is imported where frames are built, not at import: the parse workers this module
 # spawns need only json and numpy, and start that much sooner.
 
-SUPPORTED_RESULT_VERSION = 2
-STATS_KEYS = ("ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat")
 STATUS_OK, STATUS_SKIPPED, STATUS_FAILED = "ok", "skipped", "failed"
 
 # Fixed columns; a benchmark parameter with one of these names becomes "param_<name>".
@@ -62,7 +54,6 @@ FIXED_COLUMNS = (
     "machine", "env_name", "commit_hash", "date", "benchmark", "params_key",
     "value", "status", "unit", *STATS_KEYS, "samples", "benchmark_version",
 )
-REQUIRED_RESULT_KEYS = ("commit_hash", "env_name", "date", "result_columns", "results")
 # load_results(samples=...): one list (or None) per row in a "samples" column, or a compact
 # SampleStore plus an integer SAMPLE_ROW column that indexes it.
 SAMPLES_LISTS, SAMPLES_COMPACT = "lists", "compact"
@@ -70,9 +61,6 @@ SAMPLE_ROW = "sample_row"
 # Below this many bytes of result files a process pool costs more than it saves.
 PARALLEL_MIN_BYTES = 24 << 20
 FILES_PER_TASK = 8
-# A benchmark's parameter grid larger than this is not a real one (a whole-benchmark failure
-# would otherwise make one row per combination of a grid a small file can describe).
-MAX_COMBINATIONS = 1_000_000
 
 
 @dataclass
@@ -136,213 +124,6 @@ class SampleStore:
         return [None if n < 0 else list(islice(it, n)) for n in lengths.tolist()]
 
 
-def read_json_file(path: Path, root: Path | None = None) -> tuple[object | None, str | None]:
-    """Return (document, None) or (None, reason), read with the limits of dashboard.safe_read
-    (``root``: the folder the file must stay inside; default its own). Accepts asv's NaN/Infinity."""
-    path = Path(path)
-    return read_json(path, path.parent if root is None else Path(root))
-
-
-def _check_result_document(doc: object) -> str | None:
-    """Reason this is not a usable asv result (version 2) document, or None."""
-    if not isinstance(doc, dict):
-        return f"not an asv result file (top level is {type(doc).__name__}, expected an object)"
-    missing = [k for k in REQUIRED_RESULT_KEYS if k not in doc]
-    version = doc.get("version")
-    if version != SUPPORTED_RESULT_VERSION and ("results" in doc or "commit_hash" in doc):
-        return f"unsupported asv result format version {version!r} (this reader understands {SUPPORTED_RESULT_VERSION})"
-    if missing:
-        return f"not an asv result file (missing {', '.join(missing)})"
-    if not isinstance(doc["results"], dict) or not isinstance(doc["result_columns"], list):
-        return "not an asv result file ('results' must be an object and 'result_columns' a list)"
-    if not all(isinstance(c, str) for c in doc["result_columns"]):
-        return "not an asv result file ('result_columns' must be a list of names)"
-    problem = date_problem(doc["date"])
-    if problem is not None:
-        return f"not an asv result file ({problem})"
-    for key in ("commit_hash", "env_name"):
-        if not isinstance(doc[key], str) or not doc[key]:
-            return f"not an asv result file ('{key}' is {doc[key]!r}, expected a non-empty string)"
-    if "result" not in doc["result_columns"]:
-        return "not an asv result file ('result_columns' has no 'result')"
-    return None
-
-
-@lru_cache(maxsize=65536)
-def parse_param_value(text: str):
-    """asv stores parameter values as repr() strings: "16" -> 16, "'fused'" -> 'fused'."""
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        return text
-
-
-# --------------------------------------------------------------------------- one file (any process)
-
-
-def _float_array(column: list) -> np.ndarray:
-    """asv numbers -> float64 (None and anything that is not a number -> NaN)."""
-    kinds = set(map(type, column))
-    if kinds <= {float, int, type(None)}:
-        try:
-            return np.array(column, dtype=float)
-        except OverflowError:  # an int too large for a float: element by element below
-            pass
-    return np.array([_to_float_or_nan(v) for v in column], dtype=float)
-
-
-def _sample_array(samples: list[list]) -> np.ndarray:
-    """The samples lists, concatenated, as float64 (fast path: they hold only numbers)."""
-    total = sum(map(len, samples))
-    kinds = set(map(type, itertools.chain.from_iterable(samples)))
-    if kinds <= {float, int}:
-        try:
-            return np.fromiter(itertools.chain.from_iterable(samples), dtype=float, count=total)
-        except OverflowError:
-            pass
-    return _float_array(list(itertools.chain.from_iterable(samples)))
-
-
-def _to_float_or_nan(v) -> float:
-    if isinstance(v, (int, float)):
-        try:
-            return float(v)
-        except OverflowError:
-            return math.nan
-    return math.nan
-
-
-def _parse_result_file(path: str, machine: str, root: str) -> dict:
-    """Read one result file into compact arrays (runs in a worker process or in this one).
-
-    Returns {"path", "reason"} for an unusable file, else the file's identity, its benchmarks
-    ``(name, params, version, n_rows)`` in file order, the per-benchmark problems, and the rows
-    of the usable benchmarks as arrays: value, failed, stats (len(STATS_KEYS) x n) and the
-    samples (flat values + one length per row, -1 for None).
-    """
-    doc, reason = read_json_file(Path(path), Path(root))
-    if reason is None:
-        reason = _check_result_document(doc)
-    if reason is not None:
-        return {"path": path, "reason": reason}
-    columns = doc["result_columns"]
-    benches, problems = [], []
-    values, failed, samples, sample_lengths = [], [], [], []
-    stats: dict[str, list] = {k: [] for k in STATS_KEYS}
-    for name, row in doc["results"].items():
-        if row is None:
-            row = []
-        if not isinstance(row, list):
-            problems.append((name, f"row is {type(row).__name__}, expected a list"))
-            continue
-        cols = dict(zip(columns, row))
-        params = cols.get("params") or []
-        if not isinstance(params, list) or not all(isinstance(p, list) for p in params):
-            problems.append((name, "'params' is not a list of lists"))
-            continue
-        if not all(isinstance(v, (str, int, float)) for p in params for v in p):
-            problems.append((name, "'params' holds values that are not parameter reprs (strings)"))
-            continue
-        n = math.prod(len(p) for p in params)
-        if n > MAX_COMBINATIONS:
-            problems.append((name, f"a parameter grid of {n:,} combinations (the limit is {MAX_COMBINATIONS:,})"))
-            continue
-        result = cols.get("result")
-        if result is None:
-            result = [None] * n  # the whole benchmark failed
-        elif not isinstance(result, list):
-            result = [result]
-        if len(result) != n:
-            problems.append((name, f"{len(result)} results for {n} parameter combinations"))
-            continue
-        per_combo, problem = {}, None
-        for key in (*(f"stats_{k}" for k in STATS_KEYS), "samples"):
-            column = cols.get(key)
-            if column is None:
-                column = [None] * n
-            elif not isinstance(column, list) or len(column) != n:
-                problem = f"'{key}' does not have one entry per parameter combination"
-                break
-            per_combo[key] = column
-        if problem is not None:
-            problems.append((name, problem))
-            continue
-        benches.append((name, params, cols.get("version"), n))
-        values.extend(result)
-        failed.extend([r is None for r in result])
-        for k in STATS_KEYS:
-            stats[k].extend(per_combo[f"stats_{k}"])
-        column = per_combo["samples"]
-        present = [s for s in column if type(s) is list]
-        samples.extend(present)
-        if len(present) == n:
-            sample_lengths.extend(map(len, present))
-        else:
-            sample_lengths.extend([len(s) if type(s) is list else -1 for s in column])
-    return {
-        "path": path, "reason": None, "machine": machine, "env_name": str(doc["env_name"]),
-        "commit_hash": doc["commit_hash"], "date": int(doc["date"]), "benches": benches,
-        "problems": problems, "values": _float_array(values), "failed": np.array(failed, dtype=bool),
-        "stats": np.stack([_float_array(stats[k]) for k in STATS_KEYS]) if values else np.empty((len(STATS_KEYS), 0)),
-        "sample_values": _sample_array(samples),
-        "sample_lengths": np.array(sample_lengths, dtype=np.int64),
-    }
-
-
-def _parse_chunk(tasks: list[tuple[str, str, str]]) -> list[dict]:
-    """Parse (path, machine, results folder) triples. json.loads builds only acyclic containers,
-    which reference counting frees: the cyclic GC has nothing to find there, so it is paused meanwhile."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return [_parse_result_file(path, machine, root) for path, machine, root in tasks]
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
-PARENT_CHECK_SECONDS = 0.5
-
-
-def exit_with_parent(parent_pid: int) -> None:
-    """Initializer of a worker process (parse pool, detector): exit once the process that started
-    it is gone, however it ended (even by SIGKILL, which runs no clean-up, or before the worker
-    finished starting); otherwise an idle worker waits on its queue forever, holding its memory.
-    (Not PR_SET_PDEATHSIG: that fires when the thread that happened to spawn the worker ends.)"""
-    import threading
-    import time
-
-    def watch():
-        while os.getppid() == parent_pid:
-            time.sleep(PARENT_CHECK_SECONDS)
-        os._exit(0)
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
-
-
-def parse_pool(jobs: int) -> concurrent.futures.ProcessPoolExecutor:
-    """The spawned pool that parses result files (forking a threaded web server is unsafe);
-    its workers end with this process, however it ends."""
-    return concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
-                                                  initializer=exit_with_parent, initargs=(os.getpid(),))
-
-
-def _stop_workers(pool: concurrent.futures.ProcessPoolExecutor) -> None:
-    """Terminate the pool's workers now (an interrupted load: their chunks are not wanted)."""
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        try:
-            process.terminate()
-        except (OSError, AttributeError):
-            pass
-
-
-def _available_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
-
-
 def _parse_files(tasks: list[tuple[str, str, str]], jobs: int | None) -> list[dict]:
     """Parse every file, in ``tasks`` order; in worker processes when it pays.
 
@@ -360,25 +141,25 @@ def _parse_files(tasks: list[tuple[str, str, str]], jobs: int | None) -> list[di
                 size += os.path.getsize(path)
             except OSError:
                 pass
-        jobs = _available_cpus() if size >= PARALLEL_MIN_BYTES else 1
+        jobs = available_cpus() if size >= PARALLEL_MIN_BYTES else 1
     jobs = max(1, min(int(jobs), len(tasks) // FILES_PER_TASK))
     if jobs <= 1:
-        return _parse_chunk(tasks)
+        return parse_chunk(tasks)
     chunks = [tasks[i:i + FILES_PER_TASK] for i in range(0, len(tasks), FILES_PER_TASK)]
     try:
         pool = parse_pool(jobs)
-        futures = [pool.submit(_parse_chunk, chunk) for chunk in chunks]
+        futures = [pool.submit(parse_chunk, chunk) for chunk in chunks]
     except Exception:  # no processes here (sandbox, daemonic parent): one core it is
-        return _parse_chunk(tasks)
+        return parse_chunk(tasks)
     parsed: list[dict] = []
     try:
         for chunk, future in zip(chunks, futures):
             try:
                 parsed.extend(future.result())
             except Exception:  # a worker died or could not start (BrokenProcessPool)
-                parsed.extend(_parse_chunk(chunk))
+                parsed.extend(parse_chunk(chunk))
     except BaseException:  # SIGTERM or Ctrl-C during the load: the workers stop with it
-        _stop_workers(pool)
+        stop_workers(pool)
         raise
     finally:
         pool.shutdown(wait=False, cancel_futures=True)

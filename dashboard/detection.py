@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dashboard.data import exit_with_parent
+from dashboard.worker_processes import exit_with_parent
 
 SERIES_PER_CHUNK = 250
 
@@ -52,7 +52,7 @@ def detect_in_worker(results_dir: str, cache_dir: str | None, commit_rank: dict 
     same results already detected are read instead (gunicorn's workers detect once in all)."""
     from dashboard.cache import ResultsCache
     from dashboard.findings_store import detect_once
-    from dashboard.model import load_table, shown_series
+    from dashboard.loaded_table import load_table, shown_series
 
     cache = Path(cache_dir) if cache_dir else None
 

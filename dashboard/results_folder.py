@@ -4,7 +4,7 @@ cannot be read at all (no pandas, no Dash).
 asv's layout: ``<results>/benchmarks.json``, ``<results>/<machine>/machine.json`` and
 ``<results>/<machine>/<commit>-<env>.json``. The gate's loader (dashboard.data.load_results),
 the dashboard's cache (dashboard.cache) and the dashboard's reload check
-(dashboard.model.results_signature) all list the folder here, so they read the same files and
+(dashboard.load_data.results_signature) all list the folder here, so they read the same files and
 report the same broken ones with the same reasons.
 
 Rules: folders whose name starts with a dot are not machines, nor is ``profiles`` (profile

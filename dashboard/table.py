@@ -23,7 +23,8 @@ import pandas as pd
 from dashboard.cache import ParsedResults
 from dashboard.commit_order import ORDER, commit_order  # noqa: F401 (commit_order: one definition, read here)
 from dashboard.duplicates import choose
-from dashboard.data import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED, parse_param_value
+from dashboard.data import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
+from dashboard.result_file import parse_param_value
 
 STATUSES = (STATUS_OK, STATUS_SKIPPED, STATUS_FAILED)  # status codes 0, 1, 2
 LAZY_COLUMNS = ("ci_99_a", "ci_99_b", "q_25", "q_75", "number", "repeat")

@@ -173,7 +173,8 @@ def test_recorded_states_read_the_companion_files_beside_the_results(tmp_path):
 
 
 def test_the_regressions_page_shows_each_regressions_class_and_evidence(tmp_path):
-    from dashboard.model import FindingsState, build_data
+    from dashboard.detection import FindingsState
+    from dashboard.load_data import build_data
     from dashboard.pages import regressions as page
 
     history = _history(tmp_path, fused_steps=((STEP_AT, 0.2),), control_steps=((STEP_AT, 0.2),))

@@ -8,11 +8,13 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from dashboard import metrics
+from dashboard import ab_compare, case_fields, derived_metrics, device_ceilings, facet_filters, speedup_tables
 from dashboard.data import load_results
 from dashboard.app import create_app, nav_state, query_from_controls, render_page
 from dashboard.figures import build_roofline_figure, build_speedup_panel_figure, build_trend_figure
-from dashboard.model import FindingsState, ResultsStore, build_data, results_signature
+from dashboard.detection import FindingsState
+from dashboard.load_data import build_data, results_signature
+from dashboard.model import ResultsStore
 from dashboard.pages import discover_pages, overview, regressions as inbox_page, roofline, trends, compare
 from dashboard.regressions import find_changes
 from dashboard.urlstate import Query, encode_query
@@ -73,35 +75,35 @@ def test_derived_metrics_follow_the_cost_model(data, main_run, fx):
     rows = main_run.of_case(fx.regressed[0])
     rows = rows[(rows["metric"] == "latency") & (rows["status"] == "ok")].head(5)
     case = Case.from_key(fx.regressed[0])
-    tflops = metrics.derive(rows, "tflops")
+    tflops = derived_metrics.derive(rows, "tflops")
     np.testing.assert_allclose(tflops["y"], cost.flops(case) / rows["value"] / 1e12)
     assert (tflops["y_lo"] <= tflops["y"]).all() and (tflops["y"] <= tflops["y_hi"]).all()
-    gbps = metrics.derive(rows, "gbps")
+    gbps = derived_metrics.derive(rows, "gbps")
     np.testing.assert_allclose(gbps["y"], cost.min_bytes(case) / rows["value"] / 1e9)
-    frac = metrics.derive(rows, "roofline", data.ceilings)
+    frac = derived_metrics.derive(rows, "roofline", data.ceilings)
     for (_, r), f in zip(rows.iterrows(), frac["y"]):
-        ceil = metrics.ceilings_of(data.ceilings, r["machine"], r["env_name"], r["commit_hash"])
+        ceil = device_ceilings.ceilings_of(data.ceilings, r["machine"], r["env_name"], r["commit_hash"])
         assert f == pytest.approx(cost.floor_seconds(case, ceil) / r["value"])
 
 
 def test_ceilings_are_derived_per_run(data, main_run):
-    ceil = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, main_run.commits["commit_hash"].iloc[-1])
+    ceil = device_ceilings.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, main_run.commits["commit_hash"].iloc[-1])
     assert ceil.copy_gbps == pytest.approx(SYNTH_CEILINGS.copy_gbps, rel=0.05)
-    assert set(ceil.matmul_tflops) == {"bf16", "fp16", "fp32", "fp8"}
-    assert metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, "not-a-commit") is None
+    assert set(ceil.matmul_tflops) == set(SYNTH_CEILINGS.matmul_tflops)  # every dtype the fixture measured
+    assert device_ceilings.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, "not-a-commit") is None
 
 
 def test_speedup_is_best_baseline_over_fused(main_run):
     newest = main_run.commits["commit_hash"].iloc[-1]
     latency = main_run.at_commit(newest)
     latency = latency[latency["metric"] == "latency"]
-    table = metrics.speedups(latency).set_index("case")
+    table = speedup_tables.speedups(latency).set_index("case")
     key = table.index[0]
     times = latency[(latency["case"] == key) & (latency["status"] == "ok")].set_index("impl")["value"]
     best = times.drop("fused").min()
     assert table.loc[key, "speedup"] == pytest.approx(best / times["fused"])
     assert table.loc[key, "baseline_impl"] == times.drop("fused").idxmin()
-    only_eager = metrics.speedups(latency, ["eager"]).set_index("case")
+    only_eager = speedup_tables.speedups(latency, ["eager"]).set_index("case")
     assert only_eager.loc[key, "baseline_impl"] == "eager"
 
 
@@ -128,7 +130,7 @@ def test_grids_that_differ_between_commits(data, main_run, fx):
 
 
 def test_facet_counts_count_cases_given_the_other_filters(main_run):
-    counts = metrics.facet_counts(main_run.catalog, {"op": ["gated_mlp"]})
+    counts = facet_filters.facet_counts(main_run.catalog, {"op": ["gated_mlp"]})
     assert counts["dtype"] == {"bf16": 3}
     assert counts["op"]["linear_act"] == main_run.catalog[main_run.catalog["op"] == "linear_act"]["case"].nunique()
 
@@ -141,7 +143,7 @@ def test_speedup_panels_are_sized_by_their_cells_on_one_colour_scale(main_run):
 
     newest = main_run.commits["commit_hash"].iloc[-1]
     latency = main_run.at_commit(newest)
-    table = metrics.speedups(latency[latency["metric"] == "latency"])
+    table = speedup_tables.speedups(latency[latency["metric"] == "latency"])
     span = color_span(table["speedup"])
     sizes = {}
     for (op, dtype), panel in table.groupby(["op", "dtype"]):
@@ -219,7 +221,7 @@ def test_roofline_figure_draws_the_measured_roofs_and_pairs_each_fused_point(dat
     newest = main_run.commits["commit_hash"].iloc[-1]
     fig = go.Figure(roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest, None, None, None, None, None))
     roofs = [t for t in fig.data if (t.name or "").startswith("roof")]
-    ceil = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, newest)
+    ceil = device_ceilings.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, newest)
     by_dtype = {t.name.split(":")[0].removeprefix("roof "): max(t.y) for t in roofs}
     assert by_dtype == pytest.approx({d: p for d, p in ceil.matmul_tflops.items()})  # one roof per measured peak
     assert len({t.line.dash for t in roofs}) == len(roofs)  # told apart by their line style
@@ -255,10 +257,10 @@ def test_overview_headline_answers_is_fused_faster_and_what_got_worse(data, main
                                                         None, None, None, None)
     latency = main_run.at_commit(newest)
     latency = latency[(latency["metric"] == "latency") & (latency["op"] == "gated_mlp")]
-    table = metrics.speedups(latency)
+    table = speedup_tables.speedups(latency)
     row = next(c for c in _walk(headline) if getattr(c, "id", None) == "headline-gated_mlp-bf16")
     cells = [texts(td) for td in row.children]
-    assert cells[1] == str(len(table)) and cells[2] == f"{metrics.geomean(table['speedup']):.2f}×"
+    assert cells[1] == str(len(table)) and cells[2] == f"{speedup_tables.geomean(table['speedup']):.2f}×"
     assert cells[3] == "–" and cells[-1] == "unchanged"  # no fused peer in this (pre-peer) history
     assert [int(c) for c in cells[4:7]] == [int((table["verdict"] == v).sum()) for v in ("faster", "slower",
                                                                                          "within noise")]
@@ -284,7 +286,7 @@ def test_a_planted_fused_regression_is_marked_in_the_headline_panel_and_change_l
         "type": "overview-panel", "op": "gated_mlp", "dtype": "bf16", "mode": "forward"}))
     (heat,) = figure.data
     case = Case.from_key(fx.regressed[0])
-    label = metrics._case_row(fx.regressed[0])["shape"]
+    label = case_fields._case_row(fx.regressed[0])["shape"]
     cell = heat.text[list(heat.y).index(label)][list(heat.x).index(case.activation)]
     assert cell.startswith("⚠ ")  # once a plain "1.00x"
     assert len(figure.layout.shapes) == 1  # the outline
@@ -417,7 +419,7 @@ def test_real_cpu_run_of_the_suite_feeds_every_view(real_run):
     assert not data.empty and data.report.skipped == []
     (machine, env), run = next(iter(data.runs.items()))
     commit = run.commits["commit_hash"].iloc[-1]
-    ceil = metrics.ceilings_of(data.ceilings, machine, env, commit)
+    ceil = device_ceilings.ceilings_of(data.ceilings, machine, env, commit)
     assert ceil is not None and set(ceil.matmul_tflops) == {"fp32"}  # the CPU run measures fp32 only
     headline, panels, _, device = overview.update(data, machine, env, commit, None, None, None, None, None, None)
     assert "No case has a fused" in texts(headline) and panels == []  # Triton skips without CUDA
@@ -528,7 +530,7 @@ def test_compare_cells_are_numbers_in_the_unit_of_their_header(data, main_run, f
 
 
 def test_machine_and_environment_labels_count_what_the_plot_shows(data):
-    from dashboard.components import env_options, machine_options
+    from dashboard.run_selector import env_options, machine_options
 
     main = data.runs[(MAIN_MACHINE, MAIN_ENV)]
     other = data.runs[(MAIN_MACHINE, "existing-py_usr_bin_python3")]
@@ -561,13 +563,13 @@ def test_one_bad_ceiling_value_is_left_out_with_its_reason(fx, tmp_path):
     newest_commit, older_commit = run.commits["commit_hash"].iloc[-1], run.commits["commit_hash"].iloc[-2]
     newest, older = by_commit[newest_commit], by_commit[older_commit]
     _set_result(newest, COPY_BENCHMARK, [float("inf")])  # a copy "measured" as taking forever
-    _set_result(older, MATMUL_BENCHMARK, [0.0, 2e-3, 2e-2, 1e-3])  # bf16 0 s; fp16, fp32 and fp8 fine
+    _set_result(older, MATMUL_BENCHMARK, [0.0, 2e-3, 2e-2, 1e-3])  # bf16 0 s; fp16, fp32 and fp8 fine (sorted dtypes)
     data = build_data(results)
-    assert metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, newest_commit) is None
-    kept = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, older_commit)
+    assert device_ceilings.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, newest_commit) is None
+    kept = device_ceilings.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, older_commit)
     assert kept is not None and set(kept.matmul_tflops) == {"fp16", "fp32", "fp8"}
-    third = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, run.commits["commit_hash"].iloc[-3])
-    assert set(third.matmul_tflops) == {"bf16", "fp16", "fp32", "fp8"}  # other commits untouched
+    third = device_ceilings.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, run.commits["commit_hash"].iloc[-3])
+    assert set(third.matmul_tflops) == set(SYNTH_CEILINGS.matmul_tflops)  # other commits untouched
     reasons = [p.text() for p in data.ceiling_problems]
     assert len(reasons) == 2 and any("copy" in r and "inf" in r for r in reasons)
     assert any("matmul ceiling bf16" in r and "0.0" in r for r in reasons)
@@ -610,14 +612,14 @@ def test_compare_fetches_samples_only_for_the_rows_beyond_the_factor(main_run, f
     import pandas as pd
 
     a, b = main_run.commits["commit_hash"].iloc[15], fx.regression_commit
-    eager = metrics.compare_rows(main_run.at_commit(a), main_run.at_commit(b), 1.1)
+    eager = ab_compare.compare_rows(main_run.at_commit(a), main_run.at_commit(b), 1.1)
     asked = []
 
     def samples(rows):
         asked.append(len(rows))
         return main_run.table.samples(rows)
 
-    lazy = metrics.compare_rows(main_run.at_commit(a, samples=False), main_run.at_commit(b, samples=False), 1.1,
+    lazy = ab_compare.compare_rows(main_run.at_commit(a, samples=False), main_run.at_commit(b, samples=False), 1.1,
                                 samples=samples)
     pd.testing.assert_frame_equal(eager, lazy)
     beyond = int(((eager["ratio"] > 1.1) | (eager["ratio"] < 1 / 1.1)).sum())

@@ -13,7 +13,7 @@ import pytest
 from dashboard.commit_order import ORDER, commit_order, with_order
 from dashboard.data import load_results
 from dashboard.detection import detect_in_worker
-from dashboard.model import build_data
+from dashboard.load_data import build_data
 from dashboard.regressions.cli import main as gate_main
 from tests.generic_fixtures import ENV, MACHINE, STEP_AT, write_generic_history
 
@@ -145,7 +145,7 @@ def test_a_duplicate_result_file_is_reported_and_resolved_by_one_rule_in_dashboa
 
 
 def test_the_regressions_list_shows_each_commits_subject(project):
-    from dashboard.model import FindingsState
+    from dashboard.detection import FindingsState
     from dashboard.pages import regressions as inbox_page
     from tests.test_dashboard import texts
 

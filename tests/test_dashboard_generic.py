@@ -11,7 +11,9 @@ import pytest
 
 from dashboard.app import render_page
 from dashboard.detection import detect_in_worker
-from dashboard.model import GENERIC, ResultsStore, build_data
+from dashboard.dashboard_data import GENERIC
+from dashboard.load_data import build_data
+from dashboard.model import ResultsStore
 from dashboard.pages import _generic_compare, _generic_trends, discover_pages, regressions as inbox_page
 from dashboard.urlstate import Query, encode_query, link
 from tests.generic_fixtures import (BROKEN, ENV, GRID, IMPORT, MACHINE, MIXED, MIXED_STATS, OPTIONAL, READ, STEP_AT,

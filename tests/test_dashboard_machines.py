@@ -3,9 +3,10 @@ own machine's roofline floor."""
 
 import pytest
 
-from dashboard import metrics
+from dashboard import device_ceilings, speedup_tables
 from dashboard.app import render_page
-from dashboard.model import ResultsStore, build_data
+from dashboard.load_data import build_data
+from dashboard.model import ResultsStore
 from dashboard.pages import discover_pages, machines
 from dashboard.urlstate import Query
 from benchmarks.harness import cost
@@ -40,8 +41,8 @@ def test_every_case_on_both_with_the_ratio_and_each_machines_roofline(data):
     at_a, at_b = (r.at_commit(common, samples=False) for r in (h200, a100))
     both = set(zip(at_a["case"], at_a["impl"])) & set(zip(at_b["case"], at_b["impl"]))
     assert len(table) > 0 and set(zip(table["case"], table["impl"])) <= both
-    ceil_a = metrics.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, common)
-    ceil_b = metrics.ceilings_of(data.ceilings, SECOND_MACHINE, SECOND_ENV, common)
+    ceil_a = device_ceilings.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, common)
+    ceil_b = device_ceilings.ceilings_of(data.ceilings, SECOND_MACHINE, SECOND_ENV, common)
     assert ceil_a.copy_gbps > 2 * ceil_b.copy_gbps  # two different devices
     for r in table.itertuples():
         lat = {side: rows[(rows["case"] == r.case) & (rows["impl"] == r.impl) & (rows["metric"] == "latency")]
@@ -52,8 +53,8 @@ def test_every_case_on_both_with_the_ratio_and_each_machines_roofline(data):
         assert r.b_roofline == pytest.approx(cost.floor_seconds(case, ceil_b) / lat["b"])
     # the fixture's latencies sit a fixed factor above each machine's floor: the A100 is slower,
     # and each machine's roofline fraction says the hardware explains it
-    assert metrics.geomean(table["ratio"]) > 1.5
-    assert metrics.geomean(table["a_roofline"] / table["b_roofline"]) == pytest.approx(1, abs=0.05)
+    assert speedup_tables.geomean(table["ratio"]) > 1.5
+    assert speedup_tables.geomean(table["a_roofline"] / table["b_roofline"]) == pytest.approx(1, abs=0.05)
 
 
 def test_the_page_and_its_callback(fx, data):
@@ -128,3 +129,21 @@ def test_pages_never_import_pages():
                 targets = {node.module} | {f"{node.module}.{a.name}" for a in node.names}
                 found |= {(name, t) for t in targets & pages if t != name}
     assert not found, found
+
+
+def test_the_registry_alone_checks_the_mode():
+    """No page module reads the results' mode (data.mode, .generic, .static_only): what a page
+    shows for a mode is its Page's modes, mode_layouts and stand_ins."""
+    import ast
+
+    from dashboard.dashboard_data import GENERIC, STATIC, SUITE
+    from dashboard.pages import _generic_trends, discover_pages
+
+    checks = {"mode", "generic", "static_only"}
+    found = sorted((name, node.lineno) for name, tree in _page_modules().items() for node in ast.walk(tree)
+                   if isinstance(node, ast.Attribute) and node.attr in checks
+                   and getattr(node.value, "id", None) == "data")
+    assert not found, found
+    trends = {p.path: p for p in discover_pages()}["/trends"]
+    assert trends.layout_for(GENERIC) is _generic_trends.layout and trends.layout_for(SUITE) is trends.layout
+    assert STATIC not in trends.modes  # the registry says why Trends is off

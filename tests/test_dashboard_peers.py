@@ -6,9 +6,9 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from dashboard import comparison_set, metrics
+from dashboard import case_fields, comparison_set, metrics, speedup_tables
 from dashboard.data import load_results
-from dashboard.model import build_data
+from dashboard.load_data import build_data
 from dashboard.pages import compare, overview, trends
 from dashboard.urlstate import Query
 from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, autotune_kernels, write_peer_fixture
@@ -66,7 +66,7 @@ def test_the_mode_comes_from_the_benchmark(run):
 def test_two_speedups_per_case_and_mode_over_the_unfused_and_over_the_fused_peers(px, run):
     newest = px.history.commits[-1]
     latency = run.at_commit(newest, samples=False)
-    table = metrics.speedups(latency[latency["metric"] == "latency"]).set_index(["case", "mode"])
+    table = speedup_tables.speedups(latency[latency["metric"] == "latency"]).set_index(["case", "mode"])
     stored = _stored_latency(px, newest)
     assert len(table) == 12  # 4 cases x 3 modes
     for (case, mode), r in table.iterrows():
@@ -83,14 +83,14 @@ def test_the_headline_shows_both_speedups_per_op_dtype_mode_with_the_peer_named(
     newest = px.history.commits[-1]
     headline, panels, _, _ = _overview(data, newest)
     latency = run.at_commit(newest, samples=False)
-    table = metrics.speedups(latency[latency["metric"] == "latency"])
+    table = speedup_tables.speedups(latency[latency["metric"] == "latency"])
     for mode, row_id in (("forward", "headline-gated_mlp-bf16"), ("backward", "headline-gated_mlp-bf16-backward"),
                          ("full", "headline-gated_mlp-bf16-full")):
         mine = table[(table["op"] == "gated_mlp") & (table["mode"] == mode)]
         cells = [texts(td) for td in _row(headline, row_id).children]
         assert cells[0] == f"gated_mlp · bf16 · {mode}"
-        assert cells[2] == f"{metrics.geomean(mine['speedup']):.2f}×"
-        assert cells[3].startswith(f"{metrics.geomean(mine['peer_speedup']):.2f}×")
+        assert cells[2] == f"{speedup_tables.geomean(mine['speedup']):.2f}×"
+        assert cells[3].startswith(f"{speedup_tables.geomean(mine['peer_speedup']):.2f}×")
         assert set(mine["peer_impl"]) == {"compile_max_autotune", "liger_mlp"}  # GeGLU: max-autotune; SwiGLU: Liger
         assert "vs compile_max_autotune, liger_mlp" in cells[3] or "vs liger_mlp, compile_max_autotune" in cells[3]
     panel_ids = [p.id for p in _walk(panels) if getattr(p, "figure", None)]
@@ -119,7 +119,7 @@ def test_a_baseline_that_starts_failing_is_said_in_the_headline_the_cell_and_the
     case, impl, mode = px.dropped
     at = commits.index(px.dropped_at)
     before, after = (_overview(data, commits[i], mode=["forward"]) for i in (at - 1, at))
-    jump = [metrics.speedups(l[l["metric"] == "latency"]).set_index(["case", "mode"]).loc[(case, mode)]
+    jump = [speedup_tables.speedups(l[l["metric"] == "latency"]).set_index(["case", "mode"]).loc[(case, mode)]
             for l in (run.at_commit(commits[i], samples=False) for i in (at - 1, at))]
     # the best unfused is now eager: fused looks faster without changing
     assert [j["baseline_impl"] for j in jump] == ["compile", "eager"] and jump[1]["speedup"] > jump[0]["speedup"]
@@ -130,8 +130,8 @@ def test_a_baseline_that_starts_failing_is_said_in_the_headline_the_cell_and_the
     assert "stopped running" in texts(row_after.children[8])  # unfused changes: never "none" here
     assert f"{impl} failed since {px.dropped_at[:8]}" in texts(_row(after[0], "headline-all").children[-1])
     heat = _panel(after[1], "gated_mlp")["data"][0]
-    label = metrics._case_row(case)["shape"]
-    i, j = heat["y"].index(label), heat["x"].index(metrics._case_row(case)["activation"])
+    label = case_fields._case_row(case)["shape"]
+    i, j = heat["y"].index(label), heat["x"].index(case_fields._case_row(case)["activation"])
     assert heat["text"][i][j].startswith("Δ ")
     assert f"comparison set changed: {impl} failed since {px.dropped_at[:8]}" in heat["customdata"][i][j]
     later, _, _, _ = _overview(data, commits[-1], mode=["forward"])  # still said while it lasts
@@ -204,7 +204,7 @@ def test_failures_are_findings_on_the_regressions_page(px, data):
     """ok -> failed and failed -> ok reach the inbox (the gate always reported them), grouped by
     their commit, with a trend link to the series in its mode."""
     from dashboard.detection import detect_in_worker
-    from dashboard.model import FindingsState
+    from dashboard.detection import FindingsState
     from dashboard.pages import regressions as inbox_page
 
     found = detect_in_worker(str(px.results_dir), None)
@@ -238,20 +238,20 @@ def test_failures_are_findings_on_the_regressions_page(px, data):
 def test_speedup_over_commits_on_trends_over_the_unfused_and_the_peers(px, data, run):
     case, impl, mode = px.dropped
     fig = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, case, "speedup", None, "commit", [], None, mode=mode))
-    lines = {t.name: t for t in fig.data if t.name in (metrics.OVER_UNFUSED, metrics.OVER_PEER)}
-    assert set(lines) == {metrics.OVER_UNFUSED, metrics.OVER_PEER}
-    unfused = lines[metrics.OVER_UNFUSED]
+    lines = {t.name: t for t in fig.data if t.name in (speedup_tables.OVER_UNFUSED, speedup_tables.OVER_PEER)}
+    assert set(lines) == {speedup_tables.OVER_UNFUSED, speedup_tables.OVER_PEER}
+    unfused = lines[speedup_tables.OVER_UNFUSED]
     assert len(unfused.y) == len(px.history.commits)
     for i, commit in enumerate(px.history.commits):  # each point is that commit's Overview speedup
         rows = run.at_commit(commit, samples=False)
-        table = metrics.speedups(rows[rows["metric"] == "latency"]).set_index(["case", "mode"])
+        table = speedup_tables.speedups(rows[rows["metric"] == "latency"]).set_index(["case", "mode"])
         assert unfused.y[i] == pytest.approx(table.loc[(case, mode), "speedup"])
-        assert lines[metrics.OVER_PEER].y[i] == pytest.approx(table.loc[(case, mode), "peer_speedup"])
-    assert any(t.name == f"{metrics.OVER_UNFUSED} 99% CI" for t in fig.data)  # the band
+        assert lines[speedup_tables.OVER_PEER].y[i] == pytest.approx(table.loc[(case, mode), "peer_speedup"])
+    assert any(t.name == f"{speedup_tables.OVER_UNFUSED} 99% CI" for t in fig.data)  # the band
     only_eager = go.Figure(trends.update(data, MAIN_MACHINE, MAIN_ENV, case, "speedup", ["eager"], "commit", [], None,
                                          mode=mode))
     names = {t.name for t in only_eager.data}
-    assert metrics.OVER_PEER not in names and metrics.OVER_UNFUSED in names
+    assert speedup_tables.OVER_PEER not in names and speedup_tables.OVER_UNFUSED in names
 
 
 def test_a_finding_offers_the_accepted_json_entry_that_accepts_it(px, data, tmp_path):
@@ -261,7 +261,7 @@ def test_a_finding_offers_the_accepted_json_entry_that_accepts_it(px, data, tmp_
     import json
 
     from dashboard.detection import detect_in_worker
-    from dashboard.model import FindingsState
+    from dashboard.detection import FindingsState
     from dashboard.pages import regressions as inbox_page
     from dashboard.regressions.acceptance import find_acceptance, load_accepted
 
@@ -321,14 +321,14 @@ def test_the_overviews_colour_scale_is_the_same_at_every_commit(px, data, run):
     per_commit = set()
     for c in (commits[0], commits[-1]):
         rows = run.at_commit(c, samples=False)
-        per_commit.add(round(float(np.abs(np.log2(metrics.speedups(rows[rows["metric"] == "latency"])["speedup"]
+        per_commit.add(round(float(np.abs(np.log2(speedup_tables.speedups(rows[rows["metric"] == "latency"])["speedup"]
                                                   .astype(float))).max()), 6))
     assert len(per_commit) == 2  # the commits' own largest speedups differ: a per-commit scale would move
 
 
 def test_the_inbox_searches_and_collapses_older_commits(px, data, monkeypatch):
     from dashboard.detection import detect_in_worker
-    from dashboard.model import FindingsState
+    from dashboard.detection import FindingsState
     from dashboard.pages import regressions as inbox_page
 
     found = detect_in_worker(str(px.results_dir), None)

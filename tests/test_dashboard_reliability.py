@@ -101,7 +101,7 @@ def test_parse_workers_end_when_their_parent_is_killed(tmp_path):
     import time
 
     script = ("import os, sys, time\n"
-              "from dashboard.data import parse_pool\n"
+              "from dashboard.worker_processes import parse_pool\n"
               "pool = parse_pool(1)\n"
               "print(pool.submit(os.getpid).result(), flush=True)\n"
               "pool.submit(time.sleep, 120)\n"
@@ -151,7 +151,7 @@ def test_dashboard_cli_refuses_bad_arguments_with_exit_2(tmp_path, capsys, args,
 def test_a_cache_dir_inside_the_results_is_not_used(fixture_results, tmp_path):
     import shutil
 
-    from dashboard.model import build_data, results_signature
+    from dashboard.load_data import build_data, results_signature
 
     results = shutil.copytree(fixture_results, tmp_path / "results")
     signature = results_signature(results)

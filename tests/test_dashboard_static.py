@@ -7,7 +7,9 @@ import pytest
 
 from dashboard import static_metrics
 from dashboard.app import render_page
-from dashboard.model import STATIC, SUITE, ResultsStore, build_data
+from dashboard.dashboard_data import STATIC, SUITE
+from dashboard.load_data import build_data
+from dashboard.model import ResultsStore
 from dashboard.pages import discover_pages, kernels
 from tests.asv_fixtures import SeriesSpec, write_history
 from tests.suite_fixtures import write_dashboard_fixture
@@ -53,7 +55,7 @@ def static_only(tmp_path_factory):
 def test_a_folder_of_static_metrics_only_loads_as_static_and_opens_on_them(static_only):
     root, history = static_only
     data = build_data(root)
-    assert data.mode == STATIC and data.static_only and not data.runs
+    assert data.mode == STATIC and not data.runs
     run = data.static_run(None)
     assert run.machine == MACHINE and len(run.commits) == N_COMMITS
     store = ResultsStore(root, detect_in_background=False)
@@ -175,7 +177,7 @@ def test_a_static_finding_links_to_its_config_on_the_kernels_page(tmp_path):
     import dataclasses
 
     from dashboard.detection import detect_in_worker
-    from dashboard.model import FindingsState
+    from dashboard.detection import FindingsState
     from dashboard.pages import regressions as inbox_page
     from dashboard.urlstate import Query
     from tests.test_dashboard import _walk

@@ -228,7 +228,7 @@ def test_odd_values_become_nan_not_errors(tmp_path):
 def test_a_file_cut_anywhere_is_reported_as_truncated(tmp_path):
     """Wherever a copy or a full disk cuts a result file (inside a number, a literal, a
     string), the reason says truncated; a file broken in the middle is not called truncated."""
-    from dashboard.data import read_json_file
+    from dashboard.result_file import read_json_file
 
     cuts = {len(REAL_RESULT) * i // 97 for i in range(5, 97)}
     cuts |= {REAL_RESULT.index("0.0001008") + 6, REAL_RESULT.index("NaN") + 2, REAL_RESULT.index("-Infinity") + 1}
@@ -271,8 +271,8 @@ def test_a_commit_prefix_names_the_same_commit_for_the_gate_and_the_pages(tmp_pa
     """One resolve_commit (dashboard.commit_order): the pages once took the first commit an
     ambiguous prefix matched, and matched case-sensitively, where the gate refused."""
     from dashboard.commit_order import resolve_commit
-    from dashboard.components import named_commit
-    from dashboard.model import build_data
+    from dashboard.commit_choice import named_commit
+    from dashboard.load_data import build_data
 
     history = write_history(tmp_path, [SeriesSpec("b.S.track_latency", (1,), ("m",))], 40, seed=3)
     run = next(iter(build_data(tmp_path).runs.values()))

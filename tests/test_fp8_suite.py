@@ -166,17 +166,17 @@ def test_the_dashboard_floor_uses_each_forms_roof():
     import numpy as np
     import pandas as pd
 
-    from dashboard import metrics
+    from dashboard import derived_metrics
 
     keys = ["linear_act M=8192 K=4096 N=14336 fp8 gelu_tanh bias", "linear_act M=1 K=4096 N=14336 w8a16 gelu_tanh bias"]
     rows = pd.DataFrame({"case": keys, "machine": "m", "env_name": "e", "commit_hash": "c"})
     table = pd.DataFrame({"machine": ["m"], "env_name": ["e"], "commit_hash": ["c"], "copy_gbps": [4000.0],
                           "tflops_bf16": [700.0], "tflops_fp8": [1400.0]})
-    floors = metrics.floor_seconds_per_row(rows, table)
+    floors = derived_metrics.floor_seconds_per_row(rows, table)
     ceilings = Ceilings(4000.0, {"bf16": 700.0, "fp8": 1400.0})
     assert np.allclose(floors, [cost.floor_seconds(Case.from_key(k), ceilings) for k in keys])
     assert floors[0] < 1.01 * cost.flops(Case.from_key(keys[0])) / 1400e12  # compute-bound on the FP8 roof
-    no_fp8 = metrics.floor_seconds_per_row(rows, table.drop(columns="tflops_fp8"))
+    no_fp8 = derived_metrics.floor_seconds_per_row(rows, table.drop(columns="tflops_fp8"))
     assert np.isnan(no_fp8[0]) and np.isclose(no_fp8[1], floors[1])
 
 

@@ -108,6 +108,14 @@ def test_the_harness_imports_point_one_way():
     assert "benchmarks.harness.workloads" in graph["benchmarks.harness.ops.linear_act"]
 
 
+def test_the_dashboard_imports_point_one_way():
+    """No dashboard module imports, even lazily inside a function, a module that imports it back
+    (detection and model did: what both need is loaded_table, below them)."""
+    graph = _import_graph(ROOT / "dashboard")
+    assert _cycles(graph) == []
+    assert graph["dashboard.loaded_table"] & {"dashboard.model", "dashboard.detection"} == set()
+
+
 def test_what_the_suite_looks_up_is_public():
     public = set(fused_mlp.__all__)
     assert set(OPS) <= public

@@ -43,7 +43,7 @@ def measure_start(results: Path, cache: Path, repeat: int) -> dict:
     from plotly.io.json import to_json_plotly
 
     from dashboard import app as app_module
-    import dashboard.components as components
+    import dashboard.facet_widgets as facet_widgets
     from dashboard.pages import compare, overview, regressions, roofline, trends
 
     imports_s = time.perf_counter() - started
@@ -67,7 +67,7 @@ def measure_start(results: Path, cache: Path, repeat: int) -> dict:
             data, m, e, newest, None, None, ["bf16"], ["gelu_tanh"], None, None),
         "overview: against the oldest commit": lambda: overview.update(
             data, m, e, newest, oldest, None, None, None, None, None),
-        "facet counts (all filters)": lambda: components.facet_option_lists(
+        "facet counts (all filters)": lambda: facet_widgets.facet_option_lists(
             data, m, e, {"op": ["linear_act"], "dtype": ["bf16"]}),
         "trends: latency": lambda: trends.update(data, m, e, case, "latency", None, "commit", [], None),
         "trends: TFLOP/s log date": lambda: trends.update(data, m, e, case, "tflops", None, "date", ["log"], None),
@@ -111,7 +111,7 @@ def measure_start(results: Path, cache: Path, repeat: int) -> dict:
 def measure_first_start(results: Path, cache: Path) -> dict:
     """In a fresh process with an empty cache: parse every file and write the cache."""
     started = time.perf_counter()
-    from dashboard.model import build_data
+    from dashboard.load_data import build_data
 
     data = build_data(results, cache_dir=cache)
     return {"first_start_s": time.perf_counter() - started, "parsed": data.files_parsed,

@@ -15,7 +15,7 @@ import pandas as pd
 from plotly.colors import sample_colorscale
 
 from dashboard.figures.style import REGRESSION_COLOR
-from dashboard.metrics import sort_values_naturally
+from dashboard.facet_filters import sort_values_naturally
 from dashboard.units import format_value
 
 # Red: fused slower than the best unfused implementation; blue: faster; light grey: even. Light
@@ -99,7 +99,7 @@ def _kernels_line(r) -> str:
 
 def build_speedup_panel_figure(panel: pd.DataFrame, span: float, theme: str = "light", title: str = "",
                                changed: dict[str, str] | None = None, set_notes: dict | None = None) -> dict:
-    """One op x dtype x mode: ``panel`` is its rows of metrics.speedups (case, mode, shape,
+    """One op x dtype x mode: ``panel`` is its rows of speedup_tables.speedups (case, mode, shape,
     activation, fused, best_baseline, baseline_impl, speedup, verdict, the best_peer columns, and
     optionally autotune_kernels). ``changed``: case -> a note for cells whose fused latency got
     significantly worse since the baseline commit (outlined and marked ⚠). ``set_notes``: (case,

@@ -9,7 +9,8 @@ from dashboard.data import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
 from dashboard.figures.style import (IMPL_COLORS, IMPROVEMENT_COLOR, LINE_PALETTE, REGRESSION_COLOR, alpha,
                                      build_empty_figure, impl_sort_key, layout_dict)
 from dashboard.figures.ticks import log_ticks
-from dashboard.metrics import METRICS, sort_values_naturally
+from dashboard.facet_filters import sort_values_naturally
+from dashboard.metrics import METRICS
 from dashboard.units import display_unit, format_change
 
 # Where asv's stored value says a benchmark did not run; asv keeps no error message in its files.
@@ -33,7 +34,7 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
     a driver / torch / triton / liger version other than the run before): those points get a
     marker of their own and the hover says what.
 
-    ``series``: derived rows (metrics.derive) with ``line`` (else ``impl``), position, commit_hash,
+    ``series``: derived rows (derived_metrics.derive) with ``line`` (else ``impl``), position, commit_hash,
     date, y, y_lo, y_hi and ``status`` (asv's ok / skipped / failed).
     ``metric``: a name in metrics.METRICS or anything with ``label``, ``unit`` and ``better``.
     ``changes``: rows with line (else impl), commit_hash, direction, relative_change, confirmed.

@@ -6,9 +6,11 @@ that adds its callbacks. Controls built with ``urlstate.qid(page, key)`` are kep
 
 The registry, not the page, decides what a page shows for the results' mode (this suite's
 results, another project's "generic" ones, or static compile metrics only): a page lists the
-modes its layout serves (``modes``); for any other mode the registry shows the page named in
-``stand_ins`` for that mode (the Overview of a static-only folder is the Kernels page) or says
-why the page is off. Pages never import one another.
+modes it serves (``modes``), with a layout of its own for a mode that needs one (``mode_layouts``:
+another project's benchmarks are picked by benchmark and parameters, not by Case); for any
+other mode the registry shows the page named in ``stand_ins`` for that mode (the Overview of a
+static-only folder is the Kernels page) or says why the page is off. Pages never import one
+another, and no page checks the mode itself.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from typing import Callable
 
 from dash import html
 
-from dashboard.components import generic_notice, static_only_notice
-from dashboard.model import GENERIC, STATIC, SUITE, DashboardData, ResultsStore
+from dashboard.notices import generic_notice, static_only_notice
+from dashboard.dashboard_data import GENERIC, STATIC, SUITE, DashboardData
+from dashboard.model import ResultsStore
 from dashboard.urlstate import Query
 
 ALL_MODES = (SUITE, GENERIC, STATIC)
@@ -37,6 +40,11 @@ class Page:
     description: str = ""
     modes: tuple[str, ...] = ALL_MODES  # the results' modes this page's layout serves
     stand_ins: tuple[tuple[str, str], ...] = ()  # (mode, path of the page shown instead in that mode)
+    mode_layouts: tuple[tuple[str, Callable[[DashboardData, Query], object]], ...] = ()  # (mode, its layout)
+
+    def layout_for(self, mode: str) -> Callable[[DashboardData, Query], object]:
+        """The layout this page shows in ``mode`` (one of its ``modes``)."""
+        return dict(self.mode_layouts).get(mode, self.layout)
 
 
 def discover_pages() -> list[Page]:
@@ -60,11 +68,11 @@ def page_layout(page: Page, pages: list[Page], data: DashboardData, query: Query
     """What ``page`` shows for these results: its layout in a mode it serves; else the page it
     names as its stand-in for the mode (with a line saying so); else why it is off."""
     if data.mode in page.modes:
-        return page.layout(data, query)
+        return page.layout_for(data.mode)(data, query)
     stand_in = next((p for p in pages if p.path == dict(page.stand_ins).get(data.mode) and data.mode in p.modes), None)
     if stand_in is not None:
         return html.Div([html.P(_stand_in_line(data, stand_in), className="message", id=f"{data.mode}-notice"),
-                         stand_in.layout(data, query)])
+                         stand_in.layout_for(data.mode)(data, query)])
     if data.mode == STATIC:
         return static_only_notice(data, page.title)
     return generic_notice(data, page.title)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dash import dcc, html
 
-from dashboard.components import resolve_commit
-from dashboard.model import DashboardData
+from dashboard.commit_choice import resolve_commit
+from dashboard.dashboard_data import DashboardData
 from dashboard.urlstate import link
 
 

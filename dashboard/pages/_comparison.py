@@ -7,8 +7,8 @@ import pandas as pd
 from dash import dash_table, dcc, html
 from dash.dash_table.Format import Format, Group, Scheme
 
-from dashboard import metrics
-from dashboard.components import BETTER_CELL, WORSE_CELL, dropdown, labelled, styled_datatable
+from dashboard import ab_compare
+from dashboard.widgets import BETTER_CELL, WORSE_CELL, dropdown, labelled, styled_datatable
 from dashboard.units import DisplayUnit
 from dashboard.urlstate import Query, qid
 
@@ -57,7 +57,7 @@ def comparison_columns(names: list[str], shown: DisplayUnit | None = DisplayUnit
 def summary_line(table: pd.DataFrame, shown_rows: pd.DataFrame, a: str, b: str, run=None) -> html.P:
     """The counts; and, when A comes after B in the run's commit order, that the table reads
     backwards (ratio = B / A: what got faster since B shows as slower)."""
-    counts = metrics.change_counts(table)
+    counts = ab_compare.change_counts(table)
     order = {h: i for i, h in enumerate(run.commits["commit_hash"])} if run is not None else {}
     backwards = ([html.Span(f"A ({a[:8]}) is newer than B ({b[:8]}) in this run's commit order: the ratios read "
                             "B / A, so a change since B reads reversed; swap them to read old → new. ",

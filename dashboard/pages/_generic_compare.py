@@ -7,11 +7,13 @@ from __future__ import annotations
 import pandas as pd
 from dash import Input, Output, State, dcc, html
 
-from dashboard import metrics
-from dashboard.components import (
-    dropdown, guarded, labelled, message, register_run_controls, run_controls, run_of,
-)
-from dashboard.model import DashboardData, ResultsStore
+from dashboard import ab_compare, metrics
+from dashboard.callback_guards import guarded
+from dashboard.notices import message
+from dashboard.run_selector import register_run_controls, run_controls, run_of
+from dashboard.widgets import dropdown, labelled
+from dashboard.dashboard_data import DashboardData
+from dashboard.model import ResultsStore
 from dashboard.pages._comparison import (
     COMMITS, DEFAULT_FACTOR, comparison_columns, comparison_controls, comparison_datatable, summary_line,
 )
@@ -59,7 +61,7 @@ def _compared(data: DashboardData, machine, env, a, b, factor, benchmarks) -> tu
     units = run.series.drop_duplicates("benchmark").set_index("benchmark")["unit"]
     better = {name: metrics.better_of(name, unit if isinstance(unit, str) else None, data.benchmarks.get(name))
               for name, unit in units.items()}
-    return metrics.compare_rows(old, new, float(factor or DEFAULT_FACTOR), better, key=metrics.SERIES_KEY, fields=(),
+    return ab_compare.compare_rows(old, new, float(factor or DEFAULT_FACTOR), better, key=ab_compare.SERIES_KEY, fields=(),
                                 samples=run.table.samples), pd.concat([old, new]) if a != b else new
 
 

@@ -20,13 +20,16 @@ import pandas as pd
 from dash import ALL, Input, Output, State, html
 
 from dashboard import commit_messages
-from dashboard.components import (
-    commit_options, dropdown, error_figure, graph, guarded, labelled, message, register_run_controls,
-    resolve_commit, run_controls, run_of, trend_view_controls,
-)
+from dashboard.callback_guards import error_figure, guarded
+from dashboard.commit_choice import commit_options, resolve_commit
+from dashboard.notices import message
+from dashboard.run_selector import register_run_controls, run_controls, run_of, trend_view_controls
+from dashboard.widgets import dropdown, graph, labelled
 from dashboard.figures import build_trend_figure
 from dashboard.metrics import better_of
-from dashboard.model import DashboardData, ResultsStore, Run
+from dashboard.dashboard_data import DashboardData
+from dashboard.model import ResultsStore
+from dashboard.run_view import Run
 from dashboard.na_reasons import reason_column
 from dashboard.pages._commit_info import commit_info
 from dashboard.run_marks import marks_of_run

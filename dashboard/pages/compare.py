@@ -7,12 +7,14 @@ from __future__ import annotations
 import pandas as pd
 from dash import Input, Output, State, dcc, html
 
-from dashboard import metrics
-from dashboard.components import (
-    dropdown, facet_controls, guarded, labelled, message, register_facet_counts, register_run_controls,
-    run_controls, run_of,
-)
-from dashboard.model import GENERIC, SUITE, DashboardData, ResultsStore
+from dashboard import ab_compare, facet_filters, metrics
+from dashboard.callback_guards import guarded
+from dashboard.facet_widgets import facet_controls, register_facet_counts
+from dashboard.notices import message
+from dashboard.run_selector import register_run_controls, run_controls, run_of
+from dashboard.widgets import dropdown, labelled
+from dashboard.dashboard_data import GENERIC, SUITE, DashboardData
+from dashboard.model import ResultsStore
 from dashboard.pages import Page, _generic_compare
 from dashboard.pages._comparison import (
     COMMITS, DEFAULT_FACTOR, comparison_columns, comparison_controls, comparison_datatable, summary_line,
@@ -28,8 +30,6 @@ COLUMNS = ["op", "dtype", "activation", "shape", "impl", "mode", "old", "new", "
 
 
 def layout(data: DashboardData, query: Query):
-    if data.generic:  # another project's benchmarks: benchmark and parameters instead of Cases
-        return _generic_compare.layout(data, query)
     run = run_of(data, query)
     return html.Div([
         html.H1("Compare two commits"),
@@ -69,10 +69,10 @@ def _compared(data: DashboardData, machine, env, a, b, metric, factor, op, dtype
         return pd.DataFrame(columns=["case", *COLUMNS, "significant"]), "", None
     metric = metric if metric in metrics.STORED_METRICS else "latency"
     selections = {"op": op, "dtype": dtype, "activation": activation, "shape": shape, "impl": impl, "mode": mode}
-    old = metrics.apply_filters(run.at_commit(a, samples=False), selections)
-    new = metrics.apply_filters(run.at_commit(b, samples=False), selections)
+    old = facet_filters.apply_filters(run.at_commit(a, samples=False), selections)
+    new = facet_filters.apply_filters(run.at_commit(b, samples=False), selections)
     old, new = old[old["metric"] == metric], new[new["metric"] == metric]
-    table = metrics.compare_rows(old, new, float(factor or DEFAULT_FACTOR), metrics.METRICS[metric].better,
+    table = ab_compare.compare_rows(old, new, float(factor or DEFAULT_FACTOR), metrics.METRICS[metric].better,
                                  samples=run.table.samples)
     unit = next((str(u) for u in table["unit"] if isinstance(u, str)), "")
     return table, unit, pd.concat([old, new]) if a != b else new
@@ -123,4 +123,5 @@ def register(app, store: ResultsStore):
         return dcc.send_string(csv_text(store.get(), *args), f"compare-{machine}-{(a or '')[:8]}-{(b or '')[:8]}.csv")
 
 
-PAGE = Page("/compare", "Compare", 2, layout, register, "commit A vs commit B", modes=(SUITE, GENERIC))
+PAGE = Page("/compare", "Compare", 2, layout, register, "commit A vs commit B", modes=(SUITE, GENERIC),
+            mode_layouts=((GENERIC, _generic_compare.layout),))

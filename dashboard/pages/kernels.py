@@ -14,12 +14,14 @@ from dash import Input, Output, State, dash_table, dcc, html
 from dash.dash_table.Format import Format, Sign
 
 from dashboard import static_metrics
-from dashboard.components import (
-    BETTER_CELL, WORSE_CELL, commit_of, commit_options, dropdown, error_figure, graph, guarded, labelled, message,
-    resolve_commit, styled_datatable,
-)
+from dashboard.callback_guards import error_figure, guarded
+from dashboard.commit_choice import commit_of, commit_options, resolve_commit
+from dashboard.notices import message
+from dashboard.widgets import BETTER_CELL, WORSE_CELL, dropdown, graph, labelled, styled_datatable
 from dashboard.figures import build_trend_figure
-from dashboard.model import DashboardData, ResultsStore, Run
+from dashboard.dashboard_data import DashboardData
+from dashboard.model import ResultsStore
+from dashboard.run_view import Run
 from dashboard.pages import Page
 from dashboard.pages._generic_trends import MAX_LINES, Measure
 from dashboard.urlstate import SHELL, Query, qid

@@ -9,12 +9,15 @@ import numpy as np
 import pandas as pd
 from dash import Input, Output, State, html
 
-from dashboard import metrics
-from dashboard.components import (
-    commit_options, dropdown, env_options, guarded, labelled, machine_options, message,
-    named_commit, register_run_controls, run_of, styled_datatable,
-)
-from dashboard.model import SUITE, DashboardData, ResultsStore, Run
+from dashboard import derived_metrics, device_ceilings, metrics, speedup_tables
+from dashboard.callback_guards import guarded
+from dashboard.commit_choice import commit_options, named_commit
+from dashboard.notices import message
+from dashboard.run_selector import env_options, machine_options, register_run_controls, run_of
+from dashboard.widgets import dropdown, labelled, styled_datatable
+from dashboard.dashboard_data import SUITE, DashboardData
+from dashboard.model import ResultsStore
+from dashboard.run_view import Run
 from dashboard.pages import Page
 from dashboard.units import display_unit
 from dashboard.urlstate import Query, qid
@@ -109,7 +112,7 @@ def machine_table(data: DashboardData, run_a: Run | None, a, run_b: Run | None, 
         rows = rows[(rows["metric"] == "latency") & (rows["status"] == "ok")]
         if modes:
             rows = rows[rows["mode"].astype(str).isin(modes)]
-        rows = rows.assign(roofline=metrics.derive(rows, "roofline", data.ceilings)["y"].to_numpy())
+        rows = rows.assign(roofline=derived_metrics.derive(rows, "roofline", data.ceilings)["y"].to_numpy())
         sides.append(rows[["case", *KEYS, "value", "roofline"]].astype({k: str for k in ("case", *KEYS)}))
     both = sides[0].merge(sides[1], on=["case", *KEYS], suffixes=("_a", "_b"))
     out = both[["case", *KEYS]].copy()
@@ -121,7 +124,7 @@ def machine_table(data: DashboardData, run_a: Run | None, a, run_b: Run | None, 
 
 
 def _ceilings_card(data: DashboardData, run: Run, commit: str, side: str):
-    ceil = metrics.ceilings_of(data.ceilings, run.machine, run.env_name, commit)
+    ceil = device_ceilings.ceilings_of(data.ceilings, run.machine, run.env_name, commit)
     identity = data.machine_identity(run.machine)
     items = [html.Li([html.B("gpu: "), identity["gpu"]])] if "gpu" in identity else []
     if ceil is None:
@@ -144,7 +147,7 @@ def update(data: DashboardData, machine, env, a, machine_b, env_b, b, mode=None)
     summary = html.P([f"{run_a.machine} at {a[:8]} against {run_b.machine} at {b[:8]}"
                       + (" (the same commit)" if a == b else " (different commits: the code differs too)")
                       + f": {len(table)} case × implementation × mode measured on both; geometric-mean B / A "
-                      f"{metrics.geomean(table['ratio']):.3g}."], id="machines-summary-text")
+                      f"{speedup_tables.geomean(table['ratio']):.3g}."], id="machines-summary-text")
     cards = [_ceilings_card(data, run_a, a, "A"), _ceilings_card(data, run_b, b, "B")]
     return rows.astype(object).where(rows.notna(), None).to_dict("records"), _columns(shown), summary, cards
 

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from dash import Input, Output, State, dcc, html
 
-from dashboard import comparison_set, metrics
-from dashboard.components import (
-    commit_of, commit_options, dropdown, facet_controls, guarded, labelled, message,
-    register_facet_counts, register_run_controls, run_controls, run_of,
-)
+from dashboard import ab_compare, comparison_set, device_ceilings, facet_filters, metrics, speedup_tables
+from dashboard.callback_guards import guarded
+from dashboard.commit_choice import commit_of, commit_options
+from dashboard.facet_widgets import facet_controls, register_facet_counts
+from dashboard.notices import message
+from dashboard.run_selector import register_run_controls, run_controls, run_of
+from dashboard.widgets import dropdown, labelled
 from dashboard.figures.heatmap import build_speedup_panel_figure, color_span, speedup_legend_stops, speedup_text
-from dashboard.model import STATIC, SUITE, DashboardData, ResultsStore
+from dashboard.dashboard_data import STATIC, SUITE, DashboardData
+from dashboard.model import ResultsStore
 from dashboard.pages import Page
 from dashboard.pages._why_na import why_na_line
 from dashboard.units import format_change, format_value
@@ -62,10 +65,10 @@ def update(data: DashboardData, machine, env, commit, base, op, dtype, activatio
         text = "Pick a machine, environment and commit."
         return message(text), [], "", ""
     selections = {"op": op, "dtype": dtype, "activation": activation, "shape": shape, "mode": mode}
-    rows = metrics.apply_filters(run.at_commit(commit, samples=False), selections)
+    rows = facet_filters.apply_filters(run.at_commit(commit, samples=False), selections)
     latency = rows[rows["metric"] == "latency"]
     baselines = [i for i in (impl or []) if i != metrics.FUSED] or None
-    table = metrics.speedups(latency, baselines)
+    table = speedup_tables.speedups(latency, baselines)
     table["autotune_kernels"] = _autotune_kernels(rows, table)
     base = base if base in set(run.commits["commit_hash"]) and base != commit else run.previous_commit(commit)
     changes = _changes(run, base, latency, selections)
@@ -100,9 +103,9 @@ def _changes(run, base: str | None, latency, selections: dict):
     of this commit), or None."""
     if base is None:
         return None
-    old = metrics.apply_filters(run.at_commit(base, samples=False), selections)
+    old = facet_filters.apply_filters(run.at_commit(base, samples=False), selections)
     old = old[(old["metric"] == "latency") & old["case"].astype(str).isin(set(latency["case"].astype(str)))]
-    return metrics.compare_rows(old, latency, FACTOR, metrics.METRICS["latency"].better, samples=run.table.samples)
+    return ab_compare.compare_rows(old, latency, FACTOR, metrics.METRICS["latency"].better, samples=run.table.samples)
 
 
 def _regressed_fused(changes, base: str | None) -> dict[str, str]:
@@ -129,7 +132,7 @@ def headline(table, changes, base, commit, common: dict, selections: dict, set_c
     if table.empty:
         return message("No case has a fused and a baseline latency at this commit (skipped, failed or filtered "
                        "out); Trends shows why per implementation.")
-    summary = metrics.speedup_summary(table)
+    summary = speedup_tables.speedup_summary(table)
     since = f"since {base[:8]}" if base else "since —"
     head = html.Tr([html.Th(h) for h in ("op · dtype · mode", "cases", f"fused vs {_compared_label(baselines, False)} "
                                          "(geomean)", f"fused vs {_compared_label(baselines, True)} (geomean)",
@@ -138,9 +141,9 @@ def headline(table, changes, base, commit, common: dict, selections: dict, set_c
     body = [_headline_row(r, table, changes, base, commit, common, set_changes) for _, r in summary.iterrows()]
     if len(summary) > 1:
         total = {"op": None, "dtype": None, "mode": None, "cases": len(table),
-                 "geomean": metrics.geomean(table["speedup"]), "peer_geomean": metrics.geomean(table["peer_speedup"]),
-                 "peer_impl": metrics._most_common(table["peer_impl"]),
-                 **{k: int(summary[k].sum()) for k in (metrics.FASTER, metrics.SLOWER, metrics.WITHIN_NOISE)}}
+                 "geomean": speedup_tables.geomean(table["speedup"]), "peer_geomean": speedup_tables.geomean(table["peer_speedup"]),
+                 "peer_impl": speedup_tables._most_common(table["peer_impl"]),
+                 **{k: int(summary[k].sum()) for k in (speedup_tables.FASTER, speedup_tables.SLOWER, speedup_tables.WITHIN_NOISE)}}
         body.append(_headline_row(total, table, changes, base, commit, common, set_changes, css="total"))
     return html.Table([html.Thead(head), html.Tbody(body)], className="headline", id="overview-headline-table")
 
@@ -156,9 +159,9 @@ def _headline_row(r, table, changes, base, commit, common, set_changes, css=""):
     label = f"{op} · {dtype} · {mode}" if op else "all"
     cells = [html.Td(html.B(label)), html.Td(str(r["cases"])), _speedup_cell(r["geomean"]),
              _speedup_cell(r["peer_geomean"], r["peer_impl"]),
-             html.Td(str(r[metrics.FASTER]), className="num good" if r[metrics.FASTER] else "num"),
-             html.Td(str(r[metrics.SLOWER]), className="num bad" if r[metrics.SLOWER] else "num"),
-             html.Td(str(r[metrics.WITHIN_NOISE]), className="num")]
+             html.Td(str(r[speedup_tables.FASTER]), className="num good" if r[speedup_tables.FASTER] else "num"),
+             html.Td(str(r[speedup_tables.SLOWER]), className="num bad" if r[speedup_tables.SLOWER] else "num"),
+             html.Td(str(r[speedup_tables.WITHIN_NOISE]), className="num")]
     for fused in (True, False):
         cells.append(html.Td(_change_counts(changes, op, dtype, mode, fused, base, commit, common)))
     cells.append(html.Td(_set_summary(set_changes, table, op, dtype, mode)))
@@ -230,7 +233,7 @@ def run_color_span(run) -> float:
     cached = _SPANS.get(id(run))
     if cached is None or cached[0] is not run:
         rows = run.at_commit(run.commits["commit_hash"].iloc[-1], samples=False)
-        cached = (run, color_span(metrics.speedups(rows[rows["metric"] == "latency"])["speedup"]))
+        cached = (run, color_span(speedup_tables.speedups(rows[rows["metric"] == "latency"])["speedup"]))
         _SPANS.clear()  # one results set at a time
         _SPANS[id(run)] = cached
     return cached[1]
@@ -248,7 +251,7 @@ def panels(table, regressed: dict[str, str], theme: str, set_notes: dict | None 
     groups = dict(list(table.groupby(["op", "dtype", "mode"], sort=False)))
     for op, dtype, mode in keys:
         panel = groups[(op, dtype, mode)]
-        mean = metrics.geomean(panel["speedup"])
+        mean = speedup_tables.geomean(panel["speedup"])
         n_regressed = sum(c in regressed for c in panel["case"])
         n_changed = sum((c, m) in (set_notes or {}) for c, m in zip(panel["case"], panel["mode"]))
         title = (f"<b>{op} · {dtype} · {mode}</b><br><span style='font-size:11px'>geomean "
@@ -288,7 +291,7 @@ def change_card(changes, base, commit, common: dict):
     to its Trends view with this commit marked."""
     if changes is None:
         return [html.H3("Changes"), html.P("This is the run's first commit: nothing to compare with.")]
-    counts = metrics.change_counts(changes)
+    counts = ab_compare.change_counts(changes)
     significant = changes[changes["significant"]].copy()
     significant["fused_first"] = significant["impl"] != metrics.FUSED
     significant["size"] = (significant["ratio"] - 1).abs()
@@ -316,7 +319,7 @@ def change_card(changes, base, commit, common: dict):
 
 def device_panel(data: DashboardData, machine: str, env: str, commit: str):
     identity = data.machine_identity(machine)
-    ceilings = metrics.ceilings_of(data.ceilings, machine, env, commit)
+    ceilings = device_ceilings.ceilings_of(data.ceilings, machine, env, commit)
     items = [html.Li([html.B(f"{k}: "), v]) for k, v in identity.items()] or [html.Li("no machine.json identity")]
     left_out = [p for p in data.ceiling_problems if (p.machine, p.env_name, p.commit_hash) == (machine, env, commit)]
     if ceilings is None:

@@ -11,9 +11,12 @@ import flask
 from dash import Input, Output, html
 
 from dashboard import profiles
-from dashboard.components import dropdown, error_figure, graph, guarded, labelled, message
+from dashboard.callback_guards import error_figure, guarded
+from dashboard.notices import message
+from dashboard.widgets import dropdown, graph, labelled
 from dashboard.figures import build_profile_figure, build_profile_history_figure
-from dashboard.model import DashboardData, ResultsStore
+from dashboard.dashboard_data import DashboardData
+from dashboard.model import ResultsStore
 from dashboard.pages import Page
 from dashboard.urlstate import SHELL, Query, qid
 

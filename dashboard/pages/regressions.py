@@ -15,8 +15,12 @@ import json
 from dash import Input, Output, dcc, html
 
 from dashboard import commit_messages, metrics, static_metrics
-from dashboard.components import dropdown, guarded, labelled, message
-from dashboard.model import DashboardData, FindingsState, ResultsStore
+from dashboard.callback_guards import guarded
+from dashboard.notices import message
+from dashboard.widgets import dropdown, labelled
+from dashboard.dashboard_data import DashboardData
+from dashboard.detection import FindingsState
+from dashboard.model import ResultsStore
 from dashboard.pages import Page
 from dashboard.regressions.acceptance import (AcceptedFileError, accepted_path, find_acceptance, load_accepted,
                                               plausible_commits)

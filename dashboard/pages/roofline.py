@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from dash import Input, Output, html
 
-from dashboard import metrics
-from dashboard.components import (
-    error_figure, facet_controls, graph, guarded, register_facet_counts, register_run_controls, run_controls, run_of,
-)
+from dashboard import derived_metrics, device_ceilings, facet_filters, metrics
+from dashboard.callback_guards import error_figure, guarded
+from dashboard.facet_widgets import facet_controls, register_facet_counts
+from dashboard.run_selector import register_run_controls, run_controls, run_of
+from dashboard.widgets import graph
 from dashboard.figures import build_roofline_figure
-from dashboard.model import SUITE, DashboardData, ResultsStore
+from dashboard.dashboard_data import SUITE, DashboardData
+from dashboard.model import ResultsStore
 from dashboard.pages import Page
 from dashboard.urlstate import SHELL, Query, qid
 
@@ -38,12 +40,12 @@ def roofline_points(data: DashboardData, machine, env, commit, selections: dict)
     run = data.run(machine, env)
     if run is None:
         return None, None
-    rows = metrics.apply_filters(run.at_commit(commit, samples=False), selections)
+    rows = facet_filters.apply_filters(run.at_commit(commit, samples=False), selections)
     rows = rows[(rows["metric"] == "latency") & (rows["mode"].astype(str) == metrics.FORWARD)]
-    points = metrics.derive(rows, "tflops")
+    points = derived_metrics.derive(rows, "tflops")
     points["tflops"] = points["y"]
-    points["roofline"] = metrics.derive(rows, "roofline", data.ceilings)["y"].to_numpy()
-    return points, metrics.ceilings_of(data.ceilings, run.machine, run.env_name, commit)
+    points["roofline"] = derived_metrics.derive(rows, "roofline", data.ceilings)["y"].to_numpy()
+    return points, device_ceilings.ceilings_of(data.ceilings, run.machine, run.env_name, commit)
 
 
 def update(data: DashboardData, machine, env, commit, op, dtype, activation, shape, impl, theme="light"):

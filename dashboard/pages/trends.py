@@ -10,14 +10,17 @@ from collections import OrderedDict
 import pandas as pd
 from dash import Input, Output, State, html
 
-from dashboard import commit_messages, metrics
-from dashboard.components import (
-    commit_options, dropdown, error_figure, facet_controls, graph, guarded, labelled, message,
-    register_facet_counts, register_run_controls, resolve_commit, run_controls, run_of, static_only_notice,
-    trend_view_controls,
-)
+from dashboard import commit_messages, derived_metrics, facet_filters, metrics, speedup_tables
+from dashboard.callback_guards import error_figure, guarded
+from dashboard.commit_choice import commit_options, resolve_commit
+from dashboard.facet_widgets import facet_controls, register_facet_counts
+from dashboard.notices import message
+from dashboard.run_selector import register_run_controls, run_controls, run_of, trend_view_controls
+from dashboard.widgets import dropdown, graph, labelled
 from dashboard.figures import build_trend_figure
-from dashboard.model import DashboardData, ResultsStore, Run
+from dashboard.dashboard_data import GENERIC, SUITE, DashboardData
+from dashboard.model import ResultsStore
+from dashboard.run_view import Run
 from dashboard.na_reasons import reason_column
 from dashboard.run_marks import marks_of_run
 from dashboard.pages import Page, _generic_trends
@@ -28,7 +31,7 @@ ID = "trends"
 CASE_FACETS = ("op", "dtype", "activation", "shape")
 FACETS = tuple(f for f in metrics.FACETS if f != "mode")  # one mode at a time: its own control
 # The stored and derived metrics, and fused's speedup over the best unfused / best fused peer
-TREND_METRICS = {**metrics.METRICS, metrics.SPEEDUP.name: metrics.SPEEDUP}
+TREND_METRICS = {**metrics.METRICS, speedup_tables.SPEEDUP.name: speedup_tables.SPEEDUP}
 
 
 def mode_choice(run: Run | None, case: str | None, wanted) -> tuple[list[str], str | None]:
@@ -43,15 +46,11 @@ def mode_choice(run: Run | None, case: str | None, wanted) -> tuple[list[str], s
 def case_choices(run: Run | None, selections: dict) -> list[str]:
     if run is None:
         return []
-    catalog = metrics.apply_filters(run.catalog, selections)
-    return metrics.sort_values_naturally(catalog["case"].unique())
+    catalog = facet_filters.apply_filters(run.catalog, selections)
+    return facet_filters.sort_values_naturally(catalog["case"].unique())
 
 
 def layout(data: DashboardData, query: Query):
-    if data.static_only:
-        return static_only_notice(data, "Trends")
-    if data.generic:  # another project's benchmarks: benchmark and parameters instead of Cases
-        return _generic_trends.layout(data, query)
     run = run_of(data, query)
     selections = {f: query.many(f) for f in CASE_FACETS}
     cases = case_choices(run, selections)
@@ -111,7 +110,7 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
     if run is None or not case:
         return error_figure(lambda: theme)("No case matches the filters.")
     _, mode = mode_choice(run, case, mode)
-    if metric == metrics.SPEEDUP.name:
+    if metric == speedup_tables.SPEEDUP.name:
         return speedup_figure(run, case, mode, impl, x_axis, logy, commit, theme, marks_of_run(data, run))
     metric = metric if metric in metrics.METRICS else "latency"
     source_metric = metrics.stored_metric_of(metrics.METRICS[metric].source)
@@ -128,7 +127,7 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
         return error_figure(lambda: theme)(f"{metrics.METRICS[metric].label} is derived for the forward mode only "
                                            f"(the cost model counts a forward's flops and bytes); {mode} shows "
                                            "latency, peak memory and kernels.")
-    derived = metrics.derive(rows, metric, data.ceilings)
+    derived = derived_metrics.derive(rows, metric, data.ceilings)
     derived["reason"] = reason_column(derived, run.series, data.results_dir, run.machine)  # why n/a, if recorded
     subjects = commit_messages.subjects(data.project.repo, data.project.commit_rank)
     if subjects:  # what each commit says it did, in the hover
@@ -144,14 +143,14 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
 
 def speedup_figure(run: Run, case: str, mode: str | None, impl, x_axis, logy, commit, theme="light", marks=None):
     """Fused over the best unfused and over the best fused peer at every commit, with the band
-    the two 99 % CIs give (metrics.speedup_history); Implementation picks the ones compared."""
+    the two 99 % CIs give (speedup_tables.speedup_history); Implementation picks the ones compared."""
     rows = run.of_case(case, samples=False, metric="latency", mode=mode)
     rows = rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash", how="left") if len(rows) else rows
     baselines = [i for i in (impl or []) if i != metrics.FUSED] or None
-    history = metrics.speedup_history(rows, baselines)
+    history = speedup_tables.speedup_history(rows, baselines)
     if history.empty:
         return error_figure(lambda: theme)(f"{case} ({mode}): no commit has a fused and a compared latency.")
-    return build_trend_figure(history, metrics.SPEEDUP, None, resolve_commit(run, commit) if commit else None,
+    return build_trend_figure(history, speedup_tables.SPEEDUP, None, resolve_commit(run, commit) if commit else None,
                               x_axis or "commit", "log" in (logy or []), theme,
                               title=f"Speedup of fused (t_best / t_fused) — {case} — {mode} — {run.machine}",
                               run_marks=marks)
@@ -200,4 +199,5 @@ def register(app, store: ResultsStore):
         return commit_info(store.get(), *args)
 
 
-PAGE = Page("/trends", "Trends", 1, layout, register, "one metric across commits")
+PAGE = Page("/trends", "Trends", 1, layout, register, "one metric across commits", modes=(SUITE, GENERIC),
+            mode_layouts=((GENERIC, _generic_trends.layout),))

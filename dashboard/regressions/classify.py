@@ -136,11 +136,6 @@ def _own_pass_throttled(finding, states: Mapping) -> str:
     return f"; this benchmark's own pass was throttled at {', '.join(at)}" if at else ""
 
 
-def classify_all(findings: Sequence, frame: pd.DataFrame, states=None) -> dict:
-    """{finding: Classification} for findings of one results frame."""
-    return {f: classify(f, frame, states) for f in findings}
-
-
 def classified_verdict(verdict, frame: pd.DataFrame, states=None, *, fail_on: str = LIBRARY):
     """The gate's verdict with each regression or suspected change classified; with
     ``fail_on="library"`` (the default) one that is not the library's moves to the category of
