@@ -79,12 +79,13 @@ def test_every_family_ran_with_samples_and_skips(tiny_run):
 
 @pytest.mark.slow
 def test_static_compile_metrics_are_recorded(tiny_run):
-    """The tiny grid compiles linear_act's sm_90 configs, both variants, in bf16: registers, spills,
-    shared memory."""
+    """The tiny grid compiles linear_act's sm_90 configs, every variant (the inference forward's
+    and the training forward's that also stores Z), in bf16: registers, spills, shared memory."""
     _, doc, _ = tiny_run
     params = _column(doc, "params", "bench_compile.KernelResources.track_registers")
     variants = {p.split(" ")[0] for p in params[0]}
-    assert params[1] == ["'bf16'"] and variants == {"'linear_act/tile", "'linear_act/persistent"}, params
+    assert params[1] == ["'bf16'"] and variants == {"'linear_act/tile", "'linear_act/persistent",
+                                                    "'linear_act/tile-train", "'linear_act/persistent-train"}, params
     registers = _column(doc, "result", "bench_compile.KernelResources.track_registers")
     shared = _column(doc, "result", "bench_compile.KernelResources.track_shared_memory")
     spills = _column(doc, "result", "bench_compile.KernelResources.track_spill_bytes")
