@@ -58,10 +58,3 @@ def pytest_xdist_make_scheduler(config, log):
     from tests.xdist_scheduling import SharedRunFileScheduling
 
     return SharedRunFileScheduling(config, log)
-
-
-def pytest_collection_modifyitems(config, items):
-    if hasattr(config, "workerinput"):  # an xdist worker: every worker sorts alike, the order xdist sends
-        from tests.xdist_scheduling import long_files_first
-
-        long_files_first(items)

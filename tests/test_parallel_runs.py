@@ -5,8 +5,7 @@ import os
 import re
 from pathlib import Path
 
-from tests.xdist_scheduling import (LONG_FILES_FIRST, TINY_RUN_MODULES, TINY_RUN_SCOPE, SharedRunFileScheduling,
-                                    long_files_first)
+from tests.xdist_scheduling import TINY_RUN_MODULES, TINY_RUN_SCOPE, SharedRunFileScheduling
 
 TESTS = Path(__file__).resolve().parent
 
@@ -23,20 +22,6 @@ def test_the_shared_modules_are_one_scope_and_every_other_file_its_own():
     assert set(scopes.values()) == {TINY_RUN_SCOPE}
     assert scheduling._split_scope("tests/test_ops.py::test_y") == "tests/test_ops.py"
     assert scheduling._split_scope("tests/test_ops.py::TestZ::test_w") == "tests/test_ops.py"
-
-
-def test_the_long_files_exist_and_go_first_in_their_order():
-    assert all((TESTS / name).is_file() for name in LONG_FILES_FIRST)  # a renamed file would fall back silently
-
-    class Item:
-        def __init__(self, name, n):
-            self.path, self.n = TESTS / name, n
-
-    items = [Item("test_ops.py", 0), Item("test_layering.py", 1), Item("test_ops.py", 2), Item("test_bisect.py", 3),
-             Item("test_layering.py", 4)]
-    long_files_first(items)
-    assert [(i.path.name, i.n) for i in items] == [("test_bisect.py", 3), ("test_layering.py", 1),
-                                                   ("test_layering.py", 4), ("test_ops.py", 0), ("test_ops.py", 2)]
 
 
 LEAK = "FUSED_MLP_TEST_LEAK"  # no code reads it
