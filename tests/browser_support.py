@@ -9,6 +9,8 @@ from contextlib import contextmanager
 
 import pytest
 
+from tests.ports import free_port
+
 CHROME = os.environ.get("DASH_TEST_CHROMEPATH") or shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
 MISSING = None if CHROME and os.path.exists(CHROME) and DRIVER else (
@@ -38,7 +40,7 @@ def browser_on(results_dir, download_dir):
         with ThreadedRunner() as server:
             with DashComposite(server, browser="Chrome", headless=True, download_path=str(download_dir),
                                percy_finalize=False) as dc:
-                dc.start_server(app)
+                dc.start_server(app, port=free_port())
                 yield dc
     finally:
         app.server.config["FUSED_MLP_STORE"].close()

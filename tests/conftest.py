@@ -20,6 +20,19 @@ def device():
     return DEVICE
 
 
+@pytest.fixture(autouse=True)
+def _environment_restored():
+    """Every test starts from the environment the session started with: code under test may set
+    variables in this process (benchmarks.run selects its grid there), and a leak would make a
+    later test's result depend on which tests ran before it in the same process, an order that
+    differs from run to run under pytest-xdist."""
+    before = dict(os.environ)
+    yield
+    if dict(os.environ) != before:
+        os.environ.clear()
+        os.environ.update(before)
+
+
 @pytest.fixture
 def poisoned_empty(monkeypatch):
     """Make every torch.empty during the test NaN-filled, so an output element a kernel forgets
@@ -34,3 +47,14 @@ def poisoned_empty(monkeypatch):
 
     monkeypatch.setattr(torch, "empty", empty)
     return empty
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown where it is not installed
+def pytest_xdist_make_scheduler(config, log):
+    """`-n logical --dist loadfile` (CI's command): xdist's file scheduling, with the modules that
+    read the session's one tiny asv run kept on one worker (tests/xdist_scheduling.py)."""
+    if config.getvalue("dist") != "loadfile":
+        return None  # xdist's own scheduler
+    from tests.xdist_scheduling import SharedRunFileScheduling
+
+    return SharedRunFileScheduling(config, log)

@@ -4,7 +4,6 @@ and multiprocessing's resource tracker included (they once outlived a SIGTERM, ~
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
 from tests.suite_fixtures import write_dashboard_fixture
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,12 +52,6 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"  # a zombie has ended; only its parent has not collected it yet
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str) -> bytes:
@@ -103,7 +97,7 @@ def results(tmp_path_factory):
 
 @pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=lambda s: s.name)
 def test_stopping_the_server_ends_every_child_process(results, how, tmp_path):
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET",)}
     log = tmp_path / "server.log"  # a file, not a pipe: a process left behind would hold a pipe open
     server = subprocess.Popen([sys.executable, "-m", "dashboard", "--results", str(results), "--port", str(port),

@@ -5,7 +5,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,15 +16,10 @@ import pytest
 
 from dashboard import wsgi
 from tests.generic_fixtures import READ, write_generic_history
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 START_SECONDS = 90  # two shared CPU cores: importing Dash and loading the results take a while there
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _get(url: str, data: bytes | None = None) -> tuple[int, bytes]:
@@ -69,7 +63,7 @@ def test_gunicorn_serves_the_dashboard_over_a_results_folder(tmp_path):
     assert GUNICORN is not None, "gunicorn is not installed: pip install -e '.[test]' (the dashboard extra has it)"
     results = write_generic_history(tmp_path / "results", n_commits=6).results_dir
     before = sorted(p.relative_to(results) for p in results.rglob("*"))
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, wsgi.RESULTS_ENV: str(results), wsgi.CACHE_ENV: str(tmp_path / "cache"),
            "PYTHONPATH": str(ROOT)}
     server = subprocess.Popen([GUNICORN, "--workers", "2", "--bind", f"127.0.0.1:{port}", "--timeout", "120",

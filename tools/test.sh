@@ -21,4 +21,6 @@ PYTHON=${PYTHON:-python3}
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet torch==2.13.0
 .venv/bin/python -m pip install --quiet -e ".[test]"
-exec .venv/bin/python -m pytest "$@"
+# One pytest-xdist worker per CPU; each test file stays on one worker (tests/xdist_scheduling.py).
+# Arguments after these win: `-n 0` runs in this one process, `-n 4` sets the workers.
+exec .venv/bin/python -m pytest -n logical --dist loadfile "$@"
