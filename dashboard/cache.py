@@ -40,12 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-try:
-    import fcntl
-except ImportError:  # Windows: loads there go ahead without the lock
-    fcntl = None
-
-from dashboard import cache_manifest, result_file, results_folder, safe_read
+from dashboard import cache_manifest, folder_lock, result_file, results_folder, safe_read
 from dashboard import data as loader
 from dashboard.cache_manifest import SEGMENT_NAME, CacheDamaged
 from dashboard.safe_read import inside
@@ -334,27 +329,14 @@ class ResultsCache:
         with self._exclusive():
             return self._load_locked()
 
-    @contextlib.contextmanager
     def _exclusive(self):
         """One process at a time loads through this cache (gunicorn's workers start together on
         one cache dir): the first parses and writes it, the others wait and then read it, instead
         of each parsing everything and deleting the segments the other just wrote. Where there is
         no lock to take (no cache, a folder that cannot be written, no flock) the load goes ahead."""
-        handle = None
-        if self.dir is not None and fcntl is not None:
-            try:
-                self.dir.mkdir(parents=True, exist_ok=True)
-                handle = open(self.dir / LOCK_NAME, "a")
-                fcntl.flock(handle, fcntl.LOCK_EX)
-            except OSError:
-                if handle is not None:
-                    handle.close()
-                handle = None
-        try:
-            yield
-        finally:
-            if handle is not None:
-                handle.close()  # closing releases the lock
+        if self.dir is None:
+            return contextlib.nullcontext()
+        return folder_lock.exclusive(self.dir, LOCK_NAME)
 
     def _load_locked(self) -> ParsedResults:
         listed, machines, skipped = list_result_files(self.root)

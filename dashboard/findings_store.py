@@ -14,7 +14,6 @@ shown half). No pickle: the file lies on a disk others can write to.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import json
@@ -28,12 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dashboard import safe_read
-
-try:
-    import fcntl
-except ImportError:  # Windows: each process detects for itself there
-    fcntl = None
+from dashboard import folder_lock, safe_read
 
 log = logging.getLogger(__name__)
 FILE_NAME, LOCK_NAME = "findings.json", ".findings.lock"
@@ -154,24 +148,9 @@ def write(folder: Path, key: str, findings: list) -> None:
         log.warning("could not store the findings in %s (%s)", folder, exc.strerror or exc)
 
 
-@contextlib.contextmanager
 def exclusive(folder: Path):
     """One process at a time detects for this folder; without a lock to take, each goes ahead."""
-    handle = None
-    if fcntl is not None:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            handle = open(folder / LOCK_NAME, "a")
-            fcntl.flock(handle, fcntl.LOCK_EX)
-        except OSError:
-            if handle is not None:
-                handle.close()
-            handle = None
-    try:
-        yield
-    finally:
-        if handle is not None:
-            handle.close()
+    return folder_lock.exclusive(folder, LOCK_NAME)
 
 
 def detect_once(folder: Path | None, key: str | None, detect: typing.Callable[[], list]) -> list:
