@@ -35,3 +35,44 @@ def test_a_variable_set_without_monkeypatch_is_there_during_the_test():
 def test_the_next_test_starts_without_it():
     """Runs after the one above (same file, same worker): the conftest put the environment back."""
     assert LEAK not in os.environ
+
+
+def _hold(folder, alone, seconds, times, name):
+    import time
+
+    from tests.cpu_alone import cpu_share
+
+    with cpu_share(folder, alone):
+        start = time.monotonic()
+        time.sleep(seconds)
+        times[name] = (start, time.monotonic())
+
+
+def test_an_alone_test_waits_for_running_tests_and_later_ones_wait_for_it(tmp_path):
+    """Three workers: one running a test, then one asking to run alone, then one more test."""
+    import multiprocessing
+    import time
+
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Manager() as manager:
+        times = manager.dict()
+        order = [("running", False, 0.6), ("alone", True, 0.3), ("later", False, 0.1)]
+        procs = []
+        for name, alone, seconds in order:
+            procs.append(ctx.Process(target=_hold, args=(tmp_path, alone, seconds, times, name)))
+            procs[-1].start()
+            time.sleep(0.15)  # each asks after the one before holds its lock
+        for p in procs:
+            p.join(10)
+        got = dict(times)
+    assert got["alone"][0] >= got["running"][1]  # not beside the running test
+    assert got["later"][0] >= got["alone"][1]  # nor did a later one start beside it
+
+
+def test_without_xdist_nothing_is_locked():
+    from tests.cpu_alone import lock_dir
+
+    class Config:  # the controller's or a plain run's config: no workerinput
+        pass
+
+    assert lock_dir(Config()) is None
