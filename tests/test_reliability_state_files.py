@@ -92,8 +92,11 @@ print("RESULT fifo-result", ok, "Runner state" in device, flush=True)
 
 
 def _results_of(script: str, tmp_path, *kinds) -> dict[str, list[str]]:
-    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "results"), *kinds], cwd=ROOT,
-                          capture_output=True, text=True, timeout=TIMEOUT_S)
+    try:
+        done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "results"), *kinds], cwd=ROOT,
+                              capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        raise AssertionError(f"hung ({TIMEOUT_S} s) after: {exc.stdout!r}") from None
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     return {line.split()[1]: line.split()[2:] for line in done.stdout.splitlines() if line.startswith("RESULT ")}
 
