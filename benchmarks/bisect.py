@@ -27,7 +27,6 @@ arguments or input.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import re
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from . import run as suite_run
+from .harness.safe_read import MAX_FILE_BYTES, parse_json, read_json
 
 REPO = Path(__file__).resolve().parents[1]
 OLD, NEW, BETWEEN = "old", "new", "between"
@@ -278,9 +278,11 @@ def targets_from_gate(doc: dict, results: Path) -> tuple[list[Target], list[str]
     except (KeyError, TypeError):
         raise BisectInputError("not the gate's JSON output (python -m dashboard.regressions --format json): "
                                "no gate.failing") from None
+    if not isinstance(items, list):
+        raise BisectInputError(f"gate.failing is {type(items).__name__}, expected a list (the gate's JSON output)")
     targets, notes = [], []
-    for item in items:
-        change = item.get("change", {}) if isinstance(item, dict) else {}
+    for i, item in enumerate(items):
+        change = _gate_change(item, i)
         name = f"{change.get('benchmark')}({change.get('params')})"
         if "before" not in change or "earliest_commit" not in change:
             notes.append(f"{name}: started failing at {str(change.get('commit_hash'))[:12]}; bisect finds level "
@@ -296,6 +298,26 @@ def targets_from_gate(doc: dict, results: Path) -> tuple[list[Target], list[str]
         targets.append(Target(change["benchmark"], change["params"], change["machine"], good,
                               change["latest_commit"] or change["commit_hash"], change.get("kind") == "gradual"))
     return targets, notes
+
+
+GATE_CHANGE_STRINGS = ("benchmark", "params", "machine", "commit_hash")  # what a target is built from
+GATE_CHANGE_COMMITS = ("earliest_commit", "latest_commit")  # a hash, or null
+
+
+def _gate_change(item: object, i: int) -> dict:
+    """gate.failing[i]'s change, its fields checked; BisectInputError naming what is wrong."""
+    change = item.get("change") if isinstance(item, dict) else None
+    if not isinstance(change, dict):
+        raise BisectInputError(f"gate.failing[{i}] has no 'change' object (the gate's JSON output)")
+    if "before" not in change or "earliest_commit" not in change:
+        return change  # a status change: noted, not bisected
+    for key in GATE_CHANGE_STRINGS:
+        if not isinstance(change.get(key), str):
+            raise BisectInputError(f"gate.failing[{i}].change.{key} is {change.get(key)!r}, expected a string")
+    for key in GATE_CHANGE_COMMITS:
+        if not (change.get(key) is None or isinstance(change[key], str)):
+            raise BisectInputError(f"gate.failing[{i}].change.{key} is {change[key]!r}, expected a commit hash or null")
+    return change
 
 
 def rejudge(results: Path, target: Target, boundary: str):
@@ -410,6 +432,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     try:
         results = args.results or _results_dir(args.config)
+        if not results.is_dir():
+            raise BisectInputError(f"--results {results}: no such folder (the asv results to bisect in)")
         if args.from_gate:
             if args.benchmark or args.range:
                 p.error("--from-gate or --benchmark/--range, not both")
@@ -448,11 +472,19 @@ def _full(rev: str) -> str:
 
 
 def _read_json(name: str) -> dict:
-    try:
-        text = sys.stdin.read() if name == "-" else Path(name).read_text()
-        return json.loads(text)
-    except (OSError, ValueError) as exc:
-        raise BisectInputError(f"--from-gate {name}: {exc}") from None
+    """The gate's JSON output from a file or stdin ('-'), read through the one reader (a regular
+    file, size and depth capped); BisectInputError naming the problem."""
+    if name == "-":
+        data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+        doc, reason = parse_json(data) if len(data) <= MAX_FILE_BYTES else (None, f"more than {MAX_FILE_BYTES:,} bytes")
+    else:
+        path = Path(name)
+        doc, reason = read_json(path, Path(os.path.realpath(path)).parent)  # the file named, wherever it lies
+    if reason is None and not isinstance(doc, dict):
+        reason = f"top level is {type(doc).__name__}, expected the gate's JSON object"
+    if reason is not None:
+        raise BisectInputError(f"--from-gate {name}: {reason}")
+    return doc
 
 
 def _results_dir(config: Path) -> Path:

@@ -37,6 +37,7 @@ import json
 import os
 import re
 import traceback
+from pathlib import Path
 
 import torch
 
@@ -44,6 +45,7 @@ from .harness import cost, implementations, modes, runner_state, timing  # modul
 from . import skip_reasons
 from .harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV, grid
 from .harness.references import mismatch, reference
+from .harness.safe_read import read_json
 from .harness.tensors import make_inputs, torch_dtype
 from .harness.tolerances import tolerance
 from .harness.workloads import Case
@@ -122,10 +124,8 @@ class _MeasuredBenchmark:  # underscore: asv discovers only the concrete classes
         """This combination's measurements: filed by an earlier metric of this run, or measured now."""
         name = _filed_name(type(self).__name__, params)
         path = os.path.join(folder, name)
-        if os.path.exists(path):
-            with open(path) as f:
-                filed = json.load(f)
-        else:
+        filed = read_json(Path(path), Path(folder))[0] if os.path.exists(path) else None
+        if not isinstance(filed, dict):  # not filed yet (or not readable: measured again)
             filed = self._measure_recorded(params)
             _file(folder, name, filed)
             self._record_reasons(params, filed)

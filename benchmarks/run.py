@@ -44,6 +44,7 @@ from .checkout import uncommitted_code_changes
 from . import skip_reasons
 from .harness import runner_state
 from .harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV
+from .harness.safe_read import parse_json, read_json, read_json_text
 
 REPO = Path(__file__).resolve().parents[1]
 # Static compile metrics (bench_compile) need no GPU: a runner's time goes to the timings only.
@@ -116,20 +117,16 @@ def check_python(python: str) -> str | None:
 
 def results_dir(config: Path) -> Path:
     """The results folder asv.conf.json names (its // comments allowed), relative to the config."""
-    try:
-        text = "\n".join(line for line in config.read_text().splitlines() if not line.strip().startswith("//"))
-        name = json.loads(text).get("results_dir", "results")
-    except (OSError, ValueError):
-        name = "results"
-    return (config.parent / name).resolve()
+    text, reason = read_json_text(config, Path(os.path.realpath(config)).parent)
+    doc, reason = (None, reason) if reason else parse_json(
+        "\n".join(line for line in text.splitlines() if not line.strip().startswith("//")))
+    name = doc.get("results_dir") if isinstance(doc, dict) else None
+    return (config.parent / (name if isinstance(name, str) else "results")).resolve()
 
 
 def read_benchmarks_json(path: Path) -> dict:
     """asv's benchmark list (results/benchmarks.json) as a dict; {} when missing or unreadable."""
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
+    doc, _ = read_json(path, path.parent)
     return doc if isinstance(doc, dict) else {}
 
 

@@ -22,6 +22,8 @@ import json
 import os
 from pathlib import Path
 
+from .harness.safe_read import read_json
+
 VERSION = 1
 DIRNAME = "reasons"
 STATUSES = ("skipped", "failed")
@@ -43,23 +45,22 @@ def collect(folder: Path) -> tuple[list[dict], set[tuple]]:
     they measured, with a reason or without); files that are not ours are ignored."""
     entries, measured = [], set()
     for filed in sorted(Path(folder).glob("*.json")):
-        try:
-            doc = json.loads(filed.read_text())
-        except (OSError, ValueError):
-            continue
+        doc, _ = read_json(filed, Path(folder))  # the one reader: a FIFO or a huge file is skipped
         if not isinstance(doc, dict):
             continue
-        entries += [e for e in doc.get("entries", []) if isinstance(e, dict) and e.get("status") in STATUSES]
-        measured |= {_key({"benchmark": b, "params": p}) for b, p in doc.get("measured", [])}
+        listed, pairs = doc.get("entries", []), doc.get("measured", [])
+        entries += [e for e in (listed if isinstance(listed, list) else [])
+                    if isinstance(e, dict) and e.get("status") in STATUSES]
+        measured |= {_key({"benchmark": p[0], "params": p[1]}) for p in (pairs if isinstance(pairs, list) else [])
+                     if isinstance(p, list) and len(p) == 2}
     return entries, measured
 
 
 def read(file: Path) -> dict:
     """A reasons file; ValueError naming the problem when it is not one."""
-    try:
-        doc = json.loads(Path(file).read_text())
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{file}: not a readable reasons file ({e})") from None
+    doc, reason = read_json(Path(file), Path(file).parent)
+    if reason is not None:
+        raise ValueError(f"{file}: not a readable reasons file ({reason})")
     if not isinstance(doc, dict) or doc.get("version") != VERSION or not isinstance(doc.get("entries"), list):
         raise ValueError(f"{file}: not a reasons file of this suite (version {VERSION} with an 'entries' list)")
     return doc
@@ -82,6 +83,7 @@ def merge(results_dir: Path, machine: str, commit: str, new: list[dict], measure
            "entries": sorted([e for e in before if _key(e) not in again] + new, key=_key)}
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".json.tmp")
+    tmp.unlink(missing_ok=True)  # a link left there is not written through
     tmp.write_text(json.dumps(doc, indent=1) + "\n")
     os.replace(tmp, target)
     return target

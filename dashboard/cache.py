@@ -15,7 +15,7 @@ a new file moved into place (a reader never sees half a manifest), and any troub
 only make loading faster, never change what is loaded.
 
 The cache distrusts itself as the loader distrusts results: the manifest is read with the
-loader's limits (dashboard.safe_read: a regular file inside the cache folder, size and nesting
+loader's limits (the one reader, benchmarks.harness.safe_read: a regular file inside the cache folder, size and nesting
 capped), must have exactly the expected shape and carry a checksum of its own content; segment
 folders and their ``.npy`` files must be regular, inside the cache folder, of the expected dtype
 and length, and match the SHA-256 the manifest gives for each. Anything off and the whole cache
@@ -40,10 +40,11 @@ from pathlib import Path
 
 import numpy as np
 
-from dashboard import cache_manifest, folder_lock, result_file, results_folder, safe_read
+from benchmarks.harness import safe_read
+from benchmarks.harness.safe_read import inside
+from dashboard import cache_manifest, folder_lock, result_file, results_folder
 from dashboard import data as loader
 from dashboard.cache_manifest import SEGMENT_NAME, CacheDamaged
-from dashboard.safe_read import inside
 
 log = logging.getLogger(__name__)
 FORMAT = 2
@@ -71,7 +72,7 @@ def default_cache_dir() -> Path:
 
 
 def parser_fingerprint() -> str:
-    """Changes when the parser's code does (data.py, result_file.py, safe_read.py, results_folder.py,
+    """Changes when the parser's code does (data.py, result_file.py, the reader safe_read.py, results_folder.py,
     cache_manifest.py, this module): a cache written by another version is not trusted."""
     digest = hashlib.sha256(f"format {FORMAT}".encode())
     for path in (Path(loader.__file__), Path(result_file.__file__), Path(safe_read.__file__),

@@ -9,13 +9,12 @@ file over ``MAX_CONF_BYTES``, not a regular file, or nested too deep is refused 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import threading
 from pathlib import Path
 
-from dashboard.safe_read import read_json_text
+from benchmarks.harness.safe_read import parse_json, read_json_text
 
 # Real asv configs are a few KB; 1 MiB is far above any of them.
 MAX_CONF_BYTES = 1 << 20
@@ -43,15 +42,13 @@ def strip_comments(text: str) -> str:
 
 
 def parse_conf_text(text: str) -> tuple[object | None, str | None]:
-    """(document, None) or (None, reason) for a config's text."""
-    try:
-        return json.loads(text), None
-    except ValueError:
-        pass
-    try:
-        return json.loads(strip_comments(text)), None
-    except ValueError as exc:
-        error = exc
+    """(document, None) or (None, reason) for a config's text (parsed by the one reader's parse_json)."""
+    doc, error = parse_json(text)
+    if error is None:
+        return doc, None
+    doc, error = parse_json(strip_comments(text))
+    if error is None:
+        return doc, None
     if len(text.encode("utf-8", "surrogateescape")) <= MAX_JSON5_BYTES:
         try:
             import json5  # asv's own reader (asv depends on it)
@@ -61,7 +58,7 @@ def parse_conf_text(text: str) -> tuple[object | None, str | None]:
             pass
         except ValueError as exc:
             error = exc
-    return None, f"not JSON ({error})"
+    return None, str(error) if str(error).startswith("not JSON") else f"not JSON ({error})"
 
 
 def _read(path: str) -> tuple[object | None, str | None]:

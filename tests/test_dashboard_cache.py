@@ -113,6 +113,40 @@ def test_a_damaged_or_foreign_cache_is_parsed_again(results, tmp_path, monkeypat
     assert build_data(results, cache_dir=cache).files_parsed > 0  # a cache of another parser is not trusted
 
 
+def _rewrite_keeping_size_and_mtime(path, change) -> None:
+    st = path.stat()
+    data = bytearray(path.read_bytes())
+    change(data)
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+def test_a_cache_rewritten_with_the_same_size_and_mtime_is_not_trusted(results, tmp_path):
+    """Issue 31's probe: other values in a segment, or another count in the manifest, written
+    over the cache with its size and modification time kept, are never served."""
+    cache = tmp_path / "cache"
+    build_data(results, cache_dir=cache)
+    folder = cache / next(os.scandir(cache)).name
+    values = next(folder.glob("seg-*")) / "value.npy"
+    stored = np.load(values)
+    header = len(values.read_bytes()) - stored.nbytes
+
+    def doubled(data):  # every value twice as large: a valid array of the same length
+        data[header:] = (np.frombuffer(bytes(data[header:]), dtype=stored.dtype) * 2).tobytes()
+
+    _rewrite_keeping_size_and_mtime(values, doubled)
+    data = build_data(results, cache_dir=cache)
+    assert data.files_parsed > 0 and "cache not used" in data.cache_note
+    same(rows(data), rows(build_data(results)))
+    manifest = folder / "manifest.json"
+    digit = manifest.read_bytes().index(b'"rows": ') + len(b'"rows": ')
+    _rewrite_keeping_size_and_mtime(manifest, lambda d: d.__setitem__(digit, ord("1") if d[digit] != ord("1") else ord("2")))
+    data = build_data(results, cache_dir=cache)
+    assert data.files_parsed > 0 and "cache not used" in data.cache_note
+    same(rows(data), rows(build_data(results)))
+
+
 def test_an_unwritable_cache_dir_only_costs_the_cache(results, tmp_path):
     blocked = tmp_path / "file-not-dir"
     blocked.write_text("x")

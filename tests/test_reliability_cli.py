@@ -1,11 +1,13 @@
 """Issue 26 item 11 (the rest): `python -m benchmarks.profile` and `python -m fused_mlp.aot --json`
 answer bad input with a clear message and exit 2, before any work, and write nothing outside the
-folder they were given."""
+folder they were given. Issue 31's probe: the aot and gpu_check CLIs with bad arguments, too."""
 
 import pytest
 import torch
 
+from benchmarks import gpu_check
 from benchmarks import profile as profile_cli
+from fused_mlp import aot
 from fused_mlp.aot import __main__ as aot_cli
 
 
@@ -109,3 +111,43 @@ def test_aot_leaves_no_file_behind_from_its_check(tmp_path, capsys, monkeypatch)
     fresh = tmp_path / "fresh.json"
     assert aot_cli.main(["--json", str(fresh)]) == 2
     assert not fresh.exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--jobs", "0"], "argument --jobs: 0: at least 1 compile process"),
+    (["--jobs", "-3"], "argument --jobs: -3: at least 1 compile process"),
+    (["--jobs", "x"], "argument --jobs: 'x' is not a whole number"),
+    (["--arch", "sm_1"], "argument --arch: invalid choice: 'sm_1'"),
+    (["--dtype", "fp64"], "argument --dtype: invalid choice: 'fp64'"),
+    (["--activation", "nope"], "argument --activation: invalid choice: 'nope'"),
+    (["--full", "--jobs"], "argument --jobs: expected one argument"),
+])
+def test_aot_refuses_bad_arguments_before_compiling(capsys, monkeypatch, nothing_compiled, argv, message):
+    monkeypatch.setattr(aot_cli, "INTERPRETER", False)  # past the interpreter's refusal: the arguments decide
+    code, err = _exit_code_and_err(capsys, aot_cli.main, argv)
+    assert code == 2 and message in err, err
+
+
+@pytest.mark.parametrize("kernels, variants, message", [
+    (("nosuch",), None, "kernel 'nosuch' is not one of the library's"),
+    (("linear_act",), ("nosuch",), "variant 'nosuch' is not one of"),
+])
+def test_aot_names_an_unknown_kernel_or_variant_before_compiling(kernels, variants, message):
+    # plan() runs before any compile; main() answers what it raises with exit 2 (tested above)
+    with pytest.raises(ValueError, match=message):
+        aot.plan(("sm_90",), ("bf16",), False, False, kernels, None, True, variants)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--samples", "0"], "argument --samples: 0 must be at least 1"),
+    (["--samples", "x"], "argument --samples: 'x' is not a whole number"),
+    (["--out", "{tmp}/file"], "exists and is not a folder"),
+    (["--out", "/proc/self/no-such-dir/out"], "cannot make folder"),
+    ([], "no CUDA device"),  # the real sizes on a CPU: refused, not hours of interpreting
+])
+def test_gpu_check_refuses_bad_arguments_before_measuring(tmp_path, capsys, monkeypatch, argv, message):
+    (tmp_path / "file").write_text("in the way")
+    monkeypatch.setattr(gpu_check, "check_case", lambda *a, **k: pytest.fail("measured with bad arguments"))
+    monkeypatch.setattr(gpu_check.torch.cuda, "is_available", lambda: False)
+    code, err = _exit_code_and_err(capsys, gpu_check.main, [a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert code == 2 and message in err, err

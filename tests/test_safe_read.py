@@ -1,5 +1,5 @@
 """No file in a results folder can hang, exhaust or crash the loader, the dashboard or the gate:
-each bad one is skipped with its reason and everything else loads (dashboard.safe_read)."""
+each bad one is skipped with its reason and everything else loads (benchmarks.harness.safe_read)."""
 
 import json
 import os
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboard import profiles, safe_read
+from benchmarks.harness import safe_read
+from dashboard import profiles
 from dashboard.data import load_results
 from tests.asv_fixtures import SeriesSpec, write_history
 

@@ -34,6 +34,8 @@ import json
 import sys
 from pathlib import Path
 
+from .safe_read import read_json
+
 STATE_DIR = "runner-state"  # beside the result files, in a folder the results loader does not read
 VERSION = 2  # 2: per-benchmark GPU snapshots ("benchmarks"); 1: the run's start and end only
 # A folder where each measuring pass files its GPU snapshots (benchmarks.run sets it per asv run).
@@ -202,10 +204,7 @@ def collect_benchmark_states(folder: str | Path) -> list[dict]:
     """Every pass's entry filed into ``folder`` (file_benchmark_state); anything else is ignored."""
     entries = []
     for filed in sorted(Path(folder).glob("*.json")):
-        try:
-            doc = json.loads(filed.read_text())
-        except (OSError, ValueError):
-            continue
+        doc, _ = read_json(filed, Path(folder))  # the one reader: a FIFO or a huge file is skipped, never waited on
         if _is_benchmark_entry(doc):
             entries.append(doc)
     return entries
@@ -267,12 +266,11 @@ def write_companions(result_files: list[Path], start: dict, end: dict,
     for result in result_files:
         path = result.parent / STATE_DIR / result.name
         path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            before = json.loads(path.read_text()).get("benchmarks", [])
-        except (OSError, ValueError, AttributeError):
-            before = []
+        doc, _ = read_json(path, result.parent.parent)  # the one reader: an unreadable companion is replaced
+        before = doc.get("benchmarks", []) if isinstance(doc, dict) else []
         entries = merge_benchmark_states(before if isinstance(before, list) else [], benchmarks or [])
         tmp = path.with_suffix(".tmp")
+        tmp.unlink(missing_ok=True)  # a link left there is not written through
         tmp.write_text(json.dumps({"version": VERSION, "start": start, "end": end, "benchmarks": entries},
                                   indent=1) + "\n")
         tmp.replace(path)

@@ -9,7 +9,9 @@ Three ways results go missing under a gate:
   results on that machine were read from another file is a warning;
   a file of an older commit (in the results, an ancestor of the base in git, or dated before the
   judged commits by the ``date`` asv writes near the start of the file) is only a warning, as on
-  the dashboard;
+  the dashboard. A file named otherwise is placed by the hash stored in it; one that cannot be
+  read at all (cut before its hash, a FIFO) and is not dated before the judged commits stops the
+  gate too, whatever its name; a readable JSON file that names no commit (notes) is a warning;
 - a run that has results at the base has none at the head (``--base A..B``): its shard has not
   landed, or its file was lost;
 - the folder changed while it was read (a shard landing meanwhile): what was judged is a mix.
@@ -26,11 +28,12 @@ from typing import Callable, Sequence
 import pandas as pd
 
 from dashboard.data import SkippedFile
-from dashboard.safe_read import UnreadableFile, date_problem, read_bytes
+from benchmarks.harness.safe_read import UnreadableFile, date_problem, read_bytes, read_json
 
 # asv's result file name: the commit's first 8 hex digits, a dash, the environment's name
 RESULT_FILE_NAME = re.compile(r"^([0-9a-f]{7,40})-.+\.json$")
 FOLDER_FILES = ("benchmarks.json", "accepted.json")  # read by the gate beside the machine folders
+MACHINE_FILE = "machine.json"  # asv's machine identity, not a result
 # asv writes a result's commit date among its first keys; a cut file usually still has it
 STORED_DATE = re.compile(rb'"date":\s*(\d{1,16})\s*[,}]')
 STORED_HASH = re.compile(rb'"commit_hash":\s*"([0-9a-f]{7,40})"')
@@ -95,13 +98,21 @@ def unread_results(skipped: Sequence[SkippedFile], results_dir: str | Path, fram
         if path.parent == root and path.name == "benchmarks.json":
             problems.append(f"{path} could not be read ({item.reason}): without it units and directions are unknown")
             continue
-        match = RESULT_FILE_NAME.match(path.name)
-        if path.parent.parent != root or match is None:
-            continue  # machine.json, a folder, a file not named as asv names results: warnings
+        if path.parent.parent != root or path.name == MACHINE_FILE:
+            continue  # machine.json, a folder, a file deeper down: warnings
         machine = path.parent.name
         head = _head(path, root)
         stored = STORED_HASH.search(head)
-        prefix = stored.group(1).decode() if stored else match.group(1)
+        match = RESULT_FILE_NAME.match(path.name)
+        prefix = stored.group(1).decode() if stored else match.group(1) if match else None
+        if prefix is None:  # named otherwise, and no hash in it
+            if read_json(path, root)[1] is None:
+                continue  # readable JSON that names no commit (notes): a warning
+            dated_before = machine in judged_from and (_stored_date(head) or judged_from[machine]) < judged_from[machine]
+            if not dated_before:
+                problems.append(f"{path} could not be read ({item.reason}) and nothing in it or its name says "
+                                "which commit it holds")
+            continue
         if any(c.startswith(prefix) for c in read_on.get(machine, ())):
             continue  # a broken copy: this machine's results of that commit were read from another file
         if any(c.startswith(prefix) for c in all_judged):

@@ -14,6 +14,11 @@ every metric of it), the GPUs' state just before and after that pass ("benchmark
 ``benchmark_states`` reads it per (benchmark, params_key), so a throttle during one benchmark is
 tied to that benchmark's values. Version 1 files have none ({}).
 
+Every file here is read through the one reader (benchmarks.harness.safe_read: a regular file
+inside the results folder, size and depth capped) and its shape is checked before use: a
+companion that cannot be read or is not one costs only that run's state ("runner state" says
+why), never the verdict or the page.
+
 What is compared between two commits is what should not change from run to run on one machine:
 versions, power limit, persistence, ECC, maximum and application clocks, and whether the run
 was throttled (power or thermal, from NVML's violation counters over the run). Current clocks,
@@ -22,8 +27,9 @@ power draw and temperature are recorded and shown, never compared: they move wit
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from benchmarks.harness.safe_read import read_json
 
 STATE_DIR = "runner-state"
 IDENTITY_KEYS = ("gpu", "driver", "cuda", "torch", "triton", "liger")
@@ -31,6 +37,8 @@ SOFTWARE_KEYS = ("driver", "cuda_driver", "cuda", "cublas", "torch", "triton", "
 GPU_KEYS = ("name", "power_limit_w", "persistence", "ecc", "sm_clock_max_mhz", "mem_clock_max_mhz",
             "sm_clock_app_mhz", "mem_clock_app_mhz")
 NOT_RESULTS = {"machine.json", "benchmarks.json"}
+# A companion holds two snapshots and one pair per measuring pass: ~1 KB per pass.
+MAX_STATE_BYTES = 64 << 20
 
 
 def state_path(result_file: Path) -> Path:
@@ -58,9 +66,13 @@ def throttling(start: dict | None, end: dict | None) -> str:
 
 
 def comparable_state(params: dict | None, companion: dict | None) -> dict[str, str]:
-    """The keys compared between commits, as strings (see the module docstring)."""
+    """The keys compared between commits, as strings (see the module docstring). ``companion``:
+    as read_state_file gives it (None when absent)."""
     out = {k: str(v) for k, v in (params or {}).items() if k in IDENTITY_KEYS}
     if companion is None:
+        return out
+    if UNREADABLE in companion:
+        out["runner state"] = companion[UNREADABLE]
         return out
     start, end = companion.get("start") or {}, companion.get("end") or {}
     if not start.get("recorded"):
@@ -77,13 +89,54 @@ def comparable_state(params: dict | None, companion: dict | None) -> dict[str, s
     return out
 
 
-def read_state_file(result_file: Path) -> dict | None:
-    """The companion runner state of one result file, or None (absent or unreadable)."""
-    try:
-        doc = json.loads(state_path(result_file).read_text())
-    except (OSError, ValueError):
+# read_state_file's answer for a companion that is there but cannot be used: {UNREADABLE: why}.
+UNREADABLE = "unreadable"
+
+
+def read_state_file(result_file: Path, root: Path | None = None) -> dict | None:
+    """The companion runner state of one result file: None when there is none, {UNREADABLE:
+    why} when it cannot be read (refused by the reader inside ``root``, default the results
+    folder two levels up) or is not one; its per-pass entries that are not well-formed are
+    dropped (benchmark_states)."""
+    path = state_path(result_file)
+    if not (path.exists() or path.is_symlink()):
         return None
-    return doc if isinstance(doc, dict) else None
+    doc, reason = read_json(path, Path(root) if root is not None else result_file.parent.parent,
+                            max_bytes=MAX_STATE_BYTES)
+    reason = reason or companion_problem(doc)
+    if reason is not None:
+        return {UNREADABLE: f"runner-state companion {path.name} not used: {reason}"}
+    return doc
+
+
+def _snapshot_problem(snapshot: object, name: str) -> str | None:
+    if not isinstance(snapshot, dict):
+        return f"'{name}' is {type(snapshot).__name__}, expected a snapshot object"
+    if not isinstance(snapshot.get("software", {}), dict):
+        return f"'{name}.software' is not an object"
+    gpus = snapshot.get("gpus", [])
+    if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
+        return f"'{name}.gpus' is not a list of objects"
+    return None
+
+
+def companion_problem(doc: object) -> str | None:
+    """Why a parsed document is not a runner-state companion ({"start": snapshot, "end":
+    snapshot or null, "benchmarks": [...]}), or None."""
+    if not isinstance(doc, dict):
+        return f"top level is {type(doc).__name__}, expected an object"
+    problem = _snapshot_problem(doc.get("start"), "start")
+    if problem is None and doc.get("end") is not None:
+        problem = _snapshot_problem(doc["end"], "end")
+    if problem is None and not isinstance(doc.get("benchmarks", []), list):
+        problem = "'benchmarks' is not a list"
+    return problem
+
+
+def _result_document(path: Path, root: Path) -> dict | None:
+    """A result file read a second time (the loader reports what it refuses), or None."""
+    doc, reason = read_json(path, root)
+    return doc if reason is None and isinstance(doc, dict) else None
 
 
 def recorded_states(results_dir, frame=None, per_benchmark: bool = False) -> dict[tuple, dict[str, str]]:
@@ -100,15 +153,12 @@ def recorded_states(results_dir, frame=None, per_benchmark: bool = False) -> dic
         for path in sorted(mdir.glob("*.json")):
             if path.name in NOT_RESULTS:
                 continue
-            try:
-                doc = json.loads(path.read_text())
-            except (OSError, ValueError):
-                continue
-            commit = doc.get("commit_hash") if isinstance(doc, dict) else None
+            doc = _result_document(path, root)
+            commit = doc.get("commit_hash") if doc is not None else None
             if not isinstance(commit, str) or (wanted is not None and commit not in wanted):
                 continue
             params = doc.get("params") if isinstance(doc.get("params"), dict) else {}
-            companion = read_state_file(path)
+            companion = read_state_file(path, root)
             out[(mdir.name, commit)] = comparable_state(params, companion)
             if per_benchmark:
                 out.update({(mdir.name, commit, *key): state for key, state in benchmark_states(companion).items()})
@@ -117,13 +167,13 @@ def recorded_states(results_dir, frame=None, per_benchmark: bool = False) -> dic
 
 def state_of_run(results_dir, machine: str, env_name: str, commit: str) -> dict[str, str]:
     """The comparable state of one run (machine, environment, commit); {} when not recorded."""
-    path = Path(results_dir) / machine / f"{commit[:8]}-{env_name}.json"
-    try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
+    root = Path(results_dir)
+    path = root / machine / f"{commit[:8]}-{env_name}.json"
+    doc = _result_document(path, root)
+    if doc is None:
         return {}
-    params = doc.get("params") if isinstance(doc, dict) and isinstance(doc.get("params"), dict) else {}
-    return comparable_state(params, read_state_file(path))
+    params = doc.get("params") if isinstance(doc.get("params"), dict) else {}
+    return comparable_state(params, read_state_file(path, root))
 
 
 def changed_keys(before: dict[str, str], after: dict[str, str]) -> set[str]:
@@ -141,7 +191,7 @@ def params_key(params: dict) -> str:
 def _at_ends(start: dict, end: dict, key: str) -> str:
     def one(snap):
         values = [g.get(key) for g in snap.get("gpus", [])] if snap.get("recorded") else []
-        shown = [", ".join(v) or "none" if isinstance(v, list) else str(v) for v in values if v is not None]
+        shown = [", ".join(map(str, v)) or "none" if isinstance(v, list) else str(v) for v in values if v is not None]
         return "; ".join(shown) or "?"
 
     return f"{one(start)} -> {one(end)}"
@@ -168,7 +218,8 @@ def benchmark_states(companion: dict | None) -> dict[tuple[str, str], dict[str, 
     entries = (companion or {}).get("benchmarks")
     for entry in entries if isinstance(entries, list) else []:
         if not (isinstance(entry, dict) and isinstance(entry.get("benchmarks"), list)
-                and isinstance(entry.get("params"), dict)):
+                and isinstance(entry.get("params"), dict)) \
+                or any(_snapshot_problem(entry[end], end) for end in ("start", "end") if isinstance(entry.get(end), dict)):
             continue
         state = pass_state(entry.get("start") if isinstance(entry.get("start"), dict) else None,
                            entry.get("end") if isinstance(entry.get("end"), dict) else None)
@@ -181,4 +232,5 @@ def benchmark_states(companion: dict | None) -> dict[tuple[str, str], dict[str, 
 def benchmark_states_of_run(results_dir, machine: str, env_name: str, commit: str
                             ) -> dict[tuple[str, str], dict[str, str]]:
     """benchmark_states of one run (machine, environment, commit); {} when not recorded."""
-    return benchmark_states(read_state_file(Path(results_dir) / machine / f"{commit[:8]}-{env_name}.json"))
+    root = Path(results_dir)
+    return benchmark_states(read_state_file(root / machine / f"{commit[:8]}-{env_name}.json", root))

@@ -59,6 +59,17 @@ def _unwritable(path: Path) -> str | None:
     return None
 
 
+def _processes(text: str) -> int:
+    """--jobs: a count of processes (0 or -3 once meant every core or one, silently)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: at least 1 compile process")
+    return value
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fused_mlp.aot", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -72,7 +83,7 @@ def main(argv=None) -> int:
     parser.add_argument("--candidates", action="store_true",
                         help="also compile the configs not offered on an arch, and say why they are not")
     parser.add_argument("--json", type=Path, metavar="FILE", help="write every record to FILE as a JSON list")
-    parser.add_argument("--jobs", type=int, help="compile processes (default: every core)")
+    parser.add_argument("--jobs", type=_processes, help="compile processes (default: every core)")
     args = parser.parse_args(argv)
     problem = args.json and _unwritable(args.json)
     if problem:  # before the compiles (minutes), not after them
