@@ -18,7 +18,8 @@ its GPU, driver, CUDA, torch and triton first. Results: results/<machine>/<commi
 `A..B` means what it means to asv (`git rev-list --first-parent`): the commits of B's own line
 after A, not every commit merged in along the way. The machine name is a folder under results/:
 letters, digits, '.', '_' and '-' only. results/benchmarks.json keeps the benchmarks this run did
-not list (another grid's, older ones'), so `asv publish` still shows the committed history.
+not list and every parameter value of those it did (another grid's cases, older configs'), so
+`asv publish` still graphs the committed history.
 Without -b it runs every timing but not bench_compile's static metrics, which need no GPU and are
 recorded on a machine of their own (README, "The compile check"). Why each skipped or failed
 value is NaN or null (asv stores no reason) goes to results/reasons/<machine>/<commit>.json
@@ -134,16 +135,36 @@ def read_benchmarks_json(path: Path) -> dict:
 
 
 def merge_benchmarks_json(before: dict, after: dict) -> dict:
-    """What this run listed, plus every benchmark listed before that it did not list.
+    """What this run listed, with every parameter value listed before kept, and every benchmark
+    listed before that it did not list.
 
-    asv rewrites benchmarks.json with the suite and grid of the run that just ended, and `asv
-    publish` shows only the benchmarks listed there: a tiny-grid run would hide the committed
-    history of every other series. A benchmark this run listed takes this run's entry."""
+    asv rewrites benchmarks.json with the suite and grid of the run that just ended, listing
+    every benchmark it discovers with that grid's parameter values, and `asv publish` graphs
+    only the values listed there: a tiny-grid run would hide the committed history of every
+    other case. So a benchmark both list (with the same parameter names) takes this run's entry
+    with each parameter's values the union of both, the earlier ones first (asv reads a result
+    file's values by value, so a value no result has is an empty line, never a wrong one)."""
     merged = {name: entry for name, entry in before.items() if name != "version"}
-    merged.update(after)
+    for name, entry in after.items():
+        old = merged.get(name)
+        if name != "version" and isinstance(old, dict) and isinstance(entry, dict):
+            entry = {**entry, "params": union_params(old, entry)}
+        merged[name] = entry
     if "version" in after or "version" in before:
         merged["version"] = after.get("version", before.get("version"))
     return dict(sorted(merged.items()))
+
+
+def union_params(old: dict, new: dict) -> list:
+    """`new`'s parameter values with `old`'s kept (per parameter, old ones first); `new`'s
+    alone when the two do not name the same parameters."""
+    old_params, new_params = old.get("params"), new.get("params")
+    if (old.get("param_names") != new.get("param_names") or not isinstance(old_params, list)
+            or not isinstance(new_params, list) or len(old_params) != len(new_params)
+            or not all(isinstance(values, list) for values in old_params + new_params)):
+        return new_params
+    return [list(dict.fromkeys([*before_values, *now_values]))
+            for before_values, now_values in zip(old_params, new_params)]
 
 
 def register_machine(python: str, machine: str) -> int:

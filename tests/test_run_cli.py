@@ -2,8 +2,10 @@
 folder outside results/), A..B is asv's first-parent range, and results/benchmarks.json keeps the
 benchmarks a run did not list."""
 
+import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -103,7 +105,8 @@ def test_benchmarks_json_keeps_what_the_run_did_not_list(tmp_path, monkeypatch):
     assert run.main(["--machine", "m", "--grid", "tiny", "--config", str(config)]) == 0
     after = json.loads((results / "benchmarks.json").read_text())
     assert after["bench_compile.KernelResources.track_registers"] == before["bench_compile.KernelResources.track_registers"]
-    assert after["bench_ops.LinearAct.track_latency"]["params"] == [["tiny case"], ["fused"]]  # this run's entry
+    # this run's entry, with the values listed before kept
+    assert after["bench_ops.LinearAct.track_latency"]["params"] == [["default case", "tiny case"], ["fused"]]
     assert "bench_ops.NarrowMLP.track_latency" in after and after["version"] == 2
     assert asked == [["-b", run.TIMINGS_ONLY]]  # no static compile metrics on a runner's time by default
 
@@ -159,3 +162,67 @@ def test_run_asv_keeps_the_reasons_the_benchmarks_filed(tmp_path, monkeypatch):
     assert seen[BENCH_ENV] == "LinearAct"
     doc = skip_reasons.read(tmp_path / "results" / "reasons" / "m" / f"{'a' * 40}.json")
     assert doc["entries"] == [why] and not Path(seen[OUTCOMES_ENV]).exists()  # the temporary folder is gone
+
+
+def _graphed_series(html: Path, benchmark: str) -> int:
+    """Parameter combinations of `benchmark` with at least one value in `asv publish`'s graphs."""
+    graphed = 0
+    for path in html.glob(f"graphs/arch-*/**/{benchmark}.json"):
+        points = json.loads(path.read_text())
+        width = max((len(values) for _, values in points if isinstance(values, list)), default=0)
+        graphed += sum(any(isinstance(values, list) and values[i] is not None for _, values in points)
+                       for i in range(width))
+    return graphed
+
+
+def _stored_series(machine_dir: Path, benchmark: str) -> int:
+    """Parameter combinations of `benchmark` with a value in some committed result file."""
+    combos = set()
+    for path in machine_dir.glob("*-*.json"):
+        doc = json.loads(path.read_text())
+        row = dict(zip(doc["result_columns"], doc["results"].get(benchmark) or []))
+        params = row.get("params") or []
+        values = row.get("result") or []
+        combos.update(combo for combo, value in zip(itertools.product(*params), values)
+                      if value is not None and value == value)  # neither failed (None) nor skipped (NaN)
+    return len(combos)
+
+
+def test_a_tiny_grid_listing_merged_into_the_committed_one_keeps_every_compile_series_graphed(tmp_path):
+    """asv lists every benchmark it discovers with the current grid's params, so keeping only the
+    benchmarks a run did not list kept nothing: after one tiny run `asv publish` graphed 16 of the
+    committed compile history's 91 series. Merged per parameter value, all still show."""
+    from benchmarks.harness import kernel_configs
+
+    committed = json.loads((ROOT / "results" / "benchmarks.json").read_text())
+    tiny = {}
+    for name, entry in committed.items():  # what asv writes after a tiny run: the tiny grid's values
+        if name == "version":
+            tiny[name] = entry
+        elif name.startswith("bench_compile.KernelResources."):
+            tiny[name] = {**entry, "params": [[repr(v) for v in values] for values in kernel_configs.params("tiny")]}
+        else:
+            tiny[name] = {**entry, "params": [values[:1] + ["'a tiny-grid value'"] for values in entry["params"]]}
+    merged = run.merge_benchmarks_json(committed, tiny)
+    for name, entry in committed.items():
+        if name != "version":
+            for before, now in zip(entry["params"], merged[name]["params"]):
+                assert now[:len(before)] == before, name  # every committed value, in its place
+    assert "'a tiny-grid value'" in merged["bench_ops.LinearAct.track_latency"]["params"][0]
+
+    shutil.copytree(ROOT / "results", tmp_path / "results")
+    (tmp_path / "results" / "benchmarks.json").write_text(json.dumps(merged, indent=4))
+    conf = tmp_path / "asv.conf.json"
+    conf.write_text(json.dumps({"version": 1, "project": "fused-mlp", "repo": str(ROOT), "dvcs": "git",
+                                "branches": ["HEAD"], "environment_type": "existing", "benchmark_dir": "benchmarks",
+                                "results_dir": str(tmp_path / "results"), "html_dir": str(tmp_path / "html")}))
+    machine_dirs = [p for p in (tmp_path / "results").iterdir() if (p / "machine.json").is_file()]
+    assert machine_dirs
+    done = subprocess.run([sys.executable, "-m", "asv", "--config", str(conf), "publish"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for metric in ("track_registers", "track_spill_bytes", "track_shared_memory", "track_sass_instructions"):
+        benchmark = f"bench_compile.KernelResources.{metric}"
+        stored = sum(_stored_series(d, benchmark) for d in machine_dirs)
+        assert stored > len(kernel_configs.params("tiny")[0])  # the history has more than the tiny grid
+        assert _graphed_series(tmp_path / "html", benchmark) == stored, metric
