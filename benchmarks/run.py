@@ -115,6 +115,20 @@ def check_python(python: str) -> str | None:
     return None
 
 
+def check_config(config: Path) -> str | None:
+    """Why `config` cannot be asv's configuration (missing, unreadable, not JSON with // comments),
+    or None: checked before anything is registered or run."""
+    try:
+        text = config.read_text()
+    except OSError as e:
+        return f"--config {str(config)!r}: cannot be read ({e.strerror or e})"
+    try:
+        doc = json.loads("\n".join(line for line in text.splitlines() if not line.strip().startswith("//")))
+    except ValueError as e:
+        return f"--config {str(config)!r} is not asv's JSON configuration ({e})"
+    return None if isinstance(doc, dict) else f"--config {str(config)!r} is not a JSON object"
+
+
 def results_dir(config: Path) -> Path:
     """The results folder asv.conf.json names (its // comments allowed), relative to the config."""
     try:
@@ -206,11 +220,19 @@ def main(argv=None) -> int:
     parser.add_argument("--bench", "-b", default=TIMINGS_ONLY,
                         help="only benchmarks matching this regex (asv run -b); default: every timing, "
                              "not the static compile metrics (-b KernelResources records those)")
+    parser.add_argument("--prepared", action="store_true",
+                        help="the caller checked --python and registered the machine (tools/gpu_runner/session.sh "
+                             "does it once per session with --prepare-only): skip both, two torch imports per call")
+    parser.add_argument("--prepare-only", action="store_true",
+                        help="check --python and register the machine with asv, then stop (no asv run)")
     args = parser.parse_args(argv)
 
-    problem = check_machine_name(args.machine) or check_python(args.python)
+    problem = (check_machine_name(args.machine) or check_config(args.config)
+               or (None if args.prepared else check_python(args.python)))
     if problem:
         parser.error(problem)
+    if args.prepare_only:
+        return 0 if prepare_machine(args.python, args.machine, args.grid) else 1
     if args.commits:
         try:
             commits = resolve_commits(args.commits, results=results_dir(args.config), machine=args.machine)
@@ -225,7 +247,9 @@ def main(argv=None) -> int:
                          "measure other code; commit or stash them first (or use --commits)")
         commits = [_git("rev-parse", "HEAD")]
 
-    if not prepare_machine(args.python, args.machine, args.grid):
+    if args.prepared:
+        os.environ[GRID_ENV] = args.grid
+    elif not prepare_machine(args.python, args.machine, args.grid):
         return 1
     return measure_commits(args.python, args.config, args.machine, commits, args.bench, checkout=bool(args.commits))
 

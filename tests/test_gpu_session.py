@@ -6,13 +6,14 @@ import json
 import shutil
 import subprocess
 import tarfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 FAKE_PYTHON = r'''#!/bin/bash
 echo "$*" >> "$OUT/calls.txt"
 case "$*" in
-  *"import asv, torch, triton"*) echo "asv 0.6.6 torch fake triton fake" ;;
+  *--prepare-only*) echo "asv machine 'm': torch=fake, triton=fake" ;;
   *benchmarks.run*) mkdir -p results/m && echo '{}' > results/m/partial.json; sleep 60 ;;
   *benchmarks.gpu_check*) echo '{"rows": [{"case": "gated_mlp bf16"}], "complete": false}' > "$OUT/gpu_check.json"; sleep 60 ;;
   *) exit 0 ;;
@@ -20,15 +21,21 @@ esac
 '''
 
 
-def test_stages_cut_short_still_bring_back_results_and_the_stage_table(tmp_path):
+def _device_copy(tmp_path, fake_python=FAKE_PYTHON):
+    """A git checkout of tools/ (what session.sh needs) and a bin folder with the fake python3."""
     work = tmp_path / "device"
     shutil.copytree(REPO / "tools", work / "tools")
     for args in (["init", "-q"], ["add", "tools"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"]):
         subprocess.run(["git", *args], cwd=work, check=True, capture_output=True)
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "python3").write_text(FAKE_PYTHON)
+    (bin_dir / "python3").write_text(fake_python)
     (bin_dir / "python3").chmod(0o755)
+    return work, bin_dir
+
+
+def test_stages_cut_short_still_bring_back_results_and_the_stage_table(tmp_path):
+    work, bin_dir = _device_copy(tmp_path)
     out = tmp_path / "out"
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(out), "HOME": str(tmp_path),
            "STAGE_CAP_quick": "3", "STAGE_MIN_quick": "1", "STAGE_CAP_check": "3", "STAGE_MIN_check": "1",
@@ -38,7 +45,7 @@ def test_stages_cut_short_still_bring_back_results_and_the_stage_table(tmp_path)
                            "--budget", "30"], cwd=work, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 3, done.stdout + done.stderr  # gpu_check did not finish
     calls = (out / "calls.txt").read_text().splitlines()
-    first_run = next(i for i, c in enumerate(calls) if "benchmarks.run" in c)
+    first_run = next(i for i, c in enumerate(calls) if "benchmarks.run" in c and "--prepare-only" not in c)
     first_check = next(i for i, c in enumerate(calls) if "benchmarks.gpu_check" in c)
     assert first_run < first_check and "--grid quick" in calls[first_run] and "bench_device" in calls[first_run]
     stages = [line.split("\t") for line in (out / "stages.tsv").read_text().splitlines()[1:]]
@@ -56,3 +63,49 @@ def test_bad_arguments_are_exit_2(tmp_path):
         done = subprocess.run(["bash", str(REPO / "tools/gpu_runner/session.sh"), *args], capture_output=True,
                               text=True, timeout=30, env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "o")})
         assert done.returncode == 2 and done.stderr.strip(), (args, done.stderr)
+
+
+# Each class's run writes its result file and ends, but LinearAct's hangs, with a child in a
+# process group of its own (as asv starts its forkserver) that writes its pid down.
+KILLED_PYTHON = r'''#!/bin/bash
+echo "$*" >> "$OUT/calls.txt"
+case "$*" in
+  *--prepare-only*) echo "asv machine 'm': torch=fake" ;;
+  *benchmarks.run*)
+    while [ $# -gt 0 ] && [ "$1" != --bench ]; do shift; done
+    class=$(printf '%s' "$2" | tr -cd 'A-Za-z')
+    if [ "$class" = benchopsLinearAct ]; then
+      set -m; sleep 300 & echo $! > "$OUT/forkserver.pid"; set +m
+      echo $$ > "$OUT/run.pid"; sleep 300
+    fi
+    mkdir -p results/m && echo '{}' > "results/m/$class.json" ;;
+  *) exit 0 ;;
+esac
+'''
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_a_kill_of_the_whole_call_keeps_every_finished_class_and_leaves_no_process(tmp_path):
+    """`timeout -s KILL` on the session runs no exit trap: the classes that finished are already
+    in $OUT, and the running stage (its timeout, benchmarks.run, asv's forkserver) ends too."""
+    work, bin_dir = _device_copy(tmp_path, KILLED_PYTHON)
+    out = tmp_path / "out"
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(out), "HOME": str(tmp_path), "SESSION_RESERVE_S": "1"}
+    done = subprocess.run(["timeout", "-s", "KILL", "6", "bash", "tools/gpu_runner/session.sh", "--machine", "m",
+                           "--grid", "quick", "--budget", "600"], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode in (137, -9), done.stdout + done.stderr  # timeout kills its own group, itself too
+    pids = [int((out / name).read_text()) for name in ("run.pid", "forkserver.pid")]
+    deadline = time.monotonic() + 10
+    while any(map(_alive, pids)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(map(_alive, pids)), "the stage's processes outlived the call"
+    finished = sorted(p.name for p in (out / "results" / "m").glob("*.json"))
+    assert finished == ["benchdevice.json", "benchopsGatedMLP.json", "benchopsNarrowMLP.json"], finished
