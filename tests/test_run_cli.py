@@ -226,3 +226,29 @@ def test_a_tiny_grid_listing_merged_into_the_committed_one_keeps_every_compile_s
         stored = sum(_stored_series(d, benchmark) for d in machine_dirs)
         assert stored > len(kernel_configs.params("tiny")[0])  # the history has more than the tiny grid
         assert _graphed_series(tmp_path / "html", benchmark) == stored, metric
+
+
+def test_a_missing_config_is_exit_2_before_anything_is_registered(tmp_path):
+    """It printed asv's traceback and exited 1, after writing the machine into ~/.asv-machine.json."""
+    done = cli("--machine", "m", "--commits", "HEAD", "--config", str(tmp_path / "missing.json"), env={**os.environ, "HOME": str(tmp_path)})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--config" in done.stderr and "missing.json" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / ".asv-machine.json").exists()
+
+
+def test_prepared_runs_skip_the_python_check_and_the_registration(tmp_path, monkeypatch):
+    """session.sh checks the Python and registers the machine once (--prepare-only); each class's
+    run (--prepared) then imports torch in asv's processes only."""
+    results = tmp_path / "results"
+    results.mkdir()
+    config = tmp_path / "asv.conf.json"
+    config.write_text('{"version": 1, "results_dir": "results"}')
+    prepared = []
+    monkeypatch.setattr(run, "check_python", lambda python: prepared.append("check") or None)
+    monkeypatch.setattr(run, "register_machine", lambda python, machine: prepared.append("register") or 0)
+    monkeypatch.setattr(run, "run_asv", lambda *args: 0)
+    monkeypatch.setattr(run, "uncommitted_code_changes", lambda: "")
+    assert run.main(["--machine", "m", "--config", str(config), "--prepare-only"]) == 0
+    assert prepared == ["check", "register"]
+    assert run.main(["--machine", "m", "--config", str(config), "--prepared", "--grid", "tiny"]) == 0
+    assert prepared == ["check", "register"] and os.environ[run.GRID_ENV] == "tiny"
