@@ -5,6 +5,7 @@ short. A fake python3 stands in for asv and the GPU check (they hang), so this r
 import json
 import shutil
 import subprocess
+import sys
 import tarfile
 import time
 from pathlib import Path
@@ -109,3 +110,23 @@ def test_a_kill_of_the_whole_call_keeps_every_finished_class_and_leaves_no_proce
     assert not any(map(_alive, pids)), "the stage's processes outlived the call"
     finished = sorted(p.name for p in (out / "results" / "m").glob("*.json"))
     assert finished == ["benchdevice.json", "benchopsGatedMLP.json", "benchopsNarrowMLP.json"], finished
+
+
+def test_a_native_stage_cut_short_keeps_each_finished_test_s_verdict(tmp_path):
+    """-q left a cut run three lines of dots; each test's verdict is now in the log as it finishes."""
+    real = shutil.which("python3", path=str(Path(sys.executable).parent)) or sys.executable
+    work, bin_dir = _device_copy(tmp_path, FAKE_PYTHON.replace('  *) exit 0 ;;', f'  *"-m pytest"*) exec {real} "$@" ;;\n  *) exit 0 ;;'))
+    tests = tmp_path / "native_tests"
+    tests.mkdir()
+    (tests / "test_kernels.py").write_text("import time\n\ndef test_first_kernel():\n    pass\n\n"
+                                           "def test_second_kernel_hangs():\n    time.sleep(60)\n")
+    out = tmp_path / "out"
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(out), "HOME": str(tmp_path), "SESSION_RESERVE_S": "1",
+           "STAGE_CAP_native": "10", "STAGE_MIN_native": "1", "NATIVE_TESTS": str(tests / "test_kernels.py"),
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    done = subprocess.run(["bash", "tools/gpu_runner/session.sh", "--machine", "m", "--stages", "native",
+                           "--budget", "60"], cwd=work, env=env, capture_output=True, text=True, timeout=30)
+    stages = [line.split("\t") for line in (out / "stages.tsv").read_text().splitlines()[1:]]
+    assert stages[0][:2] == ["native", "cut at 10s"], (stages, done.stdout + done.stderr)
+    log = (out / "native_tests.log").read_text()
+    assert "test_kernels.py::test_first_kernel PASSED" in log, log

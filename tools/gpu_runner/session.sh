@@ -146,18 +146,21 @@ copy_results() { mkdir -p "$OUT/results" && cp -a results/. "$OUT/results/"; }
 
 gpu_check() { python3 -m benchmarks.gpu_check --out "$OUT" ${small:+"$small"} > "$OUT/gpu_check.log" 2>&1; }
 # Native runs of the kernel tests, most telling first (the GEMM variants forced, then FP8, then the
-# backward kernels); no -x: every failure is in the log, and a stage cut short keeps what ran.
+# backward kernels); no -x: every failure is in the log. -v writes each test's verdict as it
+# finishes (junit XML only at the end), so a stage cut short still says what passed.
+# NATIVE_TESTS: other test files (for the tests of this script).
 native() {
-  python3 -m pytest -q -rfE -p no:cacheprovider tests/test_persistent.py \
+  # shellcheck disable=SC2086  # a list of paths
+  python3 -m pytest -v -rfE -p no:cacheprovider ${NATIVE_TESTS:-tests/test_persistent.py \
     tests/test_fp8.py tests/test_fp8_persistent.py tests/test_fp8_errors.py tests/test_fp8_modules.py \
-    tests/test_backward.py tests/test_backward_gated.py tests/test_backward_narrow.py > "$OUT/native_tests.log" 2>&1
+    tests/test_backward.py tests/test_backward_gated.py tests/test_backward_narrow.py} > "$OUT/native_tests.log" 2>&1
 }
 quick_grid=$([ -n "$small" ] && echo tiny || echo quick)
 profile() {
   python3 -m benchmarks.profile --grid "$quick_grid" --machine "$machine" --save results/profiles > "$OUT/profile.log" 2>&1
 }
 export -f log asv_by_class copy_results gpu_check native profile kill_session stage_session
-export OUT machine small start quick_grid SESSION_PID=$$
+export OUT machine small start quick_grid SESSION_PID=$$ NATIVE_TESTS
 
 stage quick 240 60 asv_by_class "$quick_grid"
 
