@@ -74,11 +74,15 @@ def unmeasured_commits(results: Path, machine: str, repo: Path = REPO, at_most: 
     return line[:1]
 
 
-def resolve_commits(spec: str, repo: Path = REPO, results: Path | None = None, machine: str = "") -> list[str]:
+def resolve_commits(spec: str, repo: Path = REPO, results: Path | None = None, machine: str = "",
+                    look_back: int = NEW_AT_MOST, oldest: int | None = None) -> list[str]:
     """Full hashes, oldest first: 'A..B' is a range, 'NEW' the commits since the machine's last
-    result (unmeasured_commits), anything else a list of commits."""
+    result (unmeasured_commits, looking `look_back` commits back; only the `oldest` of them when
+    given, so a long gap fills over several runs), anything else a list of commits."""
     if spec == NEW:
-        return unmeasured_commits(results if results is not None else REPO / "results", machine, repo=repo)
+        commits = unmeasured_commits(results if results is not None else REPO / "results", machine, repo=repo,
+                                     at_most=look_back)
+        return commits[:oldest] if oldest else commits
     try:
         if ".." in spec:
             commits = _git("rev-list", "--reverse", "--first-parent", spec, repo=repo).split()  # as asv reads A..B
@@ -215,6 +219,12 @@ def main(argv=None) -> int:
     parser.add_argument("--grid", default=os.environ.get(GRID_ENV, "default"), choices=GRIDS)
     parser.add_argument("--commits", help="'A..B' (a range), 'A B C' (commits) or NEW (every first-parent commit "
                                           "after the machine's newest result); default: HEAD, which must be clean")
+    parser.add_argument("--look-back", type=int, default=NEW_AT_MOST, metavar="N",
+                        help=f"--commits NEW: how many first-parent commits back to look for a measured one "
+                             f"(default {NEW_AT_MOST}; none within: HEAD alone)")
+    parser.add_argument("--at-most", type=int, metavar="K",
+                        help="--commits NEW: measure only the oldest K unmeasured commits (a long gap then fills "
+                             "over several runs, each within its job's time)")
     parser.add_argument("--python", default=sys.executable, help="the Python with torch, triton and asv")
     parser.add_argument("--config", type=Path, default=REPO / "asv.conf.json")
     parser.add_argument("--bench", "-b", default=TIMINGS_ONLY,
@@ -235,7 +245,10 @@ def main(argv=None) -> int:
         return 0 if prepare_machine(args.python, args.machine, args.grid) else 1
     if args.commits:
         try:
-            commits = resolve_commits(args.commits, results=results_dir(args.config), machine=args.machine)
+            if args.look_back < 1 or (args.at_most is not None and args.at_most < 1):
+                parser.error("--look-back and --at-most take a whole number of commits, at least 1")
+            commits = resolve_commits(args.commits, results=results_dir(args.config), machine=args.machine,
+                                      look_back=args.look_back, oldest=args.at_most)
         except ValueError as e:
             parser.error(str(e))
         if not commits:

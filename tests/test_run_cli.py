@@ -252,3 +252,18 @@ def test_prepared_runs_skip_the_python_check_and_the_registration(tmp_path, monk
     assert prepared == ["check", "register"]
     assert run.main(["--machine", "m", "--config", str(config), "--prepared", "--grid", "tiny"]) == 0
     assert prepared == ["check", "register"] and os.environ[run.GRID_ENV] == "tiny"
+
+
+def test_new_looks_as_far_back_as_asked_and_fills_a_gap_oldest_first(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    for i in range(8):
+        _git(repo, "commit", "-q", "--allow-empty", "-m", f"c{i}")
+    line = _git(repo, "rev-list", "--first-parent", "--reverse", "main").split()
+    results = tmp_path / "results"
+    (results / "m").mkdir(parents=True)
+    (results / "m" / f"{line[1][:8]}-existing-py.json").write_text("{}")  # measured 6 commits back
+    assert run.resolve_commits("NEW", repo=repo, results=results, machine="m", look_back=3) == line[-1:]
+    assert run.resolve_commits("NEW", repo=repo, results=results, machine="m", look_back=10) == line[2:]
+    assert run.resolve_commits("NEW", repo=repo, results=results, machine="m", look_back=10, oldest=2) == line[2:4]
