@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -267,3 +268,32 @@ def test_new_looks_as_far_back_as_asked_and_fills_a_gap_oldest_first(tmp_path):
     assert run.resolve_commits("NEW", repo=repo, results=results, machine="m", look_back=3) == line[-1:]
     assert run.resolve_commits("NEW", repo=repo, results=results, machine="m", look_back=10) == line[2:]
     assert run.resolve_commits("NEW", repo=repo, results=results, machine="m", look_back=10, oldest=2) == line[2:4]
+
+
+def test_shards_registering_on_one_host_at_once_keep_each_other_s_machine(tmp_path, monkeypatch):
+    """asv saves a machine by reading ~/.asv-machine.json, adding one entry and writing it back:
+    two shards registering at once each dropped the other's entry (widened here by a slow read)."""
+    import threading
+
+    import asv.util
+
+    from benchmarks.harness import environment
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(environment, "machine_identity", lambda: {"gpu": "fake"})
+    read = asv.util.load_json
+
+    def slow_read(*args, **kwargs):
+        doc = read(*args, **kwargs)
+        time.sleep(0.3)  # another shard reads the same file meanwhile
+        return doc
+
+    monkeypatch.setattr(asv.util, "load_json", slow_read)
+    (tmp_path / ".asv-machine.json").write_text('{"version": 1}')
+    shards = [threading.Thread(target=environment.register_asv_machine, args=(f"h200-a-gpu{i}",)) for i in range(3)]
+    for shard in shards:
+        shard.start()
+    for shard in shards:
+        shard.join(timeout=20)
+    saved = json.loads((tmp_path / ".asv-machine.json").read_text())
+    assert {f"h200-a-gpu{i}" for i in range(3)} <= set(saved), sorted(saved)
