@@ -44,6 +44,7 @@ from pathlib import Path
 from .checkout import uncommitted_code_changes
 from . import skip_reasons
 from .harness import runner_state
+from .harness.companion_files import move_old_companions
 from .harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV
 
 REPO = Path(__file__).resolve().parents[1]
@@ -283,6 +284,7 @@ def measure_commits(python: str, config: Path, machine: str, commits: list[str],
     prepare_machine): each commit's library from a temporary worktree (``checkout``), or this
     checkout's for a single HEAD run; the exit status main returns."""
     extra = ["-b", bench]
+    move_old_companions(results_dir(config) / machine)  # runner state asv tried to load as results
     benchmarks_json = results_dir(config) / "benchmarks.json"
     listed_before = read_benchmarks_json(benchmarks_json)
 
