@@ -50,7 +50,8 @@ def test_stages_cut_short_still_bring_back_results_and_the_stage_table(tmp_path)
     first_check = next(i for i, c in enumerate(calls) if "benchmarks.gpu_check" in c)
     assert first_run < first_check and "--grid quick" in calls[first_run] and "bench_device" in calls[first_run]
     stages = [line.split("\t") for line in (out / "stages.tsv").read_text().splitlines()[1:]]
-    assert [s[0] for s in stages] == ["quick", "check", "native", "profile"]
+    assert [s[0] for s in stages] == ["setup", "quick", "check", "native", "profile"]
+    stages = stages[1:]
     assert stages[0][1] == "cut at 3s" and stages[1][1] == "cut at 3s" and stages[2][1] == "ok"
     assert json.loads((out / "gpu_check.json").read_text())["rows"]  # what was checked came back
     with tarfile.open(out / "results.tgz") as packed:
@@ -127,6 +128,6 @@ def test_a_native_stage_cut_short_keeps_each_finished_test_s_verdict(tmp_path):
     done = subprocess.run(["bash", "tools/gpu_runner/session.sh", "--machine", "m", "--stages", "native",
                            "--budget", "60"], cwd=work, env=env, capture_output=True, text=True, timeout=30)
     stages = [line.split("\t") for line in (out / "stages.tsv").read_text().splitlines()[1:]]
-    assert stages[0][:2] == ["native", "cut at 10s"], (stages, done.stdout + done.stderr)
+    assert stages[0][0] == "setup" and stages[1][:2] == ["native", "cut at 10s"], (stages, done.stdout + done.stderr)
     log = (out / "native_tests.log").read_text()
     assert "test_kernels.py::test_first_kernel PASSED" in log, log

@@ -124,7 +124,11 @@ fi
 # Once per session: the Python has asv, torch and triton, and the machine is registered with asv
 # (each class's benchmarks.run --prepared trusts this instead of importing torch twice more)
 python3 -m benchmarks.run --prepare-only --machine "$machine" 2>&1 | tee -a "$OUT/session.log"
-[ "${PIPESTATUS[0]}" -eq 0 ] || { log "the Python cannot run the suite, or the machine could not be registered"; exit 1; }
+prepared=${PIPESTATUS[0]}
+# setup (git, wheels, the check and the registration) is a row of the table too: the cost model has it
+printf 'setup\t%s\t%s\t-\n' "$([ "$prepared" -eq 0 ] && echo ok || echo "exit $prepared")" "$((SECONDS - start))" \
+  >> "$OUT/stages.tsv"
+[ "$prepared" -eq 0 ] || { log "the Python cannot run the suite, or the machine could not be registered"; exit 1; }
 
 # The asv grid, one class per asv run (the training modes together): each run writes its result
 # file when it ends, and asv merges runs of one commit into one file. Each extra run costs ~11 s
