@@ -128,13 +128,13 @@ def model(grid: str, constants: dict[str, float], durations: dict[str, float] | 
     return stages
 
 
-def asv_durations(results: Path) -> dict[str, float]:
-    """{benchmark: seconds} asv recorded in the result files under `results` (each benchmark's
-    'duration' column, the setup_cache entries of 'durations' too)."""
+def asv_durations(results: Path, machine: str = "*") -> dict[str, float]:
+    """{benchmark: seconds} asv recorded in the result files of `machine` under `results` (each
+    benchmark's 'duration' column, the setup_cache entries of 'durations' too)."""
     from dashboard.safe_read import read_json
 
     out: dict[str, float] = {}
-    for path in sorted(Path(results).glob("*/*-*.json")):
+    for path in sorted(Path(results).glob(f"{machine}/*-*.json")):
         doc, reason = read_json(path, Path(results))
         if reason is not None or not isinstance(doc, dict):
             print(f"skipped {path}: {reason or 'not an asv result file'}", file=sys.stderr)
@@ -159,6 +159,7 @@ def main(argv=None) -> int:
                                                       "(tools/measure_session_constants.py)")
     parser.add_argument("--asv-results", type=Path, help="a rehearsal's results folder: the classes' work as asv "
                                                         "recorded it, instead of the H200 model")
+    parser.add_argument("--machine", default="*", help="with --asv-results: the rehearsal's machine (default: all)")
     parser.add_argument("--stages-tsv", type=Path, help="a run's stages.tsv, to print beside the model")
     parser.add_argument("--budget", type=int, default=540, help="session.sh --budget (default 540)")
     args = parser.parse_args(argv)
@@ -172,7 +173,7 @@ def main(argv=None) -> int:
         if unknown:
             parser.error(f"--constants {args.constants}: unknown names {unknown}; expected some of {sorted(constants)}")
         constants.update(measured)
-    durations = asv_durations(args.asv_results) if args.asv_results else None
+    durations = asv_durations(args.asv_results, args.machine) if args.asv_results else None
     measured_stages = {}
     if args.stages_tsv:
         for line in args.stages_tsv.read_text().splitlines()[1:]:

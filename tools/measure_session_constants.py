@@ -53,7 +53,7 @@ def asv_run_overhead(python: str, home: Path) -> float:
     wall([python, "-m", "asv", "machine", "--yes", "--machine", "constants"], env)
     seconds = wall([python, "-m", "asv", "--config", str(home / "asv.conf.json"), "run", "-E", f"existing:{python}",
                     "--set-commit-hash", head, "--machine", "constants", "-b", r"bench_device\.CopyCeiling"], env)
-    return seconds - sum(session_cost.asv_durations(results).values())
+    return seconds - sum(session_cost.asv_durations(results, "constants").values())
 
 
 def main(argv=None) -> int:
@@ -76,9 +76,9 @@ def main(argv=None) -> int:
             "run_module_s": median([py, "-c", "import benchmarks.run"], args.repeat) - python_s,
             "snapshot_s": median([py, "-m", "benchmarks.harness.runner_state"], args.repeat) - python_s,
             "git_s": median(["git", "-C", str(REPO), "rev-parse", "HEAD"], args.repeat),
-            "machine_identity_s": median([py, "-c", "import torch, benchmarks.harness.environment as e; "
+            "machine_identity_s": max(0.0, median([py, "-c", "import torch, benchmarks.harness.environment as e; "
                                                     "e.machine_identity()"], args.repeat)
-                                  - median([py, "-c", "import torch"], args.repeat),
+                                  - median([py, "-c", "import torch"], args.repeat)),  # noise can make it negative
             "asv_run_s": asv_run_overhead(py, home),
         }
     load = os.getloadavg()
