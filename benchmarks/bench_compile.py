@@ -33,13 +33,7 @@ class KernelResources:
             return {"skip": reason}
         if aot.INTERPRETER:
             return {"skip": "TRITON_INTERPRET is set: the kernels are interpreted and cannot be compiled for a GPU"}
-        configs, dtypes = self.params
-        kernels = tuple(sorted({name.split("/", 1)[0] for name in configs}))
-        known = {spec_name for spec_name, _, _ in aot.offered_series(ARCH)}
-        # offered configs only (no candidates=True), in the costliest epilogue only
-        records = aot.check(archs=(ARCH,), dtypes=tuple(d for d in dtypes if d in aot.DTYPES),
-                            kernels=tuple(k for k in kernels if k in known),
-                            activations=(aot.COSTLIEST_ACTIVATION,))
+        records = aot.check(**compile_request(aot, *self.params))
         return {"records": {(series_name(r.kernel, r.variant, r.config_label), r.dtype): r.to_dict()
                             for r in records}}
 
@@ -72,6 +66,15 @@ class KernelResources:
         return self._field(cache, kernel_config, dtype, "sass_instructions")
 
     track_sass_instructions.unit = "instructions"
+
+
+def compile_request(aot, configs: list[str], dtypes: list[str]) -> dict:
+    """aot.check's (and aot.plan's) arguments for the listed configs: the kernels the commit has,
+    the suite's dtypes it knows, offered configs only (no candidates=True), the costliest epilogue."""
+    kernels = tuple(sorted({name.split("/", 1)[0] for name in configs}))
+    known = {spec_name for spec_name, _, _ in aot.offered_series(ARCH)}
+    return {"archs": (ARCH,), "dtypes": tuple(d for d in dtypes if d in aot.DTYPES),
+            "kernels": tuple(k for k in kernels if k in known), "activations": (aot.COSTLIEST_ACTIVATION,)}
 
 
 def missing_configs() -> list[str]:

@@ -18,7 +18,8 @@ its GPU, driver, CUDA, torch and triton first. Results: results/<machine>/<commi
 `A..B` means what it means to asv (`git rev-list --first-parent`): the commits of B's own line
 after A, not every commit merged in along the way. The machine name is a folder under results/:
 letters, digits, '.', '_' and '-' only. results/benchmarks.json keeps the benchmarks this run did
-not list (another grid's, older ones'), so `asv publish` still shows the committed history.
+not list and every parameter value of those it did (another grid's cases, older configs'), so
+`asv publish` still graphs the committed history.
 Without -b it runs every timing but not bench_compile's static metrics, which need no GPU and are
 recorded on a machine of their own (README, "The compile check"). Why each skipped or failed
 value is NaN or null (asv stores no reason) goes to results/reasons/<machine>/<commit>.json
@@ -43,6 +44,7 @@ from pathlib import Path
 from .checkout import uncommitted_code_changes
 from . import skip_reasons
 from .harness import runner_state
+from .harness.companion_files import move_old_companions
 from .harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV
 from .harness.safe_read import parse_json, read_json, read_json_text
 
@@ -74,11 +76,15 @@ def unmeasured_commits(results: Path, machine: str, repo: Path = REPO, at_most: 
     return line[:1]
 
 
-def resolve_commits(spec: str, repo: Path = REPO, results: Path | None = None, machine: str = "") -> list[str]:
+def resolve_commits(spec: str, repo: Path = REPO, results: Path | None = None, machine: str = "",
+                    look_back: int = NEW_AT_MOST, oldest: int | None = None) -> list[str]:
     """Full hashes, oldest first: 'A..B' is a range, 'NEW' the commits since the machine's last
-    result (unmeasured_commits), anything else a list of commits."""
+    result (unmeasured_commits, looking `look_back` commits back; only the `oldest` of them when
+    given, so a long gap fills over several runs), anything else a list of commits."""
     if spec == NEW:
-        return unmeasured_commits(results if results is not None else REPO / "results", machine, repo=repo)
+        commits = unmeasured_commits(results if results is not None else REPO / "results", machine, repo=repo,
+                                     at_most=look_back)
+        return commits[:oldest] if oldest else commits
     try:
         if ".." in spec:
             commits = _git("rev-list", "--reverse", "--first-parent", spec, repo=repo).split()  # as asv reads A..B
@@ -115,6 +121,20 @@ def check_python(python: str) -> str | None:
     return None
 
 
+def check_config(config: Path) -> str | None:
+    """Why `config` cannot be asv's configuration (missing, unreadable, not JSON with // comments),
+    or None: checked before anything is registered or run."""
+    try:
+        text = config.read_text()
+    except OSError as e:
+        return f"--config {str(config)!r}: cannot be read ({e.strerror or e})"
+    try:
+        doc = json.loads("\n".join(line for line in text.splitlines() if not line.strip().startswith("//")))
+    except ValueError as e:
+        return f"--config {str(config)!r} is not asv's JSON configuration ({e})"
+    return None if isinstance(doc, dict) else f"--config {str(config)!r} is not a JSON object"
+
+
 def results_dir(config: Path) -> Path:
     """The results folder asv.conf.json names (its // comments allowed), relative to the config."""
     text, reason = read_json_text(config, Path(os.path.realpath(config)).parent)
@@ -131,16 +151,36 @@ def read_benchmarks_json(path: Path) -> dict:
 
 
 def merge_benchmarks_json(before: dict, after: dict) -> dict:
-    """What this run listed, plus every benchmark listed before that it did not list.
+    """What this run listed, with every parameter value listed before kept, and every benchmark
+    listed before that it did not list.
 
-    asv rewrites benchmarks.json with the suite and grid of the run that just ended, and `asv
-    publish` shows only the benchmarks listed there: a tiny-grid run would hide the committed
-    history of every other series. A benchmark this run listed takes this run's entry."""
+    asv rewrites benchmarks.json with the suite and grid of the run that just ended, listing
+    every benchmark it discovers with that grid's parameter values, and `asv publish` graphs
+    only the values listed there: a tiny-grid run would hide the committed history of every
+    other case. So a benchmark both list (with the same parameter names) takes this run's entry
+    with each parameter's values the union of both, the earlier ones first (asv reads a result
+    file's values by value, so a value no result has is an empty line, never a wrong one)."""
     merged = {name: entry for name, entry in before.items() if name != "version"}
-    merged.update(after)
+    for name, entry in after.items():
+        old = merged.get(name)
+        if name != "version" and isinstance(old, dict) and isinstance(entry, dict):
+            entry = {**entry, "params": union_params(old, entry)}
+        merged[name] = entry
     if "version" in after or "version" in before:
         merged["version"] = after.get("version", before.get("version"))
     return dict(sorted(merged.items()))
+
+
+def union_params(old: dict, new: dict) -> list:
+    """`new`'s parameter values with `old`'s kept (per parameter, old ones first); `new`'s
+    alone when the two do not name the same parameters."""
+    old_params, new_params = old.get("params"), new.get("params")
+    if (old.get("param_names") != new.get("param_names") or not isinstance(old_params, list)
+            or not isinstance(new_params, list) or len(old_params) != len(new_params)
+            or not all(isinstance(values, list) for values in old_params + new_params)):
+        return new_params
+    return [list(dict.fromkeys([*before_values, *now_values]))
+            for before_values, now_values in zip(old_params, new_params)]
 
 
 def register_machine(python: str, machine: str) -> int:
@@ -177,19 +217,36 @@ def main(argv=None) -> int:
     parser.add_argument("--grid", default=os.environ.get(GRID_ENV, "default"), choices=GRIDS)
     parser.add_argument("--commits", help="'A..B' (a range), 'A B C' (commits) or NEW (every first-parent commit "
                                           "after the machine's newest result); default: HEAD, which must be clean")
+    parser.add_argument("--look-back", type=int, default=NEW_AT_MOST, metavar="N",
+                        help=f"--commits NEW: how many first-parent commits back to look for a measured one "
+                             f"(default {NEW_AT_MOST}; none within: HEAD alone)")
+    parser.add_argument("--at-most", type=int, metavar="K",
+                        help="--commits NEW: measure only the oldest K unmeasured commits (a long gap then fills "
+                             "over several runs, each within its job's time)")
     parser.add_argument("--python", default=sys.executable, help="the Python with torch, triton and asv")
     parser.add_argument("--config", type=Path, default=REPO / "asv.conf.json")
     parser.add_argument("--bench", "-b", default=TIMINGS_ONLY,
                         help="only benchmarks matching this regex (asv run -b); default: every timing, "
                              "not the static compile metrics (-b KernelResources records those)")
+    parser.add_argument("--prepared", action="store_true",
+                        help="the caller checked --python and registered the machine (tools/gpu_runner/session.sh "
+                             "does it once per session with --prepare-only): skip both, two torch imports per call")
+    parser.add_argument("--prepare-only", action="store_true",
+                        help="check --python and register the machine with asv, then stop (no asv run)")
     args = parser.parse_args(argv)
 
-    problem = check_machine_name(args.machine) or check_python(args.python)
+    problem = (check_machine_name(args.machine) or check_config(args.config)
+               or (None if args.prepared else check_python(args.python)))
     if problem:
         parser.error(problem)
+    if args.prepare_only:
+        return 0 if prepare_machine(args.python, args.machine, args.grid) else 1
     if args.commits:
         try:
-            commits = resolve_commits(args.commits, results=results_dir(args.config), machine=args.machine)
+            if args.look_back < 1 or (args.at_most is not None and args.at_most < 1):
+                parser.error("--look-back and --at-most take a whole number of commits, at least 1")
+            commits = resolve_commits(args.commits, results=results_dir(args.config), machine=args.machine,
+                                      look_back=args.look_back, oldest=args.at_most)
         except ValueError as e:
             parser.error(str(e))
         if not commits:
@@ -201,7 +258,9 @@ def main(argv=None) -> int:
                          "measure other code; commit or stash them first (or use --commits)")
         commits = [_git("rev-parse", "HEAD")]
 
-    if not prepare_machine(args.python, args.machine, args.grid):
+    if args.prepared:
+        os.environ[GRID_ENV] = args.grid
+    elif not prepare_machine(args.python, args.machine, args.grid):
         return 1
     return measure_commits(args.python, args.config, args.machine, commits, args.bench, checkout=bool(args.commits))
 
@@ -222,6 +281,7 @@ def measure_commits(python: str, config: Path, machine: str, commits: list[str],
     prepare_machine): each commit's library from a temporary worktree (``checkout``), or this
     checkout's for a single HEAD run; the exit status main returns."""
     extra = ["-b", bench]
+    move_old_companions(results_dir(config) / machine)  # runner state asv tried to load as results
     benchmarks_json = results_dir(config) / "benchmarks.json"
     listed_before = read_benchmarks_json(benchmarks_json)
 

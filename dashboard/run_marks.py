@@ -2,7 +2,7 @@
 (driver, CUDA, cuBLAS, torch, Triton, Liger) differs from the run of the commit before.
 
 Read from the runner state benchmarks.run records beside each result file
-(``<machine>/runner-state/<result file name>``, benchmarks/harness/runner_state.py), compared the
+(``<machine>/runner-state/<result file stem>.state``, benchmarks/harness/companion_files.py), compared the
 way the gate's classification compares it (regressions/recorded_state.py). Only those small
 companion files are read, through safe_read, once per results set and run; a run without them
 (a CPU machine, an older history) simply has no marks. Torch-free, no Dash.
@@ -14,6 +14,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
+from benchmarks.harness.companion_files import readable_companion
 from dashboard.safe_read import read_json
 
 MAX_STATE_BYTES = 1 << 20  # a snapshot is a few KB
@@ -46,13 +47,13 @@ def _marks(root: str, machine: str, env_name: str, commits: tuple[str, ...], _si
     folder = Path(root) / machine / STATE_DIR
     try:
         with os.scandir(folder) as entries:
-            present = {e.name for e in entries if e.name.endswith(".json")}
+            present = {e.name for e in entries}
     except OSError:  # no runner state recorded for this machine
         return ()
     out, before = [], None
     for commit in commits:
-        name = f"{commit[:8]}-{env_name}.json"
-        doc = _read(folder / name, Path(root)) if name in present else None
+        path = readable_companion(Path(root) / machine / f"{commit[:8]}-{env_name}.json")
+        doc = _read(path, Path(root)) if path.name in present else None
         state = comparable_state(None, doc) if doc is not None else None
         said = []
         if doc is not None:

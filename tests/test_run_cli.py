@@ -2,10 +2,13 @@
 folder outside results/), A..B is asv's first-parent range, and results/benchmarks.json keeps the
 benchmarks a run did not list."""
 
+import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -103,7 +106,8 @@ def test_benchmarks_json_keeps_what_the_run_did_not_list(tmp_path, monkeypatch):
     assert run.main(["--machine", "m", "--grid", "tiny", "--config", str(config)]) == 0
     after = json.loads((results / "benchmarks.json").read_text())
     assert after["bench_compile.KernelResources.track_registers"] == before["bench_compile.KernelResources.track_registers"]
-    assert after["bench_ops.LinearAct.track_latency"]["params"] == [["tiny case"], ["fused"]]  # this run's entry
+    # this run's entry, with the values listed before kept
+    assert after["bench_ops.LinearAct.track_latency"]["params"] == [["default case", "tiny case"], ["fused"]]
     assert "bench_ops.NarrowMLP.track_latency" in after and after["version"] == 2
     assert asked == [["-b", run.TIMINGS_ONLY]]  # no static compile metrics on a runner's time by default
 
@@ -159,3 +163,137 @@ def test_run_asv_keeps_the_reasons_the_benchmarks_filed(tmp_path, monkeypatch):
     assert seen[BENCH_ENV] == "LinearAct"
     doc = skip_reasons.read(tmp_path / "results" / "reasons" / "m" / f"{'a' * 40}.json")
     assert doc["entries"] == [why] and not Path(seen[OUTCOMES_ENV]).exists()  # the temporary folder is gone
+
+
+def _graphed_series(html: Path, benchmark: str) -> int:
+    """Parameter combinations of `benchmark` with at least one value in `asv publish`'s graphs."""
+    graphed = 0
+    for path in html.glob(f"graphs/arch-*/**/{benchmark}.json"):
+        points = json.loads(path.read_text())
+        width = max((len(values) for _, values in points if isinstance(values, list)), default=0)
+        graphed += sum(any(isinstance(values, list) and values[i] is not None for _, values in points)
+                       for i in range(width))
+    return graphed
+
+
+def _stored_series(machine_dir: Path, benchmark: str) -> int:
+    """Parameter combinations of `benchmark` with a value in some committed result file."""
+    combos = set()
+    for path in machine_dir.glob("*-*.json"):
+        doc = json.loads(path.read_text())
+        row = dict(zip(doc["result_columns"], doc["results"].get(benchmark) or []))
+        params = row.get("params") or []
+        values = row.get("result") or []
+        combos.update(combo for combo, value in zip(itertools.product(*params), values)
+                      if value is not None and value == value)  # neither failed (None) nor skipped (NaN)
+    return len(combos)
+
+
+def test_a_tiny_grid_listing_merged_into_the_committed_one_keeps_every_compile_series_graphed(tmp_path):
+    """asv lists every benchmark it discovers with the current grid's params, so keeping only the
+    benchmarks a run did not list kept nothing: after one tiny run `asv publish` graphed 16 of the
+    committed compile history's 91 series. Merged per parameter value, all still show."""
+    from benchmarks.harness import kernel_configs
+
+    committed = json.loads((ROOT / "results" / "benchmarks.json").read_text())
+    tiny = {}
+    for name, entry in committed.items():  # what asv writes after a tiny run: the tiny grid's values
+        if name == "version":
+            tiny[name] = entry
+        elif name.startswith("bench_compile.KernelResources."):
+            tiny[name] = {**entry, "params": [[repr(v) for v in values] for values in kernel_configs.params("tiny")]}
+        else:
+            tiny[name] = {**entry, "params": [values[:1] + ["'a tiny-grid value'"] for values in entry["params"]]}
+    merged = run.merge_benchmarks_json(committed, tiny)
+    for name, entry in committed.items():
+        if name != "version":
+            for before, now in zip(entry["params"], merged[name]["params"]):
+                assert now[:len(before)] == before, name  # every committed value, in its place
+    assert "'a tiny-grid value'" in merged["bench_ops.LinearAct.track_latency"]["params"][0]
+
+    shutil.copytree(ROOT / "results", tmp_path / "results")
+    (tmp_path / "results" / "benchmarks.json").write_text(json.dumps(merged, indent=4))
+    conf = tmp_path / "asv.conf.json"
+    conf.write_text(json.dumps({"version": 1, "project": "fused-mlp", "repo": str(ROOT), "dvcs": "git",
+                                "branches": ["HEAD"], "environment_type": "existing", "benchmark_dir": "benchmarks",
+                                "results_dir": str(tmp_path / "results"), "html_dir": str(tmp_path / "html")}))
+    machine_dirs = [p for p in (tmp_path / "results").iterdir() if (p / "machine.json").is_file()]
+    assert machine_dirs
+    done = subprocess.run([sys.executable, "-m", "asv", "--config", str(conf), "publish"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for metric in ("track_registers", "track_spill_bytes", "track_shared_memory", "track_sass_instructions"):
+        benchmark = f"bench_compile.KernelResources.{metric}"
+        stored = sum(_stored_series(d, benchmark) for d in machine_dirs)
+        assert stored > len(kernel_configs.params("tiny")[0])  # the history has more than the tiny grid
+        assert _graphed_series(tmp_path / "html", benchmark) == stored, metric
+
+
+def test_a_missing_config_is_exit_2_before_anything_is_registered(tmp_path):
+    """It printed asv's traceback and exited 1, after writing the machine into ~/.asv-machine.json."""
+    done = cli("--machine", "m", "--commits", "HEAD", "--config", str(tmp_path / "missing.json"), env={**os.environ, "HOME": str(tmp_path)})
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "--config" in done.stderr and "missing.json" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / ".asv-machine.json").exists()
+
+
+def test_prepared_runs_skip_the_python_check_and_the_registration(tmp_path, monkeypatch):
+    """session.sh checks the Python and registers the machine once (--prepare-only); each class's
+    run (--prepared) then imports torch in asv's processes only."""
+    results = tmp_path / "results"
+    results.mkdir()
+    config = tmp_path / "asv.conf.json"
+    config.write_text('{"version": 1, "results_dir": "results"}')
+    prepared = []
+    monkeypatch.setattr(run, "check_python", lambda python: prepared.append("check") or None)
+    monkeypatch.setattr(run, "register_machine", lambda python, machine: prepared.append("register") or 0)
+    monkeypatch.setattr(run, "run_asv", lambda *args: 0)
+    monkeypatch.setattr(run, "uncommitted_code_changes", lambda: "")
+    assert run.main(["--machine", "m", "--config", str(config), "--prepare-only"]) == 0
+    assert prepared == ["check", "register"]
+    assert run.main(["--machine", "m", "--config", str(config), "--prepared", "--grid", "tiny"]) == 0
+    assert prepared == ["check", "register"] and os.environ[run.GRID_ENV] == "tiny"
+
+
+def test_new_looks_as_far_back_as_asked_and_fills_a_gap_oldest_first(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    for i in range(8):
+        _git(repo, "commit", "-q", "--allow-empty", "-m", f"c{i}")
+    line = _git(repo, "rev-list", "--first-parent", "--reverse", "main").split()
+    results = tmp_path / "results"
+    (results / "m").mkdir(parents=True)
+    (results / "m" / f"{line[1][:8]}-existing-py.json").write_text("{}")  # measured 6 commits back
+    assert run.resolve_commits("NEW", repo=repo, results=results, machine="m", look_back=3) == line[-1:]
+    assert run.resolve_commits("NEW", repo=repo, results=results, machine="m", look_back=10) == line[2:]
+    assert run.resolve_commits("NEW", repo=repo, results=results, machine="m", look_back=10, oldest=2) == line[2:4]
+
+
+def test_shards_registering_on_one_host_at_once_keep_each_other_s_machine(tmp_path, monkeypatch):
+    """asv saves a machine by reading ~/.asv-machine.json, adding one entry and writing it back:
+    two shards registering at once each dropped the other's entry (widened here by a slow read)."""
+    import threading
+
+    import asv.util
+
+    from benchmarks.harness import environment
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setattr(environment, "machine_identity", lambda: {"gpu": "fake"})
+    read = asv.util.load_json
+
+    def slow_read(*args, **kwargs):
+        doc = read(*args, **kwargs)
+        time.sleep(0.3)  # another shard reads the same file meanwhile
+        return doc
+
+    monkeypatch.setattr(asv.util, "load_json", slow_read)
+    (tmp_path / ".asv-machine.json").write_text('{"version": 1}')
+    shards = [threading.Thread(target=environment.register_asv_machine, args=(f"h200-a-gpu{i}",)) for i in range(3)]
+    for shard in shards:
+        shard.start()
+    for shard in shards:
+        shard.join(timeout=20)
+    saved = json.loads((tmp_path / ".asv-machine.json").read_text())
+    assert {f"h200-a-gpu{i}" for i in range(3)} <= set(saved), sorted(saved)

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from benchmarks.harness import runner_state
+from benchmarks.harness.companion_files import companion_file
 from dashboard.regressions.classify import state_changes
 from dashboard.regressions.recorded_state import (benchmark_states, benchmark_states_of_run, comparable_state,
                                                   pass_state, read_state_file, recorded_states)
@@ -256,7 +257,7 @@ def test_a_later_run_of_the_commit_keeps_the_benchmarks_it_did_not_measure_again
     got = benchmark_states(read_state_file(result))
     assert got[("bench_ops.GatedMLP.track_latency", "case='c', impl='fused'")]["temperature C"] == "47 -> 50"
     assert got[("bench_ops.LinearAct.track_latency", "case='c', impl='fused'")]["temperature C"] == "47 -> 60"
-    assert json.loads((result.parent / runner_state.STATE_DIR / result.name).read_text())["version"] == runner_state.VERSION == 2
+    assert json.loads(companion_file(result).read_text())["version"] == runner_state.VERSION == 2
 
 
 def test_a_version_1_file_still_reads(tmp_path):
@@ -271,6 +272,7 @@ def test_a_version_1_file_still_reads(tmp_path):
     assert recorded_states(tmp_path)[("h200", "a" * 40)]["throttled"] == "none"
     runner_state.write_companions([result], snap, snap)  # rewritten by a later run: version 2, no entries
     assert benchmark_states(read_state_file(result)) == {}
+    assert not path.exists() and companion_file(result).is_file()  # moved to the name asv does not load
 
 
 def test_benchmarks_run_gives_each_asv_run_a_folder_and_keeps_what_its_passes_filed(tmp_path, monkeypatch):
@@ -325,3 +327,29 @@ def test_the_gate_names_a_throttle_during_the_finding_s_own_benchmark(tmp_path):
     evidence = classify(finding, frame, recorded_states(history.results_dir, frame, per_benchmark=True)).evidence
     assert f"this benchmark's own pass was throttled at {history.commits[30][:8]} (power)" in evidence
     assert "own pass" not in classify(finding, frame, recorded_states(history.results_dir, frame)).evidence
+
+
+def test_companions_are_kept_where_asv_does_not_load_them_and_old_ones_move(tmp_path):
+    """Named like result files, the companions made `asv publish` and `asv compare` print
+    "Skipping results: could not load .../runner-state/machine.json"; an old one is moved, not lost."""
+    import shutil
+
+    from benchmarks.harness.companion_files import move_old_companions
+
+    root = Path(__file__).resolve().parents[1]
+    shutil.copytree(root / "results", tmp_path / "results")
+    machine_dir = next(p for p in (tmp_path / "results").iterdir() if (p / "machine.json").is_file())
+    first, second = sorted(p for p in machine_dir.glob("*-*.json"))[:2]
+    snap = runner_state.snapshot(lambda: (fake_nvml()[0], ""))
+    runner_state.write_companions([first], snap, snap)
+    old = machine_dir / runner_state.STATE_DIR / second.name  # as benchmarks.run wrote them before
+    old.write_text(json.dumps({"version": 1, "start": snap, "end": snap}))
+    assert move_old_companions(machine_dir) == [companion_file(second)] and not old.exists()
+    assert read_state_file(second)["version"] == 1 and read_state_file(first)["version"] == runner_state.VERSION
+    conf = tmp_path / "asv.conf.json"
+    conf.write_text(json.dumps({"version": 1, "project": "fused-mlp", "repo": str(root), "dvcs": "git",
+                                "branches": ["HEAD"], "environment_type": "existing", "benchmark_dir": "benchmarks",
+                                "results_dir": str(tmp_path / "results"), "html_dir": str(tmp_path / "html")}))
+    done = subprocess.run([sys.executable, "-m", "asv", "--config", str(conf), "publish"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and "Skipping results" not in done.stdout + done.stderr, done.stdout + done.stderr

@@ -66,3 +66,48 @@ def test_the_bound_grows_with_the_reductions_of_each_op():
     assert tolerance(linear) < tolerance(GATED_BIG)
     small = Case("linear_act", 33, 40, 72, "fp32", "gelu_tanh", bias=True)
     assert tolerance(small) < 2.5e-6  # small K: near the dtype's storage term
+
+
+def _sequential_linear_gradients(x, weight, grad_out, rows):
+    """linear_act's (activation none) gradients, dW and db accumulated in fp32 one token after
+    another over `rows`, as a tile kernel's loop over M does; dx by torch (a short reduction)."""
+    d_weight = torch.zeros_like(weight)
+    d_bias = torch.zeros(weight.shape[0], dtype=torch.float32)
+    for m in rows:
+        d_weight.addcmul_(grad_out[m:m + 1, :].T, x[m:m + 1, :])
+        d_bias.add_(grad_out[m])
+    return grad_out @ weight, d_weight, d_bias
+
+
+def test_each_gradient_is_judged_by_its_own_reduction_a_correct_fp32_dw_passes_a_lost_tile_fails():
+    """dW and db sum over the M = 8,192 tokens: a correct sequential fp32 sum is off by ~2e-6 here (3.7e-6 at the GPU check's sizes),
+    which the forward's 1e-6 rejected; a lost tile of 32 tokens is still caught."""
+    from benchmarks.harness import training
+    from benchmarks.harness.tensors import make_inputs
+    from benchmarks.harness.tolerances import gradient_tolerance
+
+    case = Case("linear_act", 8192, 4, 8, "fp32", "none", bias=True)
+    inputs = make_inputs(case)
+    grad_out = training.upstream_gradient(case, "cpu")
+    x, weight = inputs["x"], inputs["weight"]
+    correct = _sequential_linear_gradients(x, weight, grad_out, range(case.M))
+    ref = training.reference_gradients(case, inputs, grad_out)["weight"]
+    assert rel_error(correct[1], ref) > 1e-6  # the forward's bound would call it wrong
+    assert gradient_tolerance(case, "weight") > gradient_tolerance(case, "x")  # M is dW's length, not dx's
+    assert training.gradients_problem(case, inputs, grad_out, correct) is None
+    lost_tile = _sequential_linear_gradients(x, weight, grad_out, [m for m in range(case.M) if not 4096 <= m < 4128])
+    problem = training.gradients_problem(case, inputs, grad_out, lost_tile)
+    assert problem is not None and problem.startswith("gradient of weight: relative error"), problem
+
+
+def test_gradient_lengths_follow_each_op_s_chain():
+    from benchmarks.harness.tolerances import gradient_reduction_length
+
+    linear = Case("linear_act", 8192, 4096, 14336, "fp32", "gelu_tanh", bias=True)
+    assert gradient_reduction_length(linear, "x") == 4096 + 14336  # the forward's K, dx over N
+    assert gradient_reduction_length(linear, "bias") == 4096 + 14336 + 8192  # + the M tokens
+    up = Case("gated_up", 64, 128, 256, "fp32", "silu")
+    assert gradient_reduction_length(up, "x") == 128 + 2 * 256  # dx sums the gate's and the up's N
+    assert gradient_reduction_length(GATED_BIG, "w_down") == 4096 + 14336 + 4096 + 2 * 14336 + 8192
+    narrow = Case.from_widths("narrow_mlp", 1024, (64, 128, 32), "fp32", "relu")
+    assert gradient_reduction_length(narrow, "weights[0]") == 64 + 128 + 32 + 128 + 1024

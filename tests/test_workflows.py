@@ -116,14 +116,55 @@ def test_no_pushed_commit_goes_unmeasured_and_compile_metrics_run_on_a_cpu():
     assert doc["jobs"]["publish-and-gate"]["needs"] == ["bench", "compile-metrics"]
 
 
-def test_a_labelled_pull_request_gets_asv_continuous_and_a_comment():
+def test_a_labelled_pull_request_is_timed_and_judged_by_the_project_s_gate():
+    """The timing classes only (the compile metrics took 2,240 of 2,446 quick processes on the
+    GPU), judged by dashboard.regressions, not asv continuous's factor 1.1."""
     doc = workflow(PR)
     assert doc["on"]["pull_request"]["types"] == ["labeled", "synchronize"]
-    continuous = doc["jobs"]["continuous"]
-    assert "'benchmark'" in continuous["if"] and "head.repo.full_name == github.repository" in continuous["if"]
-    assert "gpu" in continuous["runs-on"] and continuous["permissions"] == {"contents": "read"}
-    steps = " ".join(step.get("run", "") for step in continuous["steps"])
-    assert '-m asv continuous' in steps and '"$BASE_SHA" "$HEAD_SHA"' in steps
+    measure = doc["jobs"]["measure"]
+    assert "'benchmark'" in measure["if"] and "head.repo.full_name == github.repository" in measure["if"]
+    assert "gpu" in measure["runs-on"] and measure["permissions"] == {"contents": "read"}
+    steps = " ".join(step.get("run", "") for step in measure["steps"])
+    assert "-m benchmarks.run" in steps and '--commits "$BASE_SHA $HEAD_SHA"' in steps
+    assert "KernelResources" not in steps and " -b " not in steps and "--bench" not in steps  # run's default: timings
+    assert "asv continuous" not in PR.read_text()
     comment = doc["jobs"]["comment"]
-    assert comment["permissions"] == {"pull-requests": "write"} and comment["runs-on"] == "ubuntu-latest"
-    assert "gh pr comment" in " ".join(step.get("run", "") for step in comment["steps"])
+    assert comment["permissions"]["pull-requests"] == "write" and comment["runs-on"] == "ubuntu-latest"
+    steps = " ".join(step.get("run", "") for step in comment["steps"])
+    assert "python -m dashboard.regressions" in steps and '--base "$BASE_SHA..$HEAD_SHA"' in steps
+    assert "gh pr comment" in steps
+
+
+BISECT = ROOT / ".github/workflows/bisect.yml"
+
+
+def test_the_bisect_is_pinned_reads_and_writes_the_results_branch_never_main():
+    """As benchmarks.yml: the host and GPU whose series it bisects, the history from the results
+    branch, the measurements pushed there by a CPU job."""
+    doc = workflow(BISECT)
+    job = doc["jobs"]["bisect"]
+    assert "${{ inputs.host }}" in job["runs-on"] and "gpu" in job["runs-on"]
+    assert job["env"]["MACHINE"] == "${{ inputs.host }}-gpu${{ inputs.gpu }}"
+    assert job["env"]["CUDA_VISIBLE_DEVICES"] == "${{ inputs.gpu }}"
+    assert job["permissions"] == {"contents": "read"}
+    labels = yaml.safe_load((ROOT / ".github/actionlint.yaml").read_text())["self-hosted-runner"]["labels"]
+    assert set(doc["on"]["workflow_dispatch"]["inputs"]["host"]["options"]) <= set(labels)
+    assert doc["env"]["RESULTS_BRANCH"] == "results"
+    steps = " ".join(step.get("run", "") for step in job["steps"])
+    assert 'git fetch --depth=1 origin "$RESULTS_BRANCH"' in steps and "git checkout FETCH_HEAD -- results" in steps
+    text = BISECT.read_text()
+    assert "HEAD:main" not in text and 'git push origin "HEAD:$RESULTS_BRANCH"' in text
+    assert doc["jobs"]["publish"]["runs-on"] == "ubuntu-latest"
+
+
+def test_the_compile_metrics_look_back_reaches_the_committed_history():
+    """NEW looked 50 commits back while the committed compile history ended ~90 back: HEAD alone
+    was measured, and the gap never filled. The job looks back past it, a few commits a run."""
+    steps = " ".join(step.get("run", "") for step in workflow(PUSH)["jobs"]["compile-metrics"]["steps"])
+    look_back = int(re.search(r"--look-back (\d+)", steps).group(1))
+    assert re.search(r"--at-most \d+", steps)
+    line = subprocess.run(["git", "-C", str(ROOT), "rev-list", "--first-parent", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.split()
+    measured = {p.name.split("-", 1)[0] for p in (ROOT / "results").glob("compile-sm_90-*/*-*.json")}
+    distance = next((i for i, sha in enumerate(line) if sha[:8] in measured), None)
+    assert distance is not None and distance < look_back, (distance, look_back)

@@ -8,8 +8,15 @@ every result file's params, so results from different GPUs or software stacks ne
 """
 
 import argparse
+import contextlib
 import subprocess
 import sys
+from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: no flock; registrations there run unlocked
+    fcntl = None
 
 
 def machine_identity() -> dict[str, str]:
@@ -33,12 +40,28 @@ def machine_identity() -> dict[str, str]:
     return info
 
 
+@contextlib.contextmanager
+def _locked(path: Path):
+    """Hold an exclusive flock on `path` + ".lock" while the block runs: asv saves a machine by
+    reading the whole file, adding one entry and writing it back, so two shards registering on
+    one host at once could each drop the other's entry."""
+    if fcntl is None:
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield  # closing the file releases the lock
+
+
 def register_asv_machine(machine: str) -> dict[str, str]:
-    """Save `machine` in asv's machine file (~/.asv-machine.json) with this machine's identity."""
+    """Save `machine` in asv's machine file (~/.asv-machine.json) with this machine's identity,
+    under a lock beside it (~/.asv-machine.json.lock)."""
     from asv.machine import Machine, MachineCollection
 
     info = {**Machine.get_defaults(), **machine_identity(), "machine": machine}
-    MachineCollection.save(machine, info)
+    with _locked(Path(MachineCollection.get_machine_file_path())):
+        MachineCollection.save(machine, info)
     return info
 
 

@@ -14,7 +14,8 @@ Removing an entry hides its history from `asv publish`: leave old configs in.
 """
 
 ARCH = "sm_90"
-DTYPES = ("bf16", "fp16", "fp32", "tf32")
+# fp8: e4m3 x and W, the only dtype the W8A8 kernels (linear_act_fp8/w8a8*, gated_up_fp8/w8a8) compile in
+DTYPES = ("bf16", "fp16", "fp32", "tf32", "fp8")
 
 KERNEL_CONFIGS = (
     # backward_elementwise: dZ = act'(Z) * dY with the bias gradient's column sums; dG, dU of gated_up

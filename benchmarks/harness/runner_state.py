@@ -11,9 +11,10 @@ snapshot); and the software: driver, the driver's CUDA version, the CUDA torch w
 cuBLAS, torch, Triton and Liger versions. Where NVML cannot be loaded (a CPU machine) the
 snapshot says so: {"recorded": false, "reason": "not recorded: no NVML (...)"}.
 
-benchmarks.run writes {"start": snapshot, "end": snapshot} per result file into
-results/<machine>/runner-state/<result file name> (dashboard/regressions/recorded_state.py reads
-it back and decides what counts as a change).
+benchmarks.run writes {"start": snapshot, "end": snapshot} per result file into its companion,
+results/<machine>/runner-state/<result file's stem>.state (companion_files.py: a name asv does
+not try to load; dashboard/regressions/recorded_state.py reads it back and decides what counts
+as a change).
 
 Per benchmark too: where benchmarks.run sets $FUSED_MLP_RUNNER_STATE, every measuring pass
 (common._MeasuredBenchmark, one per case x implementation, every metric of it) takes a GPU
@@ -34,9 +35,8 @@ import json
 import sys
 from pathlib import Path
 
+from .companion_files import STATE_DIR, companion_file, readable_companion  # noqa: F401 (STATE_DIR re-exported)
 from .safe_read import read_json
-
-STATE_DIR = "runner-state"  # beside the result files, in a folder the results loader does not read
 VERSION = 2  # 2: per-benchmark GPU snapshots ("benchmarks"); 1: the run's start and end only
 # A folder where each measuring pass files its GPU snapshots (benchmarks.run sets it per asv run).
 BENCHMARKS_ENV = "FUSED_MLP_RUNNER_STATE"
@@ -260,21 +260,24 @@ def recorded_run(run, python: str, machine_dir: Path, commit: str, cwd: Path | N
 def write_companions(result_files: list[Path], start: dict, end: dict,
                      benchmarks: list[dict] | None = None) -> list[Path]:
     """{"start", "end", "benchmarks"} beside each result file of the run
-    (results/<machine>/runner-state/); the benchmarks an earlier run of the commit recorded and
+    (companion_files.companion_file); the benchmarks an earlier run of the commit recorded and
     this one did not measure again are kept."""
     written = []
     for result in result_files:
-        path = result.parent / STATE_DIR / result.name
+        path = readable_companion(result)  # an old-named one is read, then written under the new name
         path.parent.mkdir(parents=True, exist_ok=True)
         doc, _ = read_json(path, result.parent.parent)  # the one reader: an unreadable companion is replaced
         before = doc.get("benchmarks", []) if isinstance(doc, dict) else []
         entries = merge_benchmark_states(before if isinstance(before, list) else [], benchmarks or [])
-        tmp = path.with_suffix(".tmp")
+        new = companion_file(result)
+        tmp = new.with_suffix(".tmp")
         tmp.unlink(missing_ok=True)  # a link left there is not written through
         tmp.write_text(json.dumps({"version": VERSION, "start": start, "end": end, "benchmarks": entries},
                                   indent=1) + "\n")
-        tmp.replace(path)
-        written.append(path)
+        tmp.replace(new)
+        if path != new:
+            path.unlink(missing_ok=True)
+        written.append(new)
     return written
 
 

@@ -21,6 +21,15 @@ about sqrt(1/K) relative, a dropped K tile of B terms by sqrt(B/K); both are far
 bound at any K a GPU holds (1/sqrt(14336) = 8e-3 against 2.4e-5). For bf16 the storage term
 (1e-2) hides a single dropped term once K passes ~10,000; a dropped tile of 32 still shows.
 tests/test_tolerances.py plants both.
+
+Gradients (gradient_tolerance): each is a reduction of its own. dx sums over the output features
+of every GEMM on the way back (N for linear_act, the hidden width twice for a gated op's two
+projections, K then the hidden width for gated_mlp, each layer's output for a layered op); a
+weight's and a bias's gradient sum over the M tokens, after the gradient reaching them came back
+through the later GEMMs. Each also reads the forward's intermediates (the pre-activations), which
+carry the forward's K's. So a gradient's bound is the same formula with the sum of the lengths its
+value went through: a correct fp32 dW at M = 8,192 has a relative error near 3.7e-6, above the
+forward's 1e-6 storage term, and passes; a lost M tile still fails.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ from __future__ import annotations
 import math
 
 from . import fp8_dtypes
-from .ops import output_features
+from .ops import output_features, spec_of
 from .workloads import Case
 
 UNIT_ROUNDOFF = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
@@ -49,7 +58,33 @@ def accumulation_bound(case: Case) -> float:
     return ACCUMULATION_MARGIN * UNIT_ROUNDOFF["fp32"] * math.sqrt(sum(reduction_lengths(case)))
 
 
+def storage_bound(case: Case) -> float:
+    return fp8_dtypes.storage_tolerance(case) if fp8_dtypes.is_fp8(case.dtype) else STORAGE[case.dtype]
+
+
 def tolerance(case: Case) -> float:
     """The largest relative error ||out - ref|| / ||ref|| a correct result of `case` may have."""
-    storage = fp8_dtypes.storage_tolerance(case) if fp8_dtypes.is_fp8(case.dtype) else STORAGE[case.dtype]
-    return storage + accumulation_bound(case)
+    return storage_bound(case) + accumulation_bound(case)
+
+
+def backward_input_reductions(case: Case) -> list[int]:
+    """The lengths dx's chain sums over, last GEMM first: every GEMM's output features (a gated
+    op's gate and up projections each over the hidden width N, summed into one dx)."""
+    if case.widths:
+        return [width_out for _, width_out in reversed(case.layer_pairs)]
+    up = [case.N, case.N] if "w_gate" in spec_of(case).inputs(case) else [case.N]
+    return ([case.K] + up) if output_features(case) != case.N else up
+
+
+def gradient_reduction_length(case: Case, name: str) -> int:
+    """The sum of the reduction lengths the gradient of input `name` goes through: the forward's
+    (its intermediates), dx's chain, and for a weight or bias (anything but x) the M tokens."""
+    total = sum(reduction_lengths(case)) + sum(backward_input_reductions(case))
+    return total if name == "x" else total + case.M
+
+
+def gradient_tolerance(case: Case, name: str) -> float:
+    """The largest relative error a correct gradient of input `name` (x, weight, bias, w_up,
+    weights[1], ...) of `case` may have: storage + ACCUMULATION_MARGIN * u_fp32 * sqrt(its length)."""
+    return storage_bound(case) + ACCUMULATION_MARGIN * UNIT_ROUNDOFF["fp32"] * math.sqrt(
+        gradient_reduction_length(case, name))

@@ -23,6 +23,7 @@ from .modes import BACKWARD, FORWARD, FULL, MODES, TRAINING_MODES, check_mode  #
 from .ops import output_features, spec_of
 from .references import mismatch
 from .tensors import torch_dtype
+from .tolerances import gradient_tolerance
 from .workloads import Case
 
 # The same L2 flush as timing.latency_samples: bigger than any GPU's L2 (H200: 50 MB).
@@ -110,7 +111,7 @@ def reference_gradients(case: Case, inputs: dict, grad_out: torch.Tensor) -> dic
 
 def gradient_mismatch(case: Case, step: Step, inputs: dict) -> str | None:
     """Why the Step's gradients are wrong (the first bad one, named), or None when every
-    gradient of x, each weight and each bias is within the dtype's tolerance."""
+    gradient of x, each weight and each bias is within its own bound (tolerances.gradient_tolerance)."""
     try:
         with torch.enable_grad():
             grads = step()
@@ -127,7 +128,7 @@ def gradients_problem(case: Case, inputs: dict, grad_out: torch.Tensor, grads) -
         return f"expected {len(expected)} gradients ({', '.join(expected)}), got {type(grads).__name__}"
     dtype = torch_dtype(case)
     for (name, ref), grad in zip(expected.items(), grads):
-        problem = mismatch(grad.detach(), ref, dtype)
+        problem = mismatch(grad.detach(), ref, dtype, gradient_tolerance(case, name))
         if problem:
             return f"gradient of {name}: {problem}"
     return None

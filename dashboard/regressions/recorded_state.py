@@ -5,7 +5,7 @@ Two sources, both beside asv's own results:
 - the identity asv copies into every result file's ``params`` (gpu, driver, cuda, torch,
   triton, liger: benchmarks/harness/environment.py registers them);
 - the runner's state around the run (clocks, power limit, persistence/ECC, throttling, the
-  driver and library versions), a companion file ``<machine>/runner-state/<result file name>``
+  driver and library versions), a companion file ``<machine>/runner-state/<result file stem>.state``
   that benchmarks.run writes (benchmarks/harness/runner_state.py): {"start": snapshot, "end":
   snapshot}, a snapshot {"recorded": false, "reason": ...} where there was no NVML.
 
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from benchmarks.harness.companion_files import readable_companion
 from benchmarks.harness.safe_read import read_json
 
 STATE_DIR = "runner-state"
@@ -42,8 +43,9 @@ MAX_STATE_BYTES = 64 << 20
 
 
 def state_path(result_file: Path) -> Path:
-    """Where a result file's runner state lives (a folder the results loader does not read)."""
-    return result_file.parent / STATE_DIR / result_file.name
+    """Where a result file's runner state lives (benchmarks/harness/companion_files.py: a name
+    neither asv nor the results loader reads as a result; an old-named one still found)."""
+    return readable_companion(result_file)
 
 
 def throttling(start: dict | None, end: dict | None) -> str:

@@ -57,6 +57,29 @@ pack() {
 trap pack EXIT
 
 left() { echo $((budget - (SECONDS - start) - RESERVE)); }
+
+# kill_session SID: every process of session SID, asv's forkserver and benchmark processes included
+# (asv puts each in a process group of its own, so a process-group kill misses them; a session
+# holds them all). Read from /proc: the device image may have no procps.
+kill_session() {
+  local sid=$1 stat line fields
+  [ -n "$sid" ] || return 0
+  for stat in /proc/[0-9]*/stat; do
+    read -r line < "$stat" 2>/dev/null || continue
+    read -ra fields <<< "${line##*) }"  # after "pid (comm) ": state ppid pgrp session ...
+    # not the caller itself (the watchdog below ends the session it is in)
+    [ "${fields[3]:-}" = "$sid" ] && [ "${line%% *}" != "$BASHPID" ] && kill -KILL "${line%% *}" 2>/dev/null
+  done
+  return 0
+}
+# The stage's own session: a watchdog inside it ends the whole session when this script is gone
+# (the call's `timeout -s KILL` kills this script's process group, which the stage is not in).
+stage_session() {  # SIDFILE COMMAND...
+  echo $$ > "$1"; shift
+  ( while kill -0 "$SESSION_PID" 2>/dev/null; do sleep 1; done; kill_session $$ ) &
+  "$@"
+}
+
 # stage NAME CAP_SECONDS MIN_SECONDS COMMAND...: runs COMMAND under min(CAP, time left), or skips
 # it when less than MIN is left (STAGE_CAP_<name> / STAGE_MIN_<name> override, for the tests)
 stage() {
@@ -72,9 +95,13 @@ stage() {
     return 0
   fi
   log "$name (at most ${limit}s): $*"
-  local t0=$SECONDS rc=0
-  # a command of its own (functions exported below); timeout signals its whole process group
-  timeout --kill-after=5 "$limit" bash -c '"$@"' "$name" "$@" || rc=$?
+  local t0=$SECONDS rc=0 sidfile="$OUT/.stage-$name.sid"
+  # a session of its own (functions exported below); timeout signals its whole process group, and
+  # what is left of the session when it returns (asv's forkserver) ends before the next stage
+  setsid -w bash -c 'stage_session "$@"' "$name" "$sidfile" \
+    timeout --kill-after=5 "$limit" bash -c '"$@"' "$name" "$@" || rc=$?
+  kill_session "$(cat "$sidfile" 2>/dev/null)"
+  rm -f "$sidfile"
   local status="ok"
   [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ] && status="cut at ${limit}s"
   [ "$rc" -ne 0 ] && [ "$status" = ok ] && status="exit $rc"
@@ -94,8 +121,14 @@ if [ -d .whl ]; then
       || log "  $optional not installed (not in .whl/)"
   done
 fi
-python3 -c "import asv, torch, triton; print('asv', asv.__version__, 'torch', torch.__version__, 'triton', triton.__version__)" \
-  | tee -a "$OUT/session.log" || exit 1
+# Once per session: the Python has asv, torch and triton, and the machine is registered with asv
+# (each class's benchmarks.run --prepared trusts this instead of importing torch twice more)
+python3 -m benchmarks.run --prepare-only --machine "$machine" 2>&1 | tee -a "$OUT/session.log"
+prepared=${PIPESTATUS[0]}
+# setup (git, wheels, the check and the registration) is a row of the table too: the cost model has it
+printf 'setup\t%s\t%s\t-\n' "$([ "$prepared" -eq 0 ] && echo ok || echo "exit $prepared")" "$((SECONDS - start))" \
+  >> "$OUT/stages.tsv"
+[ "$prepared" -eq 0 ] || { log "the Python cannot run the suite, or the machine could not be registered"; exit 1; }
 
 # The asv grid, one class per asv run (the training modes together): each run writes its result
 # file when it ends, and asv merges runs of one commit into one file. Each extra run costs ~11 s
@@ -104,26 +137,34 @@ asv_by_class() {  # GRID [--commits C]
   local g=$1 rc=0 b; shift
   for b in 'bench_device\.' 'bench_ops\.GatedMLP\.' 'bench_ops\.NarrowMLP\.' 'bench_ops\.LinearAct\.' 'bench_training\.' \
            'bench_hot\.'; do
-    python3 -m benchmarks.run --machine "$machine" --grid "$g" --bench "$b" "$@" >>"$OUT/asv.log" 2>&1 || rc=$?
+    # --prepared: the Python was checked and the machine registered once, for the session (below)
+    python3 -m benchmarks.run --prepared --machine "$machine" --grid "$g" --bench "$b" "$@" >>"$OUT/asv.log" 2>&1 || rc=$?
     log "  $g $b: exit $rc"
+    copy_results
   done
   return "$rc"
 }
+# The results so far into $OUT as each class ends: a kill of the whole call (which runs no exit
+# trap) then loses only the class that was running.
+copy_results() { mkdir -p "$OUT/results" && cp -a results/. "$OUT/results/"; }
 
 gpu_check() { python3 -m benchmarks.gpu_check --out "$OUT" ${small:+"$small"} > "$OUT/gpu_check.log" 2>&1; }
 # Native runs of the kernel tests, most telling first (the GEMM variants forced, then FP8, then the
-# backward kernels); no -x: every failure is in the log, and a stage cut short keeps what ran.
+# backward kernels); no -x: every failure is in the log. -v writes each test's verdict as it
+# finishes (junit XML only at the end), so a stage cut short still says what passed.
+# NATIVE_TESTS: other test files (for the tests of this script).
 native() {
-  python3 -m pytest -q -rfE -p no:cacheprovider tests/test_persistent.py \
+  # shellcheck disable=SC2086  # a list of paths
+  python3 -m pytest -v -rfE -p no:cacheprovider ${NATIVE_TESTS:-tests/test_persistent.py \
     tests/test_fp8.py tests/test_fp8_persistent.py tests/test_fp8_errors.py tests/test_fp8_modules.py \
-    tests/test_backward.py tests/test_backward_gated.py tests/test_backward_narrow.py > "$OUT/native_tests.log" 2>&1
+    tests/test_backward.py tests/test_backward_gated.py tests/test_backward_narrow.py} > "$OUT/native_tests.log" 2>&1
 }
 quick_grid=$([ -n "$small" ] && echo tiny || echo quick)
 profile() {
   python3 -m benchmarks.profile --grid "$quick_grid" --machine "$machine" --save results/profiles > "$OUT/profile.log" 2>&1
 }
-export -f log asv_by_class gpu_check native profile
-export OUT machine small start quick_grid
+export -f log asv_by_class copy_results gpu_check native profile kill_session stage_session
+export OUT machine small start quick_grid SESSION_PID=$$ NATIVE_TESTS
 
 stage quick 240 60 asv_by_class "$quick_grid"
 

@@ -1,0 +1,211 @@
+"""What the first GPU call (tools/gpu_runner/session.sh) runs, stage by stage, and how long each
+stage takes against its cap: every process the session starts, every torch import, every git
+call and snapshot, plus the asv classes' own work from benchmarks.suite_cost.
+
+    python -m benchmarks.session_cost                                # the first call on one H200, quick grid
+    python -m benchmarks.session_cost --grid tiny --constants FILE   # a CPU rehearsal's prediction
+
+The stages, their caps and the asv classes of the quick stage are read from session.sh itself,
+so a new stage or class changes the model. A class of the quick stage is one `benchmarks.run
+--prepared` process (its imports, `git status` and `git rev-parse HEAD`, two runner-state
+snapshot processes) and one asv run (discovery and asv's forkserver each import torch) around
+the class's own processes and measuring (suite_cost's model on one H200). The Python check and
+the machine registration run once, in setup (benchmarks.run --prepare-only).
+
+On a CPU rehearsal (--constants: the per-process constants measured on that machine by
+tools/measure_session_constants.py) the interpreted kernels' work is no H200 model: it is taken
+from what asv itself recorded for each benchmark (`--asv-results DIR`, the rehearsal's result
+files), so the comparison with the rehearsal's stages.tsv tests what this model is for, that it
+counts every process, import and git call the session makes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SESSION = REPO / "tools" / "gpu_runner" / "session.sh"
+
+# (value on one H200 runner, source). tools/measure_session_constants.py measures each on a CPU.
+CONSTANTS = {
+    "python_s": (0.05, "assumed: one Python process to its first line (interpreter and site)"),
+    "import_torch_s": (4.9, "measured on the H200 runner (suite_cost's import_torch_s)"),
+    "check_python_s": (6.0, "assumed: `import asv, torch, triton` in a process of its own (torch's 4.9 s + triton, asv)"),
+    "register_s": (7.0, "assumed: benchmarks.harness.environment: torch, triton, liger's version, asv's "
+                        "machine file and nvidia-smi for the driver"),
+    "run_module_s": (0.3, "assumed: benchmarks.run's own imports (grids, runner state, skip reasons)"),
+    "snapshot_s": (0.6, "assumed: one `python -m benchmarks.harness.runner_state` (NVML and the versions)"),
+    "git_s": (0.02, "assumed: one git call (rev-parse, status) on a warm checkout"),
+    "asv_run_s": (10.8, "suite_cost's asv_run_s: discovery and the forkserver each import torch, +1 s of asv"),
+    "copy_s": (0.05, "assumed: cp -a of results/ (about 150 KB) into $OUT"),
+    "pip_install_s": (15.0, "assumed: asv, pytest, nvidia-ml-py and liger-kernel from .whl/ (device only)"),
+    "gpu_check_s": (150.0, "assumed: benchmarks.gpu_check at real sizes (6 cases x 3 dtypes, 10 FP8 cases); measure on the GPU"),
+    "native_s": (100.0, "assumed: the native kernel tests (every config compiled natively); measure on the GPU"),
+    "profile_work_s": (30.0, "assumed: one profiled call per case x implementation of the quick grid; measure on the GPU"),
+    "machine_identity_s": (1.0, "assumed: benchmarks.profile's machine_identity (nvidia-smi for the driver)"),
+}
+
+
+@dataclass
+class Item:
+    what: str
+    count: float
+    seconds_each: float
+
+    @property
+    def seconds(self) -> float:
+        return self.count * self.seconds_each
+
+
+def session_stages(path: Path = SESSION) -> dict[str, int]:
+    """{stage: cap seconds} in session.sh's order (its `stage NAME CAP MIN ...` lines)."""
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^stage (\w+) (\d+) \d+ ", path.read_text(), re.M)}
+
+
+def quick_classes(path: Path = SESSION) -> tuple[list[str], bool]:
+    """The asv -b regexes session.sh runs one benchmarks.run each for (asv_by_class), and whether
+    those runs are --prepared (else each checks the Python and registers the machine again)."""
+    text = path.read_text()
+    loop = re.search(r"asv_by_class\(\) \{.*?for b in (.*?); do(.*?)done", text, re.S)
+    patterns = [pattern.replace("\\\\", "\\") for pattern in re.findall(r"'([^']+)'", loop.group(1))]
+    return patterns, "benchmarks.run --prepared" in loop.group(2)
+
+
+def _class_work(grid: str, pattern: str, durations: dict[str, float] | None) -> float:
+    """The classes matching `pattern`: asv's recorded durations (a CPU rehearsal), else suite_cost's
+    H200 model of their processes and measuring."""
+    if durations is not None:
+        return sum(seconds for name, seconds in durations.items() if re.search(pattern, name))
+    from . import suite_cost
+
+    return sum(c.seconds for name, c in suite_cost.model(grid, warm=False).items()
+               if name != "asv run" and re.search(pattern, name.removeprefix("benchmarks.") + ".track_x"))
+
+
+def model(grid: str, constants: dict[str, float], durations: dict[str, float] | None = None,
+          device: bool = True, session: Path = SESSION) -> dict[str, list[Item]]:
+    """{stage: its items} of one session.sh call (`session`) with `grid` as the quick stage's grid."""
+    c = constants
+    stages: dict[str, list[Item]] = {"setup": [
+        Item("git: --version, config, rev-parse (restore_git.sh)", 3, c["git_s"]),
+        *([Item("pip install from .whl/", 1, c["pip_install_s"])] if device else []),
+        Item("benchmarks.run --prepare-only: Python and its imports", 1, c["python_s"] + c["run_module_s"]),
+        Item("  its Python check (import asv, torch, triton)", 1, c["python_s"] + c["check_python_s"]),
+        Item("  its machine registration (benchmarks.harness.environment)", 1, c["python_s"] + c["register_s"]),
+    ]}
+    classes, prepared = quick_classes(session)
+    stages["quick"] = [
+        Item("benchmarks.run per class: Python and its imports", len(classes), c["python_s"] + c["run_module_s"]),
+        *([] if prepared else [  # what --prepared saves: two torch imports per class
+            Item("  its Python check per class (not --prepared)", len(classes), c["python_s"] + c["check_python_s"]),
+            Item("  its machine registration per class (not --prepared)", len(classes), c["python_s"] + c["register_s"])]),
+        Item("  git status and git rev-parse HEAD per class", 2 * len(classes), c["git_s"]),
+        Item("  runner-state snapshots (before and after each asv run)", 2 * len(classes), c["python_s"] + c["snapshot_s"]),
+        Item("  asv run per class (discovery, forkserver)", len(classes), c["asv_run_s"]),
+        Item("  the results copied into $OUT per class (cp)", len(classes), c["copy_s"]),
+        *[Item(f"  {pattern}: its processes and measuring", 1, _class_work(grid, pattern, durations))
+          for pattern in classes],
+    ]
+    # the GPU work of these stages is an H200 assumption: no model of the interpreter's on a CPU
+    work = (lambda name: c[name]) if device else (lambda name: 0.0)
+    stages["check"] = [Item("benchmarks.gpu_check: Python, torch", 1, c["python_s"] + c["import_torch_s"]),
+                       Item("  its cases" + ("" if device else " (not modelled off the GPU)"), 1, work("gpu_check_s"))]
+    stages["native"] = [Item("pytest: Python, torch, the test modules", 1, c["python_s"] + c["import_torch_s"]),
+                        Item("  the native kernel tests" + ("" if device else " (not modelled off the GPU)"), 1,
+                             work("native_s"))]
+    stages["profile"] = [Item("benchmarks.profile: Python, torch", 1, c["python_s"] + c["import_torch_s"]),
+                         Item("  git rev-parse HEAD, git log (the commit's date)", 2, c["git_s"]),
+                         Item("  machine_identity", 1, c["machine_identity_s"]),
+                         Item("  one profiled call per case x implementation" + ("" if device else
+                                                                               " (not modelled off the GPU)"), 1,
+                              work("profile_work_s"))]
+    return stages
+
+
+def asv_durations(results: Path, machine: str = "*") -> dict[str, float]:
+    """{benchmark: seconds} asv recorded in the result files of `machine` under `results` (each
+    benchmark's 'duration' column, the setup_cache entries of 'durations' too)."""
+    from dashboard.safe_read import read_json
+
+    out: dict[str, float] = {}
+    for path in sorted(Path(results).glob(f"{machine}/*-*.json")):
+        doc, reason = read_json(path, Path(results))
+        if reason is not None or not isinstance(doc, dict):
+            print(f"skipped {path}: {reason or 'not an asv result file'}", file=sys.stderr)
+            continue
+        columns = doc.get("result_columns") or []
+        for name, row in (doc.get("results") or {}).items():
+            value = dict(zip(columns, row or [])).get("duration")
+            if isinstance(value, (int, float)):
+                out[name] = out.get(name, 0.0) + value
+        for name, value in (doc.get("durations") or {}).items():
+            match = re.match(r"<setup_cache (\w+):", name)
+            if match and isinstance(value, (int, float)):
+                out[f"{match.group(1)}.<setup_cache>"] = out.get(f"{match.group(1)}.<setup_cache>", 0.0) + value
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.session_cost", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--grid", default="quick", choices=("tiny", "quick"), help="the quick stage's grid")
+    parser.add_argument("--constants", type=Path, help="JSON {name: seconds} measured on this machine "
+                                                      "(tools/measure_session_constants.py)")
+    parser.add_argument("--asv-results", type=Path, help="a rehearsal's results folder: the classes' work as asv "
+                                                        "recorded it, instead of the H200 model")
+    parser.add_argument("--machine", default="*", help="with --asv-results: the rehearsal's machine (default: all)")
+    parser.add_argument("--stages-tsv", type=Path, help="a run's stages.tsv, to print beside the model")
+    parser.add_argument("--budget", type=int, default=540, help="session.sh --budget (default 540)")
+    args = parser.parse_args(argv)
+    constants = {name: value for name, (value, _) in CONSTANTS.items()}
+    if args.constants:
+        try:
+            measured = json.loads(args.constants.read_text())
+        except (OSError, ValueError) as e:
+            parser.error(f"--constants {args.constants}: {e}")
+        unknown = sorted(set(measured) - set(constants))
+        if unknown:
+            parser.error(f"--constants {args.constants}: unknown names {unknown}; expected some of {sorted(constants)}")
+        constants.update(measured)
+    durations = asv_durations(args.asv_results, args.machine) if args.asv_results else None
+    measured_stages = {}
+    if args.stages_tsv:
+        for line in args.stages_tsv.read_text().splitlines()[1:]:
+            name, status, seconds, *_ = line.split("\t")
+            measured_stages[name] = (float(seconds), status)
+    stages = model(args.grid, constants, durations, device=args.constants is None)
+    caps = {"setup": None, **session_stages()}
+    print(f"load average now (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
+    print("| stage | what | count | s each | s |")
+    print("| --- | --- | --- | --- | --- |")
+    for stage, items in stages.items():
+        for item in items:
+            print(f"| {stage} | {item.what} | {item.count:g} | {item.seconds_each:.2f} | {item.seconds:.1f} |")
+    print("\n| stage | modelled s | cap s | margin s | measured s (status) | model vs measured |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    total = 0.0
+    for stage, items in stages.items():
+        seconds = sum(i.seconds for i in items)
+        total += seconds
+        cap = caps.get(stage)
+        margin = f"{cap - seconds:+.0f}" if cap else "-"
+        got = measured_stages.get(stage)
+        vs = f"{(seconds - got[0]) / got[0]:+.0%}" if got and got[0] else "-"
+        print(f"| {stage} | {seconds:.0f} | {cap if cap else '-'} | {margin} | "
+              f"{f'{got[0]:.0f} ({got[1]})' if got else '-'} | {vs} |")
+    print(f"\nall stages: {total:.0f} s of the {args.budget} s budget ({args.budget - total:+.0f} s)")
+    print("\nConstants:")
+    for name, (value, source) in CONSTANTS.items():
+        shown = constants[name]
+        print(f"- {name} = {shown:g}" + (f" (measured here; H200: {value:g}, {source})" if shown != value else f": {source}"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
