@@ -121,25 +121,27 @@ def check_python(python: str) -> str | None:
     return None
 
 
+def read_config(config: Path) -> tuple[object | None, str | None]:
+    """(document, None) or (None, reason): asv.conf.json read through the one reader, its whole-line
+    // comments dropped (asv's own extension of JSON)."""
+    text, reason = read_json_text(config, Path(os.path.realpath(config)).parent)
+    if reason is not None:
+        return None, reason
+    return parse_json("\n".join(line for line in text.splitlines() if not line.strip().startswith("//")))
+
+
 def check_config(config: Path) -> str | None:
     """Why `config` cannot be asv's configuration (missing, unreadable, not JSON with // comments),
     or None: checked before anything is registered or run."""
-    try:
-        text = config.read_text()
-    except OSError as e:
-        return f"--config {str(config)!r}: cannot be read ({e.strerror or e})"
-    try:
-        doc = json.loads("\n".join(line for line in text.splitlines() if not line.strip().startswith("//")))
-    except ValueError as e:
-        return f"--config {str(config)!r} is not asv's JSON configuration ({e})"
+    doc, reason = read_config(config)
+    if reason is not None:
+        return f"--config {str(config)!r} is not asv's JSON configuration: {reason}"
     return None if isinstance(doc, dict) else f"--config {str(config)!r} is not a JSON object"
 
 
 def results_dir(config: Path) -> Path:
     """The results folder asv.conf.json names (its // comments allowed), relative to the config."""
-    text, reason = read_json_text(config, Path(os.path.realpath(config)).parent)
-    doc, reason = (None, reason) if reason else parse_json(
-        "\n".join(line for line in text.splitlines() if not line.strip().startswith("//")))
+    doc, _ = read_config(config)
     name = doc.get("results_dir") if isinstance(doc, dict) else None
     return (config.parent / (name if isinstance(name, str) else "results")).resolve()
 

@@ -22,12 +22,13 @@ counts every process, import and git call the session makes.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from .harness.safe_read import read_json
 
 REPO = Path(__file__).resolve().parents[1]
 SESSION = REPO / "tools" / "gpu_runner" / "session.sh"
@@ -131,8 +132,6 @@ def model(grid: str, constants: dict[str, float], durations: dict[str, float] | 
 def asv_durations(results: Path, machine: str = "*") -> dict[str, float]:
     """{benchmark: seconds} asv recorded in the result files of `machine` under `results` (each
     benchmark's 'duration' column, the setup_cache entries of 'durations' too)."""
-    from dashboard.safe_read import read_json
-
     out: dict[str, float] = {}
     for path in sorted(Path(results).glob(f"{machine}/*-*.json")):
         doc, reason = read_json(path, Path(results))
@@ -165,10 +164,11 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     constants = {name: value for name, (value, _) in CONSTANTS.items()}
     if args.constants:
-        try:
-            measured = json.loads(args.constants.read_text())
-        except (OSError, ValueError) as e:
-            parser.error(f"--constants {args.constants}: {e}")
+        measured, reason = read_json(args.constants, args.constants.resolve().parent)
+        if reason is not None:
+            parser.error(f"--constants {args.constants}: {reason}")
+        if not isinstance(measured, dict):
+            parser.error(f"--constants {args.constants}: not a JSON object of constant names to values")
         unknown = sorted(set(measured) - set(constants))
         if unknown:
             parser.error(f"--constants {args.constants}: unknown names {unknown}; expected some of {sorted(constants)}")

@@ -40,11 +40,13 @@ def asv_run_overhead(python: str, home: Path) -> float:
     """One asv run of bench_device.CopyCeiling on the tiny grid: its wall time less what asv
     recorded for the benchmarks themselves (their processes' durations)."""
     from benchmarks import session_cost
+    from benchmarks.run import read_config
 
     results = home / "results"
-    text = "\n".join(line for line in (REPO / "asv.conf.json").read_text().splitlines()
-                     if not line.strip().startswith("//"))
-    conf = {**json.loads(text), "repo": str(REPO), "results_dir": str(results), "html_dir": str(home / "html"),
+    conf, reason = read_config(REPO / "asv.conf.json")
+    if reason is not None:
+        raise SystemExit(f"asv.conf.json: {reason}")
+    conf = {**conf, "repo": str(REPO), "results_dir": str(results), "html_dir": str(home / "html"),
             "benchmark_dir": str(REPO / "benchmarks"), "plugins": ["tools.asv_plugins.runner_site"]}
     (home / "asv.conf.json").write_text(json.dumps(conf))
     env = {**os.environ, "HOME": str(home), "FUSED_MLP_GRID": "tiny", "PYTHONPATH": str(REPO)}
