@@ -335,22 +335,26 @@ def test_regressions_inbox_shows_accepted_findings_as_accepted(data, fx, tmp_pat
     import dataclasses
     import json
 
+    from tests.judged import judged_state
+    from tests.suite_fixtures import copy_results
+
     findings = find_changes(data.rows_frame())
-    state = FindingsState("done", 0.0, findings, 1.0)
     (planted,) = [f for f in findings if f.commit_hash == fx.regression_commit and f.direction == "regression"]
     entry = {"benchmark": planted.benchmark, "params": planted.params, "commit": fx.regression_commit[:10],
              "who": "alice", "why": "exact GELU, needed for parity"}
-    (tmp_path / "accepted.json").write_text(json.dumps({"version": 1, "accepted": [entry]}))
-    moved = dataclasses.replace(data, results_dir=tmp_path)  # the fixture's own folder stays untouched
+    results = copy_results(fx.results_dir, tmp_path / "results")  # the fixture's own folder stays untouched
+    (results / "accepted.json").write_text(json.dumps({"version": 1, "accepted": [entry]}))
+    moved = dataclasses.replace(data, results_dir=results)
+    state = judged_state(results, findings)
     text = texts(inbox_page.inbox(moved, state, None, "regression", [], "dark")[0])
-    open_before = texts(inbox_page.inbox(data, state, None, "regression", [])[0])
-    n_open = int(open_before.split(": ")[1].split(" open")[0])
+    open_before = texts(inbox_page.inbox(data, judged_state(fx.results_dir, findings), None, "regression", [])[0])
+    n_open = int(open_before.split("s): ")[1].split(" open")[0])
     assert f"{n_open - 1} open regression(s), 1 accepted in accepted.json" in text
     assert "accepted by alice: exact GELU, needed for parity" in text
     assert "accepted by alice" not in texts(inbox_page.inbox(moved, state, None, "regression", ["open"])[0])
-    (tmp_path / "accepted.json").write_text('{"accepted": [{"benchmark": "b"}]}')
-    broken = texts(inbox_page.inbox(moved, state, None, "regression", [])[0])
-    assert "accepted.json cannot be used, so nothing is shown as accepted" in broken and "'commit' must be" in broken
+    (results / "accepted.json").write_text('{"accepted": [{"benchmark": "b"}]}')
+    broken = texts(inbox_page.inbox(moved, judged_state(results, findings), None, "regression", [])[0])
+    assert "nothing is shown as accepted" in broken and "'commit' must be" in broken
     assert f"{n_open} open regression(s), 0 accepted" in broken
 
 

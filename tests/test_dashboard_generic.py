@@ -178,7 +178,7 @@ def test_compare_judges_each_benchmark_in_its_own_direction(data, gx):
 
 
 def test_the_detector_and_the_inbox_work_on_every_series(data, gx):
-    findings = detect_in_worker(str(gx.results_dir), None)
+    findings = detect_in_worker(str(gx.results_dir), None)[0]
     found = {(f.benchmark, f.params, f.commit_hash, f.direction) for f in findings}
     assert (*gx.stepped, gx.step_commit, "regression") in found
     assert (*gx.dropped, gx.step_commit, "regression") in found
@@ -257,7 +257,7 @@ def test_sub_metrics_are_nested_under_their_parent_in_the_inbox(tmp_path):
     names = ("bench.M.track_step", "bench.M.track_step.forward", "bench.M.track_step.forward.solve")
     history = write_history(tmp_path / "results", [SeriesSpec(n, (16,), ("m",), steps=((24, 0.3),), run_noise=0.01)
                                                    for n in names], 30, seed=5, n_samples=15)
-    findings = [f for f in detect_in_worker(str(history.results_dir), None) if f.commit_hash == history.commits[24]]
+    findings = [f for f in detect_in_worker(str(history.results_dir), None)[0] if f.commit_hash == history.commits[24]]
     assert {f.benchmark for f in findings} == set(names)
     children, _ = inbox_page.inbox(build_data(history.results_dir), FindingsState("done", 0.0, findings, 1.0), None,
                                    "regression", [])

@@ -207,7 +207,7 @@ def test_failures_are_findings_on_the_regressions_page(px, data):
     from dashboard.detection import FindingsState
     from dashboard.pages import regressions as inbox_page
 
-    found = detect_in_worker(str(px.results_dir), None)
+    found = detect_in_worker(str(px.results_dir), None)[0]
     status = {(f.commit_hash, f.params, f.direction) for f in found if f.kind == "status"}
     case, impl, mode = px.dropped
     dropped = next(p for c, p, d in status if c == px.dropped_at and d == "regression")
@@ -265,7 +265,7 @@ def test_a_finding_offers_the_accepted_json_entry_that_accepts_it(px, data, tmp_
     from dashboard.pages import regressions as inbox_page
     from dashboard.regressions.acceptance import find_acceptance, load_accepted
 
-    found = detect_in_worker(str(px.results_dir), None)
+    found = detect_in_worker(str(px.results_dir), None)[0]
     failing = next(f for f in found if f.kind == "status" and f.commit_hash == px.dropped_at)
     children, _ = inbox_page.inbox(data, FindingsState("done", 0.0, found, 1.0), None, "regression", [])
     offers = [c for c in _walk(children) if getattr(c, "className", "") == "accept-entry"]
@@ -331,7 +331,7 @@ def test_the_inbox_searches_and_collapses_older_commits(px, data, monkeypatch):
     from dashboard.detection import FindingsState
     from dashboard.pages import regressions as inbox_page
 
-    found = detect_in_worker(str(px.results_dir), None)
+    found = detect_in_worker(str(px.results_dir), None)[0]
     state = FindingsState("done", 0.0, found, 1.0)
     monkeypatch.setattr(inbox_page, "OPEN_GROUPS", 1)
     everything, _ = inbox_page.inbox(data, state, None, "all", [])

@@ -1,8 +1,9 @@
-"""Regressions: the detector's findings as an inbox grouped by commit, newest first: level
-changes, and series that started failing (ok -> failed) or stopped (failed -> ok), as the gate
-reports them; each finding links to the Trends view of its series with the change marked. A regression that
-results/accepted.json accepts (the file the CI gate honours too) is shown as accepted, with who
-and why, and is not counted as open.
+"""Regressions: first the gate's verdict on the newest commit (pass / fail, the findings that fail
+it with the gate's reason, class and evidence), then the detector's findings as an inbox grouped
+by commit, newest first: level changes, and series that started failing (ok -> failed) or
+stopped (failed -> ok); each finding links to the Trends view of its series with the change
+marked. Every class, evidence and acceptance is the gate's (dashboard.gate_view: the gate's own
+report, kept by the detector's worker); this page judges nothing itself.
 
 Detection over every series runs once per results set in a worker process (model.ResultsStore);
 this page polls until it is done.
@@ -20,10 +21,9 @@ from dashboard.notices import message
 from dashboard.widgets import dropdown, labelled
 from dashboard.dashboard_data import DashboardData
 from dashboard.detection import FindingsState
+from dashboard.gate_view import FAILING_CLASS, GateView, acceptance_label, change_key, class_of
 from dashboard.model import ResultsStore
 from dashboard.pages import Page
-from dashboard.regressions.acceptance import (AcceptedFileError, accepted_path, find_acceptance, load_accepted,
-                                              plausible_commits)
 from dashboard.regressions.formatting import format_p
 from dashboard.units import format_change, format_value  # the pages' one number and change format
 from dashboard.urlstate import SHELL, Query, link, qid
@@ -59,23 +59,10 @@ def layout(data: DashboardData, query: Query):
     ])
 
 
-def acceptances(data: DashboardData, findings) -> tuple[dict[int, object], str | None]:
-    """{id(finding): the accepted.json entry accepting it} for the regressions, and the problem
-    with accepted.json if it cannot be used (then nothing is shown as accepted)."""
-    try:
-        entries = load_accepted(accepted_path(data.results_dir), data.results_dir)
-    except AcceptedFileError as exc:
-        return {}, str(exc)
-    # the commit order of every run a finding can come from (static compile metrics' too), once
-    orders = {key: run.commits["commit_hash"].tolist() for key, run in {**data.static_runs, **data.runs}.items()}
-    out = {}
-    for f in findings:
-        order = orders.get((f.machine, f.env_name), [])
-        entry = f.direction == "regression" and find_acceptance(entries, f.benchmark, f.params, f.machine,
-                                                                plausible_commits(f, order))
-        if entry:
-            out[id(f)] = entry
-    return out, None
+def acceptances(view: GateView, findings) -> dict[int, str]:
+    """{id(finding): the gate's words for the accepted.json entry accepting it}: the gate's
+    acceptance, never matched again here."""
+    return {id(f): label for f in findings if (label := acceptance_label(view.item_for(f)))}
 
 
 def _matches(f, words: list[str]) -> bool:
@@ -92,7 +79,8 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
     if state.status == "failed":
         return message(f"The regression detector failed: {state.error}", "error"), True
     only = only or []
-    accepted, problem = acceptances(data, state.findings or [])
+    view = GateView(state.verdict)
+    accepted = acceptances(view, state.findings or [])
     findings = [f for f in state.findings or []
                 if (not machine or f.machine == machine)
                 and (direction == "all" or f.direction == "regression")
@@ -100,8 +88,7 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
                 and ("present" not in only or f.present_at_newest)
                 and ("open" not in only or id(f) not in accepted)
                 and _matches(f, str(search or "").lower().split())]
-    warning = [message(f"accepted.json cannot be used, so nothing is shown as accepted: {problem}", "error")] \
-        if problem else []
+    warning = [verdict_panel(data, view, state.findings or [], machine, theme)]
     if not findings:
         return warning + [message(f"No {DIRECTIONS.get(direction, 'changes')} found"
                                   f"{' on ' + machine if machine else ''} ({state.seconds or 0:.1f} s to analyse).")], True
@@ -116,7 +103,7 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
                                  "the detector's levels over the commits either side (Compare and the Overview: "
                                  "one commit against another).", id="regressions-count")]
     for i, ((commit, mach, env), members) in enumerate(list(groups.items())[:MAX_GROUPS]):
-        children.append(_group(data, commit, mach, env, members, theme, accepted, open_=i < OPEN_GROUPS))
+        children.append(_group(data, commit, mach, env, members, theme, accepted, view, open_=i < OPEN_GROUPS))
     if len(groups) > MAX_GROUPS:
         children.append(html.P(f"… and {len(groups) - MAX_GROUPS} older commit(s); narrow the filters.",
                                className="hint"))
@@ -161,7 +148,7 @@ def _size(f) -> float:
     return float("inf") if f.kind == STATUS_KIND else abs(f.relative_change)
 
 
-def _group(data: DashboardData, commit, machine, env, members, theme, accepted, open_=True):
+def _group(data: DashboardData, commit, machine, env, members, theme, accepted, view, open_=True):
     n_accepted = sum(id(f) in accepted for f in members)
     n_reg = sum(f.direction == "regression" for f in members) - n_accepted
     url = data.commit_link(commit)
@@ -182,7 +169,7 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted, 
     nested_ids = {id(c) for kids in children.values() for c in kids}
 
     def placed(f):  # a finding's item with its sub-metrics' items nested under it
-        item = _item(data, f, machine, env, commit, run, theme, accepted)
+        item = _item(data, f, machine, env, commit, run, theme, accepted, view)
         if children.get(id(f)):
             item.children.append(html.Ul([placed(c) for c in children[id(f)]], className="sub-metrics"))
         return item
@@ -211,7 +198,7 @@ def _sub_metrics(ranked: list) -> dict[int, list]:
     return out
 
 
-def _item(data: DashboardData, f, machine, env, commit, run, theme, accepted) -> html.Li:
+def _item(data: DashboardData, f, machine, env, commit, run, theme, accepted, view, note=False) -> html.Li:
     """One finding: what changed, by how much, its evidence and its links."""
     case, impl = run.series_of_params.get((f.benchmark, f.params), (None, None)) if run else (None, None)
     static = static_metrics.metric_of(f.benchmark)
@@ -239,8 +226,10 @@ def _item(data: DashboardData, f, machine, env, commit, run, theme, accepted) ->
                    html.Span(format_value(f.after, f.unit), className="num"),
                    html.Span(format_change(f.relative_change), className="num change"),
                    html.Span(format_p(f.p_value), className="num p"), html.Span(f.status(), className="status")]
-    kind, evidence = _class_badge(run, f, case, metric, static)
-    evidence = ([f"{entry.label()}"] if entry else []) + ([evidence] if evidence else [])
+    item = view.item_for(f)
+    kind, evidence = _class_badge(item)
+    evidence = ([entry] if entry else []) + ([f"gate: {item['note']}"] if note and item else []) \
+        + ([evidence] if evidence else [])
     return html.Li([
         badge, f" {metric} ", html.Code(case or f.params),
         (f" [{impl or ('static' if static else '?')}{' · ' + mode if mode and mode != metrics.FORWARD else ''}] "
@@ -252,15 +241,60 @@ def _item(data: DashboardData, f, machine, env, commit, run, theme, accepted) ->
     ], className="finding accepted" if entry else "finding")
 
 
-def _class_badge(run, f, case, metric, static) -> tuple:
-    """(a regression's class as a badge, the evidence in words) (dashboard.regressions.classify);
-    (None, "") for what is not classified."""
-    if f.direction != "regression" or static or run is None or case is None:
+def _class_badge(item) -> tuple:
+    """(the class the gate gave this finding as a badge, its evidence word for word); (None, "")
+    where the gate gives none (gate_view.class_of)."""
+    judged = class_of(item)
+    if judged is None:
         return None, ""
-    from dashboard.regressions.classify import classify
+    kind, evidence = judged
+    return html.Span(kind, className=f"badge class-{kind}", title=evidence), evidence
 
-    c = classify(f, run.of_case(case, samples=False, metric=metric))
-    return html.Span(c.kind, className=f"badge class-{c.kind}", title=c.evidence), c.evidence
+
+def verdict_panel(data: DashboardData, view: GateView, findings, machine, theme) -> html.Div:
+    """The gate's verdict on the newest commit, as ``python -m dashboard.regressions --results
+    <dir> [--machine M]`` gives it: pass or fail, the judged commits, the findings that fail it
+    (with the gate's reason, class and evidence), then what it lists without failing."""
+    command = f"python -m dashboard.regressions --results {data.results_dir}" + (f" --machine {machine}"
+                                                                                  if machine else "")
+    if not view.ready:
+        return html.Div(message("The gate's verdict comes with the findings…"), id="regressions-verdict")
+    if view.error:
+        return html.Div([html.H2("Gate: cannot judge"), message(f"the gate cannot judge, so nothing is shown as accepted or classified: {view.error} (exit 2 of "
+                                 f"`{command}`)", "error")],
+                        id="regressions-verdict", className="card verdict")
+    failing = view.failing(machine)
+    word = view.word(machine)
+    runs = [f"{r['machine']} / {r['env_name']}: " + (", ".join(c[:8] for c in r["commits"]) or "nothing new")
+            for r in view.judged(machine)]
+    by_key = {}
+    for f in findings:
+        by_key.setdefault(change_key(f), f)
+    rows = []
+    for item in failing:
+        f = by_key.get(change_key(item["change"]))
+        if f is None:  # a series the pages do not show: the gate's own line
+            rows.append(html.Li([html.Span(FAILING_CLASS, className="badge bad"), " ",
+                                 html.Code(f"{item['change']['benchmark']}({item['change']['params']})"),
+                                 html.Small(f" gate: {item['note']}", className="evidence")], className="finding"))
+            continue
+        run = data.runs.get((f.machine, f.env_name))
+        rows.append(_item(data, f, f.machine, f.env_name, f.commit_hash, run, theme, {}, view, note=True))
+    others: dict[str, int] = {}
+    for item in view.items(machine):
+        if not view.is_failing(item):
+            others[item["category"]] = others.get(item["category"], 0) + 1
+    listed = ", ".join(f"{n} {c}" for c, n in sorted(others.items()))
+    return html.Div([
+        html.H2([f"Gate on the newest commit: {word}",
+                 html.Span("fails" if view.failed(machine) else "passes",
+                           className=f"badge {'bad' if view.failed(machine) else 'good'}")]),
+        html.P(["Judged: " + "; ".join(runs) + ". The verdict of ", html.Code(command), " (exit "
+                f"{1 if view.failed(machine) else 0})."], className="hint"),
+        *([html.P(f"{len(failing)} finding(s) fail the gate now:"), html.Ul(rows, className="verdict-failing")]
+          if failing else []),
+        *([html.P(f"Listed by the gate, not failing it: {listed}.", className="hint")] if listed else []),
+    ], id="regressions-verdict", className="card verdict")
 
 
 def register(app, store: ResultsStore):

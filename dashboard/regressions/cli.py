@@ -20,25 +20,16 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from dashboard import asvconf
-from dashboard.commit_order import ORDER, order_note, with_order
-from dashboard.data import ResultsDirError, load_results
-from dashboard.regressions.acceptance import AcceptedFileError, accepted_path, load_accepted, unknown_commits
-from dashboard.regressions.classify import LIBRARY, classified_verdict
+from dashboard.commit_order import ORDER
+from dashboard.regressions.classify import LIBRARY
 from dashboard.regressions.completeness import (changed_files, folder_state, git_is_ancestor, missing_at_head,
                                                 unread_results)
-from dashboard.regressions.failures import find_status_changes
-from dashboard.regressions.findings import find_changes, resolve_commit
-from dashboard.regressions.gate import judge, judged_runs
-from dashboard.regressions.recorded_state import recorded_states
+from dashboard.regressions.findings import resolve_commit
+from dashboard.regressions.gate import judged_runs
+from dashboard.regressions.judgement import CannotJudge, judge_folder  # noqa: F401 (CannotJudge: the CLI's)
 from dashboard.regressions.report import render_json, render_markdown, render_text
-from dashboard.regressions.statistics import DetectorSettings
 
 PASS, FAIL, CANNOT_JUDGE = 0, 1, 2
-
-
-class CannotJudge(Exception):
-    """The gate cannot give a verdict; the message says why (exit 2)."""
 
 
 def parse_threshold(text: str) -> float:
@@ -97,58 +88,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    state = folder_state(args.results)
-    try:
-        loaded = load_results(args.results, machine=args.machine)
-    except ResultsDirError as exc:
-        raise CannotJudge(str(exc)) from None
-    frame, report = loaded.frame, loaded.load_report
-    project = asvconf.read_project(asvconf.find_conf(Path(args.results), args.asv_conf))
-    frame = with_order(frame, project.commit_rank)  # the dashboard's commit order (dashboard.commit_order)
-    for line in report.lines():
-        print(f"warning: {line}", file=sys.stderr)
-    if frame.empty:
-        where = f"machine {args.machine!r} in " if args.machine else ""
-        raise CannotJudge(f"no usable asv results for {where}{args.results!r}")
-    try:
-        accepted = load_accepted(args.accepted or accepted_path(args.results), args.results
-                                 if args.accepted is None else None)
-    except AcceptedFileError as exc:
-        raise CannotJudge(f"accepted regressions: {exc}") from None
-    for entry in unknown_commits(accepted, frame["commit_hash"].astype(str).unique()):
-        print(f"warning: accepted.json: no results for commit {entry.commit} ({entry.benchmark})", file=sys.stderr)
-
-    base, head = _parse_base(args.base, frame)
-    whole = frame
-    if head is not None:  # judge the history as it stood at head
-        frame = _up_to(frame, head)
-    _check_complete(args.results, report, whole, frame, base, head, state)
-
-    settings = DetectorSettings(threshold=args.threshold)
-    findings = find_changes(frame, settings, benchmarks_meta=loaded.benchmarks)
-    status_changes = find_status_changes(frame)
-    verdict = judge(frame, findings, status_changes, settings, base_commit=base, accepted=accepted,
-                    strict=args.strict, benchmarks_meta=loaded.benchmarks)
-    verdict = classified_verdict(verdict, frame, lambda: recorded_states(args.results, frame, per_benchmark=True),
-                                 fail_on=args.fail_on)
-    listed, listed_status = findings, status_changes
-    if args.since:
-        start = _commit_date(frame, args.since, "--since")
-        listed = [f for f in findings if f.commit_date >= start]
-        listed_status = [c for c in status_changes if c.commit_date >= start]
-
-    n_series = frame.groupby(["machine", "env_name", "benchmark", "params_key"], observed=True).ngroups
-    header = (f"Level changes and failures in {args.results} (threshold {settings.threshold:.0%}, {n_series} series, "
-              f"{frame['commit_hash'].nunique()} commits, {order_note(project.commit_rank, project.repo)}"
-              + (f", listed since {args.since}" if args.since else "") + ")")
+    judgement = judge_folder(args.results, machine=args.machine, threshold=args.threshold, base=args.base,
+                             strict=args.strict, fail_on=args.fail_on, accepted=args.accepted, since=args.since,
+                             asv_conf=args.asv_conf, warn=lambda line: print(f"warning: {line}", file=sys.stderr))
+    j = judgement
     if args.format == "json":
-        text = render_json(listed, listed_status, verdict, report, header, settings)
+        text = render_json(j.findings, j.status_changes, j.verdict, j.report, j.header, j.settings)
     elif args.format == "markdown":
-        text = render_markdown(listed, listed_status, verdict, report, header)
+        text = render_markdown(j.findings, j.status_changes, j.verdict, j.report, j.header)
     else:
-        text = render_text(listed, listed_status, verdict, report, header)
+        text = render_text(j.findings, j.status_changes, j.verdict, j.report, j.header)
     _print_report(text)
-    return FAIL if verdict.failed else PASS
+    return FAIL if j.verdict.failed else PASS
 
 
 def _check_complete(results, report, whole, frame, base, head, state) -> None:

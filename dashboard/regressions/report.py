@@ -96,7 +96,7 @@ def _judged_line(verdict: GateVerdict) -> list[str]:
     return lines
 
 
-def _verdict_word(verdict: GateVerdict) -> str:
+def verdict_word(verdict: GateVerdict) -> str:
     failing = verdict.failing
     if failing:
         top = [i for i, depth in _nested_items(failing) if depth == 0]  # sub-metrics count with their parent
@@ -149,13 +149,13 @@ def render_text(findings: Sequence[Finding], status_changes: Sequence[StatusChan
         for c, depth in nested(members):
             lines.append(f"  {'  ' * depth}{'└ ' if depth else ''}{describe(c)}")
     lines += _report_lines(report)
-    lines.append(f"\nGate: {_verdict_word(verdict)}")
+    lines.append(f"\nGate: {verdict_word(verdict)}")
     return "\n".join(lines)
 
 
 def render_markdown(findings: Sequence[Finding], status_changes: Sequence[StatusChange], verdict: GateVerdict,
                     report: LoadReport, header: str) -> str:
-    lines = [f"## {header}", "", f"**Gate: {_verdict_word(verdict)}**", "", "Judged commits:", ""]
+    lines = [f"## {header}", "", f"**Gate: {verdict_word(verdict)}**", "", "Judged commits:", ""]
     lines += [f"- {line.strip()}" for line in _judged_line(verdict)] + [""]
     for category in (REGRESSION_ITEM, SUSPECTED, ENVIRONMENT, NOISE, ACCEPTED, EARLIER):
         items = verdict.of(category)
@@ -215,7 +215,7 @@ def render_json(findings: Sequence[Finding], status_changes: Sequence[StatusChan
     doc = {
         "summary": header,
         "threshold": settings.threshold,
-        "gate": {"failed": verdict.failed, "strict": verdict.strict, "verdict": _verdict_word(verdict),
+        "gate": {"failed": verdict.failed, "strict": verdict.strict, "verdict": verdict_word(verdict),
                  "judged": [dataclasses.asdict(r) for r in verdict.runs],
                  "failing": [item_dict(i) for i in verdict.failing],
                  "items": [item_dict(i) for i in verdict.items]},

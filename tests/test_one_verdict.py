@@ -1,0 +1,130 @@
+"""One verdict everywhere: the gate's judgement (regressions.judgement) is what the gate prints
+and what the Regressions page renders, on the same folders; nothing on the page judges again."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dashboard.detection import detect_in_worker, FindingsState
+from dashboard.gate_view import GateView, class_of
+from dashboard.load_data import build_data
+from dashboard.pages import regressions as page
+from dashboard.regressions.cli import main as gate
+from dashboard.regressions.recorded_state import state_path
+from tests.asv_fixtures import SeriesSpec, write_history
+
+BENCH = "bench_ops.LinearAct.track_latency"
+CASE = "linear_act M=16 K=64 N=64 bf16 gelu_tanh bias"
+N = 30
+NEWEST = N - 1
+
+
+def texts(component) -> str:
+    if component is None:
+        return ""
+    if isinstance(component, (str, int, float)):
+        return str(component)
+    if isinstance(component, (list, tuple)):
+        return " ".join(texts(c) for c in component)
+    return texts(getattr(component, "children", None))
+
+
+def _suite(tmp_path, fused=None, controls=None, failing=()):
+    """fused, eager and compile of one case; ``fused`` / ``controls``: steps; ``failing``: impls
+    that fail from the newest commit on."""
+    names = ("case", "impl")
+    series = [SeriesSpec(BENCH, (CASE, impl), names, run_noise=0.01, sample_noise=0.01,
+                         steps=(fused if impl == "fused" else controls) or (),
+                         status_steps=((NEWEST, "failed"),) if impl in failing else ())
+              for impl in ("fused", "eager", "compile")]
+    return write_history(tmp_path / "results", series, N, seed=5, n_samples=15)
+
+
+def _runner_states(history, at: int):
+    """Companion runner-state files: driver 570 -> 575 and power limit 700 -> 600 W from ``at`` on."""
+    for i, commit in enumerate(history.commits):
+        new = i >= at
+        snap = {"recorded": True, "software": {"driver": "575.51" if new else "570.86", "torch": "2.11.0"},
+                "gpus": [{"name": "NVIDIA H200", "power_limit_w": 600.0 if new else 700.0,
+                          "power_violation_ns": 0, "thermal_violation_ns": 0}]}
+        result = history.results_dir / history.machine / f"{commit[:8]}-{history.env_name}.json"
+        state_path(result).parent.mkdir(exist_ok=True)
+        state_path(result).write_text(json.dumps({"start": snap, "end": snap}))
+
+
+DATA_SETS = {
+    "library step at the newest commit": lambda p: _suite(p, fused=((NEWEST, 0.4),)),
+    "runner-wide step": lambda p: _runner_states(h := _suite(p, fused=((NEWEST, 0.3),), controls=((NEWEST, 0.3),)),
+                                                 NEWEST) or h,
+    "compile failing at the newest commit": lambda p: _suite(p, failing=("compile",)),
+    "fused failing at the newest commit": lambda p: _suite(p, failing=("fused",)),
+}
+
+
+def _gate_json(results, capsys, *extra) -> tuple[int, dict]:
+    code = gate(["--results", str(results), "--format", "json", *extra])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def _page(results):
+    data = build_data(results)
+    findings, verdict = detect_in_worker(str(results), None, data.project.commit_rank)
+    state = FindingsState("done", 0.0, findings, 1.0, verdict=verdict)
+    return data, state
+
+
+@pytest.mark.parametrize("name", DATA_SETS)
+def test_the_regressions_page_shows_the_gates_verdict_and_nothing_else(name, tmp_path, capsys):
+    history = DATA_SETS[name](tmp_path)
+    code, doc = _gate_json(history.results_dir, capsys)
+    data, state = _page(history.results_dir)
+    assert state.verdict["document"]["gate"] == doc["gate"]  # the same object, not judged again
+    view = GateView(state.verdict)
+    assert view.failed() == (code == 1) == doc["gate"]["failed"]
+    children, _ = page.inbox(data, state, None, "regression", [])
+    text = texts(children)
+    verdict = texts(children[0])  # the page opens on the gate's verdict
+    assert f"Gate on the newest commit: {doc['gate']['verdict']}" in verdict
+    assert ("fails" if code == 1 else "passes") in verdict
+    for item in doc["gate"]["failing"]:  # every failing finding in the panel, with the gate's reason
+        assert f"gate: {item['note']}" in verdict and item["change"]["commit_hash"][:10] in text
+    for item in doc["gate"]["items"]:
+        judged = class_of(item)
+        if judged is not None:  # the class and evidence, word for word
+            assert judged[1] in text and f"class-{judged[0]}" in str(children)
+    machine_code, machine_doc = _gate_json(history.results_dir, capsys, "--machine", history.machine)
+    mine = texts(page.inbox(data, state, history.machine, "regression", [])[0][0])
+    assert f"Gate on the newest commit: {machine_doc['gate']['verdict']}" in mine and machine_code == code
+
+
+def test_a_fused_series_that_starts_failing_renders_as_failing_in_every_view(tmp_path, capsys):
+    history = DATA_SETS["fused failing at the newest commit"](tmp_path)
+    data, state = _page(history.results_dir)
+    for direction in ("regression", "all"):
+        for only in ([], ["present"], ["open"]):
+            text = texts(page.inbox(data, state, None, direction, only)[0])
+            assert "started failing" in text and "AttributeError" not in text
+
+
+def test_a_failing_control_is_failing_never_environment(tmp_path, capsys):
+    history = DATA_SETS["compile failing at the newest commit"](tmp_path)
+    code, doc = _gate_json(history.results_dir, capsys)
+    assert code == 1  # the gate's rule: every ok -> failed fails, whatever the implementation
+    data, state = _page(history.results_dir)
+    children, _ = page.inbox(data, state, None, "regression", [])
+    html = str(children)
+    assert "class-failing" in html and "compile started failing" in texts(children)
+    assert not any(f"class-{c}" in html for c in ("library", "environment", "noise"))
+
+
+def test_the_runner_state_evidence_is_the_gates_word_for_word(tmp_path, capsys):
+    history = DATA_SETS["runner-wide step"](tmp_path)
+    code, doc = _gate_json(history.results_dir, capsys)
+    (item,) = [i for i in doc["gate"]["items"] if "impl='fused'" in i["change"]["params"]]
+    evidence = item["classification"]["evidence"]
+    assert item["classification"]["class"] == "environment" and code == 0
+    assert "driver 570.86 -> 575.51" in evidence and "power_limit_w 700.0 -> 600.0" in evidence
+    data, state = _page(history.results_dir)
+    assert evidence in texts(page.inbox(data, state, None, "regression", [])[0])
