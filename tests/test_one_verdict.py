@@ -128,3 +128,24 @@ def test_the_runner_state_evidence_is_the_gates_word_for_word(tmp_path, capsys):
     assert "driver 570.86 -> 575.51" in evidence and "power_limit_w 700.0 -> 600.0" in evidence
     data, state = _page(history.results_dir)
     assert evidence in texts(page.inbox(data, state, None, "regression", [])[0])
+
+
+def test_trends_marks_a_change_the_gate_fails_on_in_the_gates_words():
+    import numpy as np
+    import pandas as pd
+    import plotly.graph_objects as go
+
+    from dashboard.figures import build_trend_figure
+
+    series = pd.DataFrame({"impl": "fused", "position": range(6), "commit_hash": [f"c{i}" for i in range(6)],
+                           "date": pd.date_range("2026-01-01", periods=6, tz="UTC"),
+                           "y": [1.0, 1.0, 1.0, 1.0, 1.0, 1.4], "y_lo": np.nan, "y_hi": np.nan})
+    change = {"impl": "fused", "commit_hash": "c5", "direction": "regression", "relative_change": 0.4,
+              "confirmed": False, "plausible_commits": 1, "earliest_commit": "c5", "latest_commit": "c5"}
+
+    def hover(**flags):
+        fig = go.Figure(build_trend_figure(series, "latency", pd.DataFrame([{**change, **flags}])))
+        return next(t for t in fig.data if t.name == "regressions").text[0]
+
+    assert "(clear, not yet confirmed)" in hover(clear=True) and "suspected" not in hover(clear=True)
+    assert "(suspected)" in hover(clear=False)
