@@ -149,3 +149,50 @@ def test_trends_marks_a_change_the_gate_fails_on_in_the_gates_words():
 
     assert "(clear, not yet confirmed)" in hover(clear=True) and "suspected" not in hover(clear=True)
     assert "(suspected)" in hover(clear=False)
+
+
+def _accept(results, **entry):
+    (results / "accepted.json").write_text(json.dumps({"version": 1, "accepted": [entry]}))
+
+
+def test_an_offered_entry_committed_unchanged_accepts_nothing(tmp_path, capsys):
+    history = DATA_SETS["library step at the newest commit"](tmp_path)
+    code, doc = _gate_json(history.results_dir, capsys)
+    (item,) = doc["gate"]["failing"]
+    data, state = _page(history.results_dir)
+    offered = [json.loads(texts(c)) for c in _walk(page.inbox(data, state, None, "regression", [])[0])
+               if getattr(c, "className", "") == "accept-entry"]
+    from dashboard.regressions.report import acceptance_entry
+    from dashboard.regressions.findings import Finding
+
+    finding = next(f for f in state.findings if f.commit_hash == item["change"]["commit_hash"])
+    assert isinstance(finding, Finding) and offered[0] == acceptance_entry(finding)  # one spelling
+    _accept(history.results_dir, **offered[0])
+    assert gate(["--results", str(history.results_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "entry 1: 'who' is still the placeholder '<your name>'" in err
+    data, state = _page(history.results_dir)
+    text = texts(page.inbox(data, state, None, "regression", [])[0])
+    assert "nothing is shown as accepted" in text and "still the placeholder" in text and "accepted by" not in text
+    _accept(history.results_dir, **{**offered[0], "who": "alice"})
+    assert gate(["--results", str(history.results_dir)]) == 2
+    assert "'why' is still the placeholder" in capsys.readouterr().err
+
+
+def test_accepted_json_version_true_and_a_missing_accepted_path_are_refused(tmp_path, capsys):
+    history = DATA_SETS["library step at the newest commit"](tmp_path)
+    (history.results_dir / "accepted.json").write_text(json.dumps({"version": True, "accepted": []}))
+    assert gate(["--results", str(history.results_dir)]) == 2
+    assert "unsupported version True" in capsys.readouterr().err
+    missing = tmp_path / "nosuch.json"
+    assert gate(["--results", str(history.results_dir), "--accepted", str(missing)]) == 2
+    assert f"--accepted {missing}: no such file" in capsys.readouterr().err
+
+
+def _walk(component):
+    if isinstance(component, (list, tuple)):
+        for c in component:
+            yield from _walk(c)
+        return
+    yield component
+    yield from _walk(getattr(component, "children", None) or [])

@@ -21,6 +21,7 @@ from dashboard.notices import message
 from dashboard.widgets import dropdown, labelled
 from dashboard.dashboard_data import DashboardData
 from dashboard.detection import FindingsState
+from dashboard.regressions.acceptance import PLACEHOLDERS
 from dashboard.gate_view import FAILING_CLASS, GateView, acceptance_label, change_key, class_of
 from dashboard.model import ResultsStore
 from dashboard.pages import Page
@@ -29,7 +30,6 @@ from dashboard.units import format_change, format_value  # the pages' one number
 from dashboard.urlstate import SHELL, Query, link, qid
 
 ID = "regressions"
-WHO, WHY = "YOUR NAME", "WHY THIS CHANGE IS ACCEPTED"  # what a person replaces before committing the entry
 STATUS_KIND = "status"  # regressions.failures.StatusChange.kind
 MAX_GROUPS = 40  # commit groups rendered at once; the rest are counted
 OPEN_GROUPS = 3  # the newest commits' groups are open; older ones collapsed (click to open)
@@ -114,7 +114,7 @@ def acceptance_entry(f) -> dict:
     """The results/accepted.json entry that accepts this finding (and no later change): what the
     page offers to copy. The app never writes results/: a person commits it, with who and why."""
     return {"benchmark": f.benchmark, "params": f.params, "machine": f.machine, "commit": f.commit_hash[:12],
-            "who": WHO, "why": WHY}
+            **PLACEHOLDERS}  # what a person replaces (the gate refuses the entry until then)
 
 
 def _accept_offer(f) -> html.Details:

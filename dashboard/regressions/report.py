@@ -14,6 +14,7 @@ import math
 from typing import Sequence
 
 from dashboard.data import LoadReport
+from dashboard.regressions.acceptance import PLACEHOLDERS
 from dashboard.regressions.failures import StatusChange
 from dashboard.regressions.findings import REGRESSION, Finding
 from dashboard.regressions.formatting import format_change, format_p, format_value
@@ -80,7 +81,7 @@ def describe(c: Change) -> str:
 def acceptance_entry(c: Change) -> dict:
     """The accepted.json entry that would accept this change (who and why left to fill in)."""
     entry = {"benchmark": c.benchmark, "params": c.params, "machine": c.machine, "commit": c.commit_hash[:12],
-             "who": "<your name>", "why": "<why this is acceptable>"}
+             **PLACEHOLDERS}
     return {k: v for k, v in entry.items() if v != ""}
 
 
