@@ -272,9 +272,12 @@ def test_overview_headline_answers_is_fused_faster_and_what_got_worse(data, main
 
 
 def test_a_planted_fused_regression_is_marked_in_the_headline_panel_and_change_list(data, main_run, fx):
+    from dashboard.regressions.judgement import verdict_record
+
     commit = fx.regression_commit
+    verdict = verdict_record(fx.results_dir, base=f"{main_run.previous_commit(commit)}..{commit}")  # the gate's
     headline, panels, changes, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, commit, None, None, None, None,
-                                                   None, None)
+                                                   None, None, verdict=verdict)
     row = next(c for c in _walk(headline) if getattr(c, "id", None) == "headline-gated_mlp-bf16")
     assert texts(row.children[7]) == "1 slower"  # fused changes since the previous commit
     assert texts(next(c for c in _walk(headline) if getattr(c, "id", None) == "headline-all").children[7]) == "1 slower"
@@ -292,7 +295,8 @@ def test_a_planted_fused_regression_is_marked_in_the_headline_panel_and_change_l
     assert len(figure.layout.shapes) == 1  # the outline
     hover = heat.customdata[list(heat.y).index(label)][list(heat.x).index(case.activation)]
     # fused latency +30 % planted; the synthetic samples' noise moves the medians' ratio by a few %
-    step = re.search(r"fused latency \+(\d+\.\d)% since", hover)  # units.format_change, as the gate prints it
+    assert "fails the gate (forward): library: the controls did not move as much" in hover  # the gate's words
+    step = re.search(r"fused \+(\d+\.\d)%\)", hover)  # formatting.format_change, as the gate prints it
     assert step and abs(float(step.group(1)) - 30) <= 5, hover
     listed = next(c for c in _walk(changes) if getattr(c, "id", None) == "overview-change-list")
     trend = next(c.href for c in _walk(listed) if getattr(c, "href", "").startswith("/trends"))

@@ -196,3 +196,85 @@ def _walk(component):
         return
     yield component
     yield from _walk(getattr(component, "children", None) or [])
+
+
+# --- the Overview: the gate's marks and classes, and a failed fused case stays -----------------
+
+def _suite_history(tmp_path, steps=None, fail_newest=()):
+    import dataclasses
+
+    from tests.suite_fixtures import IDENTITY, all_cases, case_series, ceiling_series
+
+    cases = all_cases("quick")[:3]
+    specs = case_series(cases, steps=steps)
+    specs = [dataclasses.replace(s, status_steps=((NEWEST, "failed"),))
+             if s.benchmark.endswith("track_latency") and (s.params[0], s.params[1]) in fail_newest else s
+             for s in specs]
+    history = write_history(tmp_path / "results", specs + ceiling_series(), N, seed=9, machine="h200-runner",
+                            env_name="virtualenv-py3.12", machine_params=dict(IDENTITY), n_samples=12)
+    return history, cases
+
+
+def _overview(history, verdict, base=None):
+    from dashboard.pages import overview
+
+    data = build_data(history.results_dir)
+    newest = history.commits[-1]
+    return overview.update(data, history.machine, history.env_name, newest, base, None, None, None, None, None,
+                           verdict=verdict)
+
+
+def _cells(panels) -> list[str]:
+    return [t for p in _walk(panels) if getattr(p, "figure", None) for row in p.figure["data"][0]["text"] for t in row]
+
+
+class _Store:  # what gate_records.record_for asks of a ResultsStore
+    asv_conf = None
+
+    def __init__(self, state):
+        self.state = state
+
+    def findings(self):
+        return self.state
+
+
+def test_the_overview_marks_a_runner_wide_step_as_the_gate_classifies_it(tmp_path, capsys):
+    from dashboard.gate_records import record_for
+
+    from tests.suite_fixtures import all_cases
+
+    everything = {(c.key, i): ((NEWEST, 0.3),) for c in all_cases("quick")[:3]
+                  for i in ("fused", "eager", "compile", "cublaslt")}
+    history, cases = _suite_history(tmp_path, steps=everything)
+    _runner_states(history, NEWEST)
+    code, doc = _gate_json(history.results_dir, capsys)
+    data, state = _page(history.results_dir)
+    verdict = record_for(_Store(state), data, history.machine, history.env_name, history.commits[-1], None)
+    assert verdict is state.verdict and code == 0
+    _, panels, card, _ = _overview(history, verdict)
+    assert not any(t.startswith("⚠") for t in _cells(panels))  # not blamed on the library
+    text = texts(card)
+    assert f"The gate: {doc['gate']['verdict']}" in text
+    fused = [i for i in doc["gate"]["items"] if "impl='fused'" in i["change"]["params"]
+             and i["change"]["benchmark"].endswith("track_latency")]
+    assert fused and all(i["classification"]["class"] == "environment" for i in fused)
+    for i in fused:  # the gate's evidence, word for word, driver and power limit included
+        assert i["classification"]["evidence"] in text and "driver 570.86 -> 575.51" in i["classification"]["evidence"]
+    # against a chosen commit: the gate's verdict with --base that commit
+    chosen = history.commits[NEWEST - 3]
+    record = record_for(_Store(state), data, history.machine, history.env_name, history.commits[-1], chosen)
+    _, doc_base = _gate_json(history.results_dir, capsys, "--base", f"{chosen}..{history.commits[-1]}")
+    assert record["document"]["gate"] == doc_base["gate"]
+
+
+def test_the_overview_keeps_a_failed_fused_case_as_a_failed_cell_and_counts_it(tmp_path, capsys):
+    history, cases = _suite_history(tmp_path)
+    clean = _overview(history, None)
+    history2, _ = _suite_history(tmp_path / "b", fail_newest={(cases[0].key, "fused")})
+    data, state = _page(history2.results_dir)
+    _, panels, card, _ = _overview(history2, state.verdict)
+    assert len(_cells(panels)) == len(_cells(clean[1]))  # the case did not vanish
+    assert sum(t == "⚠ fused failed" for t in _cells(panels)) == 1
+    text = texts(card)
+    assert "1  fused case(s) failed at this commit" in text and cases[0].key in text
+    assert "fused started failing" in text  # the gate fails it, and the card says so

@@ -112,16 +112,17 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
     return Judgement(verdict, listed, listed_status, report, header, settings, warnings)
 
 
-def verdict_record(results: str | Path, asv_conf: Path | None = None) -> dict:
-    """What the dashboard keeps of the gate's judgement with the CLI's defaults, as plain JSON:
-    {"document": the gate's JSON report, "machines": {machine: {"failed", "verdict"}}} (the
-    verdict of each machine's items, what ``--machine`` gives), or {"error": why it cannot judge}."""
+def verdict_record(results: str | Path, asv_conf: Path | None = None, base: str | None = None) -> dict:
+    """What the dashboard keeps of the gate's judgement with the CLI's defaults (``base``: its
+    ``--base``), as plain JSON: {"document": the gate's JSON report, "machines": {machine:
+    {"failed", "verdict"}}} (the verdict of each machine's items, what ``--machine`` gives), or
+    {"error": why it cannot judge}."""
     from dataclasses import replace
 
     from dashboard.regressions.report import verdict_word
 
     try:
-        judgement = judge_folder(results, asv_conf=asv_conf)
+        judgement = judge_folder(results, asv_conf=asv_conf, base=base)
     except CannotJudge as exc:
         return {"error": str(exc)}
     verdict = judgement.verdict
