@@ -11,21 +11,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import traceback
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
-import pandas as pd
-
-from dashboard.commit_order import ORDER
 from dashboard.regressions.classify import LIBRARY
-from dashboard.regressions.completeness import (changed_files, folder_state, git_is_ancestor, missing_at_head,
-                                                unread_results)
-from dashboard.regressions.findings import resolve_commit
-from dashboard.regressions.gate import judged_runs
 from dashboard.regressions.judgement import CannotJudge, judge_folder  # noqa: F401 (CannotJudge: the CLI's)
 from dashboard.regressions.report import render_json, render_markdown, render_text
 
@@ -102,102 +93,12 @@ def run(args: argparse.Namespace) -> int:
     return FAIL if j.verdict.failed else PASS
 
 
-def _check_complete(results, report, whole, frame, base, head, state) -> None:
-    """CannotJudge unless the gate read every result it judges (see completeness.py)."""
-    judged: dict[str, list[str]] = {}
-    base_of: dict[str, str] = {}
-    dates = frame.groupby("commit_hash", observed=True)["date"].min()
-    judged_from: dict[str, int] = {}
-    for r in judged_runs(frame, base):
-        judged.setdefault(r.machine, []).extend(r.commits)
-        base_of[r.machine] = base_of.get(r.machine) or r.base_commit
-        if r.commits:
-            first = int(dates[r.commits[0]].value // 1_000_000)  # ms, as asv stores dates
-            judged_from[r.machine] = min(judged_from.get(r.machine, first), first)
-    problems = unread_results(report.skipped, results, whole, judged, base_of, git_is_ancestor, judged_from)
-    if head is not None:
-        problems += missing_at_head(frame, base, head)
-    changed = changed_files(state, folder_state(results))
-    if changed:
-        problems.append(f"the results changed while the gate read them ({', '.join(changed[:5])}"
-                        + (", ..." if len(changed) > 5 else "") + "); run it again once they are complete")
-    if problems:
-        raise CannotJudge("the gate could not read everything it judges:\n  " + "\n  ".join(problems))
-
-
 def _print_report(text: str) -> None:
     """Print the report; a reader that stops early (| head) does not change the verdict."""
     try:
         print(text, flush=True)
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
-
-
-def _parse_base(text: str | None, frame) -> tuple[str | None, str | None]:
-    """--base A or A..B -> (full hash of A, full hash of B or None)."""
-    if text is None:
-        return None, None
-    first, sep, last = text.partition("..")
-    if not first:
-        raise CannotJudge(f"--base {text!r}: name the base commit (A or A..B)")
-    base = _resolve(frame, first, "--base")
-    head = _resolve(frame, last, "--base") if sep and last else None
-    if head is not None and _older(frame, head, base):
-        raise CannotJudge(f"--base {text!r}: {last} is older than {first}")
-    return base, head
-
-
-def _older(frame, commit: str, than: str) -> bool:
-    """In the commit order of a run that has both (else by stored date)."""
-    both = frame[frame["commit_hash"].astype(str).isin([commit, than])]
-    for _, rows in both.groupby(["machine", "env_name"], observed=True):
-        at = rows.groupby(rows["commit_hash"].astype(str))[ORDER].min()
-        if len(at) == 2:
-            return bool(at[commit] < at[than])
-    return bool(_date(frame, commit) < _date(frame, than))
-
-
-def _up_to(frame, head: str):
-    """The rows of the history as it stood at ``head``: per run, its commits up to head in the run's
-    order; a run without head, its commits dated up to head's date."""
-    runs = pd.MultiIndex.from_arrays([frame["machine"].astype(str), frame["env_name"].astype(str)])
-    at_head = frame["commit_hash"].astype(str).to_numpy() == head
-    head_at = pd.Series(frame[ORDER].to_numpy()[at_head], index=runs[at_head]).groupby(level=[0, 1]).min()
-    limit = head_at.reindex(runs).to_numpy(dtype=float)  # NaN: the run has no head
-    keep = np.where(np.isnan(limit), (frame["date"] <= _date(frame, head)).to_numpy(),
-                    frame[ORDER].to_numpy() <= np.nan_to_num(limit))
-    return frame[keep]
-
-
-def _resolve(frame, name: str, option: str) -> str:
-    """A commit of the results: a hash or prefix there, else a git revision of this checkout."""
-    try:
-        return resolve_commit(frame, name)
-    except ValueError as exc:
-        from_git = _git_revision(name)
-        if from_git is None:
-            raise CannotJudge(f"{option}: {exc}") from None
-        try:
-            return resolve_commit(frame, from_git)
-        except ValueError:
-            raise CannotJudge(f"{option}: {name} is commit {from_git[:12]}, which has no results here") from None
-
-
-def _git_revision(name: str) -> str | None:
-    try:
-        done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}"], capture_output=True,
-                              text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
-
-
-def _date(frame, commit: str):
-    return frame.loc[frame["commit_hash"].astype(str) == commit, "date"].min()
-
-
-def _commit_date(frame, name: str, option: str):
-    return _date(frame, _resolve(frame, name, option))
 
 
 if __name__ == "__main__":

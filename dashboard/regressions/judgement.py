@@ -10,17 +10,23 @@ dashboard process can store it beside its findings and every page reads the same
 from __future__ import annotations
 
 import json
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 from dashboard import asvconf
-from dashboard.commit_order import order_note, with_order
+from dashboard.commit_order import ORDER, order_note, with_order
 from dashboard.data import LoadReport, ResultsDirError, load_results
 from dashboard.regressions.acceptance import AcceptedFileError, accepted_path, load_accepted, unknown_commits
 from dashboard.regressions.classify import LIBRARY, classified_verdict
+from dashboard.regressions.completeness import (changed_files, folder_state, git_is_ancestor, missing_at_head,
+                                                unread_results)
 from dashboard.regressions.failures import StatusChange, find_status_changes
-from dashboard.regressions.findings import Finding, find_changes
-from dashboard.regressions.gate import GateVerdict, judge
+from dashboard.regressions.findings import Finding, find_changes, resolve_commit
+from dashboard.regressions.gate import GateVerdict, judge, judged_runs
 from dashboard.regressions.recorded_state import recorded_states
 from dashboard.regressions.statistics import DetectorSettings
 
@@ -56,9 +62,7 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
     gate read everything it judges (the CLI's check; the dashboard reads what it loaded).
     ``warn(line)``: told each warning as it comes (the CLI prints them on stderr, also before a
     CannotJudge). CannotJudge when it cannot judge."""
-    from dashboard.regressions import cli  # the base / since parsing is the CLI's
-
-    loaded_state = cli.folder_state(results)
+    loaded_state = folder_state(results)
     try:
         loaded = load_results(results, machine=machine)
     except ResultsDirError as exc:
@@ -87,11 +91,11 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
     for e in unknown_commits(entries, frame["commit_hash"].astype(str).unique()):
         warning(f"accepted.json: no results for commit {e.commit} ({e.benchmark})")
 
-    base_commit, head = cli._parse_base(base, frame)
+    base_commit, head = _parse_base(base, frame)
     whole = frame
     if head is not None:  # judge the history as it stood at head
-        frame = cli._up_to(frame, head)
-    (check_complete or cli._check_complete)(results, report, whole, frame, base_commit, head, loaded_state)
+        frame = _up_to(frame, head)
+    (check_complete or _check_complete)(results, report, whole, frame, base_commit, head, loaded_state)
 
     settings = DetectorSettings(threshold=threshold)
     findings = find_changes(frame, settings, benchmarks_meta=loaded.benchmarks)
@@ -102,7 +106,7 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
                                  fail_on=fail_on)
     listed, listed_status = findings, status_changes
     if since:
-        start = cli._commit_date(frame, since, "--since")
+        start = _commit_date(frame, since, "--since")
         listed = [f for f in findings if f.commit_date >= start]
         listed_status = [c for c in status_changes if c.commit_date >= start]
     n_series = frame.groupby(["machine", "env_name", "benchmark", "params_key"], observed=True).ngroups
@@ -132,3 +136,93 @@ def verdict_record(results: str | Path, asv_conf: Path | None = None, base: str 
                        items=[i for i in verdict.items if i.change.machine == machine])
         machines[machine] = {"failed": mine.failed, "verdict": verdict_word(mine)}
     return {"document": judgement.document(), "machines": machines}
+
+
+def _check_complete(results, report, whole, frame, base, head, state) -> None:
+    """CannotJudge unless the gate read every result it judges (see completeness.py)."""
+    judged: dict[str, list[str]] = {}
+    base_of: dict[str, str] = {}
+    dates = frame.groupby("commit_hash", observed=True)["date"].min()
+    judged_from: dict[str, int] = {}
+    for r in judged_runs(frame, base):
+        judged.setdefault(r.machine, []).extend(r.commits)
+        base_of[r.machine] = base_of.get(r.machine) or r.base_commit
+        if r.commits:
+            first = int(dates[r.commits[0]].value // 1_000_000)  # ms, as asv stores dates
+            judged_from[r.machine] = min(judged_from.get(r.machine, first), first)
+    problems = unread_results(report.skipped, results, whole, judged, base_of, git_is_ancestor, judged_from)
+    if head is not None:
+        problems += missing_at_head(frame, base, head)
+    changed = changed_files(state, folder_state(results))
+    if changed:
+        problems.append(f"the results changed while the gate read them ({', '.join(changed[:5])}"
+                        + (", ..." if len(changed) > 5 else "") + "); run it again once they are complete")
+    if problems:
+        raise CannotJudge("the gate could not read everything it judges:\n  " + "\n  ".join(problems))
+
+
+def _parse_base(text: str | None, frame) -> tuple[str | None, str | None]:
+    """--base A or A..B -> (full hash of A, full hash of B or None)."""
+    if text is None:
+        return None, None
+    first, sep, last = text.partition("..")
+    if not first:
+        raise CannotJudge(f"--base {text!r}: name the base commit (A or A..B)")
+    base = _resolve(frame, first, "--base")
+    head = _resolve(frame, last, "--base") if sep and last else None
+    if head is not None and _older(frame, head, base):
+        raise CannotJudge(f"--base {text!r}: {last} is older than {first}")
+    return base, head
+
+
+def _older(frame, commit: str, than: str) -> bool:
+    """In the commit order of a run that has both (else by stored date)."""
+    both = frame[frame["commit_hash"].astype(str).isin([commit, than])]
+    for _, rows in both.groupby(["machine", "env_name"], observed=True):
+        at = rows.groupby(rows["commit_hash"].astype(str))[ORDER].min()
+        if len(at) == 2:
+            return bool(at[commit] < at[than])
+    return bool(_date(frame, commit) < _date(frame, than))
+
+
+def _up_to(frame, head: str):
+    """The rows of the history as it stood at ``head``: per run, its commits up to head in the run's
+    order; a run without head, its commits dated up to head's date."""
+    runs = pd.MultiIndex.from_arrays([frame["machine"].astype(str), frame["env_name"].astype(str)])
+    at_head = frame["commit_hash"].astype(str).to_numpy() == head
+    head_at = pd.Series(frame[ORDER].to_numpy()[at_head], index=runs[at_head]).groupby(level=[0, 1]).min()
+    limit = head_at.reindex(runs).to_numpy(dtype=float)  # NaN: the run has no head
+    keep = np.where(np.isnan(limit), (frame["date"] <= _date(frame, head)).to_numpy(),
+                    frame[ORDER].to_numpy() <= np.nan_to_num(limit))
+    return frame[keep]
+
+
+def _resolve(frame, name: str, option: str) -> str:
+    """A commit of the results: a hash or prefix there, else a git revision of this checkout."""
+    try:
+        return resolve_commit(frame, name)
+    except ValueError as exc:
+        from_git = _git_revision(name)
+        if from_git is None:
+            raise CannotJudge(f"{option}: {exc}") from None
+        try:
+            return resolve_commit(frame, from_git)
+        except ValueError:
+            raise CannotJudge(f"{option}: {name} is commit {from_git[:12]}, which has no results here") from None
+
+
+def _git_revision(name: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}"], capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def _date(frame, commit: str):
+    return frame.loc[frame["commit_hash"].astype(str) == commit, "date"].min()
+
+
+def _commit_date(frame, name: str, option: str):
+    return _date(frame, _resolve(frame, name, option))
