@@ -270,11 +270,14 @@ def test_a_finding_offers_the_accepted_json_entry_that_accepts_it(px, data, tmp_
     found = detect_in_worker(str(px.results_dir), None)[0]
     failing = next(f for f in found if f.kind == "status" and f.commit_hash == px.dropped_at)
     children, _ = inbox_page.inbox(data, judged_state(px.results_dir, found), None, "regression", [])
-    offers = [c for c in _walk(children) if getattr(c, "className", "") == "accept-entry"]
+    buttons = [c for c in _walk(children) if isinstance(getattr(c, "id", None), dict)
+               and c.id.get("type") == inbox_page.ACCEPT]
+    opened = [inbox_page.accept_box(found, b.id["index"]) for b in buttons]  # built when clicked
+    offers = [c for c in _walk(opened) if getattr(c, "className", "") == "accept-entry"]
     shown = [json.loads(texts(c)) for c in offers]
     entry = next(e for e in shown if e["commit"] and px.dropped_at.startswith(e["commit"]))
     assert entry == {**inbox_page.acceptance_entry(failing)} and entry["params"] == failing.params
-    clip = [c for c in _walk(children) if type(c).__name__ == "Clipboard"]
+    clip = [c for c in _walk(opened) if type(c).__name__ == "Clipboard"]
     assert len(clip) == len(offers) and json.loads(clip[0].content) == shown[0]
     results = copy_results(px.results_dir, tmp_path / "results")
     (results / "accepted.json").write_text(json.dumps({"version": 1, "accepted": [

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from dash import Input, Output, dcc, html
+from dash import MATCH, Input, Output, dcc, html, no_update
 
 from dashboard import commit_messages, metrics, static_metrics
 from dashboard.callback_guards import guarded
@@ -31,8 +31,9 @@ from dashboard.urlstate import SHELL, Query, link, qid
 
 ID = "regressions"
 STATUS_KIND = "status"  # regressions.failures.StatusChange.kind
-MAX_GROUPS = 40  # commit groups rendered at once; the rest are counted
+PAGE_FINDINGS = 30  # findings rendered per page of the inbox (the gate's failing ones are above, on every page)
 OPEN_GROUPS = 3  # the newest commits' groups are open; older ones collapsed (click to open)
+ACCEPT = "regressions-accept"  # the "accept…" button of a finding; its entry is built when clicked
 DIRECTIONS = {"regression": "regressions", "all": "regressions and improvements"}
 ONLY = {"confirmed": " confirmed", "present": " still present", "open": " open (not accepted)"}
 ACCEPTED_STYLE = {"background": "var(--muted)", "color": "var(--panel)"}
@@ -53,6 +54,8 @@ def layout(data: DashboardData, query: Query):
                 value=query.many("only", allowed=tuple(ONLY)), inline=True), "30rem"),
             labelled("Search", dcc.Input(id=qid(ID, "q"), type="search", value=query.one("q", ""), debounce=True,
                                          placeholder="benchmark, case, parameter…", className="search"), "18rem"),
+            labelled("Page", dcc.Input(id=qid(ID, "page"), type="number", min=1, step=1,
+                                       value=_page_number(query.one("page", "1")), debounce=True), "6rem"),
         ], className="controls"),
         dcc.Interval(id="regressions-poll", interval=1500, disabled=False),
         html.Div(id="regressions-inbox"),
@@ -70,9 +73,17 @@ def _matches(f, words: list[str]) -> bool:
     return all(w in text for w in words)
 
 
-def inbox(data: DashboardData, state: FindingsState, machine, direction, only, theme="light", search=None):
+def _page_number(value) -> int:
+    try:
+        return max(1, int(float(value)))
+    except (TypeError, ValueError, OverflowError):
+        return 1
+
+
+def inbox(data: DashboardData, state: FindingsState, machine, direction, only, theme="light", search=None, page=1):
     """(inbox children, polling disabled?). ``search``: words every finding shown contains (in its
-    benchmark, parameters or commit), case-insensitive."""
+    benchmark, parameters or commit), case-insensitive. ``page``: which PAGE_FINDINGS findings
+    (newest first); the gate's verdict and its failing findings head every page."""
     if state.status == "running":
         return message("Finding changes in every series… (started with this results set; this page updates by "
                        "itself)"), False
@@ -92,21 +103,28 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
     if not findings:
         return warning + [message(f"No {DIRECTIONS.get(direction, 'changes')} found"
                                   f"{' on ' + machine if machine else ''} ({state.seconds or 0:.1f} s to analyse).")], True
+    n_groups = len({(f.commit_hash, f.machine, f.env_name) for f in findings})
+    n_pages = -(-len(findings) // PAGE_FINDINGS)
+    page = min(_page_number(page), n_pages)
+    shown = findings[(page - 1) * PAGE_FINDINGS:page * PAGE_FINDINGS]  # newest first already
     groups: dict[tuple, list] = {}
-    for f in findings:  # newest first already
+    for f in shown:
         groups.setdefault((f.commit_hash, f.machine, f.env_name), []).append(f)
     n_accepted = sum(id(f) in accepted for f in findings)
     n_open = sum(f.direction == "regression" for f in findings) - n_accepted
-    children = warning + [html.P(f"{len(findings)} finding(s) at {len(groups)} commit(s): {n_open} open "
+    children = warning + [html.P(f"{len(findings)} finding(s) at {n_groups} commit(s): {n_open} open "
                                  f"regression(s), {n_accepted} accepted in accepted.json; analysed in "
                                  f"{state.seconds or 0:.1f} s. Change = the level after / the level before − 1, "
                                  "the detector's levels over the commits either side (Compare and the Overview: "
                                  "one commit against another).", id="regressions-count")]
-    for i, ((commit, mach, env), members) in enumerate(list(groups.items())[:MAX_GROUPS]):
-        children.append(_group(data, commit, mach, env, members, theme, accepted, view, open_=i < OPEN_GROUPS))
-    if len(groups) > MAX_GROUPS:
-        children.append(html.P(f"… and {len(groups) - MAX_GROUPS} older commit(s); narrow the filters.",
-                               className="hint"))
+    pager = html.P(f"Findings {(page - 1) * PAGE_FINDINGS + 1}–{(page - 1) * PAGE_FINDINGS + len(shown)} of "
+                   f"{len(findings)}, newest first: page {page} of {n_pages}"
+                   + (" (the Page box above turns to older ones)." if n_pages > 1 else "."),
+                   className="hint", id="regressions-pager")
+    children.append(pager)
+    for i, ((commit, mach, env), members) in enumerate(groups.items()):
+        children.append(_group(data, commit, mach, env, members, theme, accepted, view,
+                               open_=page == 1 and i < OPEN_GROUPS))
     return children, True
 
 
@@ -117,17 +135,33 @@ def acceptance_entry(f) -> dict:
             **PLACEHOLDERS}  # what a person replaces (the gate refuses the entry until then)
 
 
-def _accept_offer(f) -> html.Details:
+def offer_key(f) -> str:
+    """A short name of a finding's accepted.json entry, for its "accept…" button's id."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(acceptance_entry(f), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _accept_offer(f) -> list:
+    """The "accept…" button; the entry (a few elements more) is built when it is clicked."""
+    key = offer_key(f)
+    return [html.Button("accept…", id={"type": ACCEPT, "index": key}, className="accept-summary", n_clicks=0),
+            html.Div(id={"type": f"{ACCEPT}-entry", "index": key}, className="accept")]
+
+
+def accept_box(findings, key: str) -> list:
+    """What "accept…" opens for the finding whose offer_key is ``key``: the entry to add to
+    results/accepted.json, with a copy button."""
+    f = next((f for f in findings or [] if offer_key(f) == key), None)
+    if f is None:
+        return [message("This finding is no longer in the results; reload the page.")]
     text = json.dumps(acceptance_entry(f), indent=2)
-    return html.Details([
-        html.Summary("accept…", className="accept-summary"),
-        html.P(["Add this entry to the ", html.Code('"accepted"'), " list of ", html.Code("results/accepted.json"),
-                " (fill in who and why) and commit it; the gate and this page then show it as accepted. "
-                "The dashboard never writes into results/."], className="hint"),
-        html.Div([html.Pre(text, className="accept-entry"),
-                  dcc.Clipboard(content=text, title="copy the entry", className="accept-copy")],
-                 className="accept-box"),
-    ], className="accept")
+    return [html.P(["Add this entry to the ", html.Code('"accepted"'), " list of ", html.Code("results/accepted.json"),
+                    " (fill in who and why: the gate refuses the placeholders) and commit it; the gate and this "
+                    "page then show it as accepted. The dashboard never writes into results/."], className="hint"),
+            html.Div([html.Pre(text, className="accept-entry"),
+                      dcc.Clipboard(content=text, title="copy the entry", className="accept-copy")],
+                     className="accept-box")]
 
 
 def _kernel_filter(data: DashboardData, machine, env, f) -> dict:
@@ -235,7 +269,7 @@ def _item(data: DashboardData, f, machine, env, commit, run, theme, accepted, vi
         (f" [{impl or ('static' if static else '?')}{' · ' + mode if mode and mode != metrics.FORWARD else ''}] "
          if static or run is None or run.suite else " "),
         dcc.Link("trend →", href=href, className="trend-link"),
-        *([_accept_offer(f)] if f.direction == "regression" and not entry else []),
+        *(_accept_offer(f) if f.direction == "regression" and not entry and f.present_at_newest else []),
         html.Div(numbers + ([kind] if kind else []), className="finding-numbers"),
         *([html.Small(" · ".join(evidence), className="evidence")] if evidence else []),
     ], className="finding accepted" if entry else "finding")
@@ -248,7 +282,7 @@ def _class_badge(item) -> tuple:
     if judged is None:
         return None, ""
     kind, evidence = judged
-    return html.Span(kind, className=f"badge class-{kind}", title=evidence), evidence
+    return html.Span(kind, className=f"badge class-{kind}"), evidence  # the evidence is in the line below
 
 
 def verdict_panel(data: DashboardData, view: GateView, findings, machine, theme) -> html.Div:
@@ -301,10 +335,20 @@ def register(app, store: ResultsStore):
     @app.callback(Output("regressions-inbox", "children"), Output("regressions-poll", "disabled"),
                   Input("regressions-poll", "n_intervals"), Input(qid(ID, "machine"), "value"),
                   Input(qid(ID, "direction"), "value"), Input(qid(ID, "only"), "value"),
-                  Input(qid(SHELL, "theme"), "value"), Input(qid(ID, "q"), "value"))
+                  Input(qid(SHELL, "theme"), "value"), Input(qid(ID, "q"), "value"), Input(qid(ID, "page"), "value"))
     @guarded(lambda t: message(t, "error"), lambda t: True)
-    def _update(_, machine, direction, only, theme, search):
-        return inbox(store.get(), store.findings(), machine, direction, only, theme, search)
+    def _update(_, machine, direction, only, theme, search, page):
+        return inbox(store.get(), store.findings(), machine, direction, only, theme, search, page)
+
+    @app.callback(Output({"type": f"{ACCEPT}-entry", "index": MATCH}, "children"),
+                  Input({"type": ACCEPT, "index": MATCH}, "n_clicks"), prevent_initial_call=True)
+    @guarded(lambda t: message(t, "error"))
+    def _accept(clicks):
+        from dash import ctx
+
+        if not clicks:
+            return no_update
+        return accept_box(store.findings().findings, ctx.triggered_id["index"])
 
 
 PAGE = Page("/regressions", "Regressions", 4, layout, register, "changes found by the detector, per commit")
