@@ -24,9 +24,12 @@ class GateView:
     record: dict | None  # None: the detector has not finished
     _by_key: dict = field(default_factory=dict, init=False, repr=False)
 
+    _failing_keys: set = field(default_factory=set, init=False, repr=False)
+
     def __post_init__(self):
         for item in self.items():
             self._by_key[change_key(item["change"])] = item
+        self._failing_keys = {change_key(i["change"]) for i in self.gate.get("failing", [])}
 
     @property
     def ready(self) -> bool:
@@ -68,8 +71,7 @@ class GateView:
         return self._by_key.get(change_key(change))
 
     def is_failing(self, item: dict | None) -> bool:
-        return item is not None and any(change_key(i["change"]) == change_key(item["change"])
-                                        for i in self.gate.get("failing", []))
+        return item is not None and change_key(item["change"]) in self._failing_keys
 
 
 def class_of(item: dict | None) -> tuple[str, str] | None:
