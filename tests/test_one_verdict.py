@@ -325,3 +325,56 @@ def _elements(component) -> int:
     if hasattr(component, "to_plotly_json"):
         return 1 + _elements(getattr(component, "children", None))
     return 0
+
+
+# --- the demo ---------------------------------------------------------------------------------
+
+def test_the_demo_serves_a_generated_history_marked_synthetic_and_never_writes_results(tmp_path):
+    import os
+    import re
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    from tests.ports import free_port
+
+    before = sorted(p.relative_to(REPO_RESULTS) for p in REPO_RESULTS.rglob("*"))
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "dashboard", "--demo", "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              env={**os.environ, "HOME": str(tmp_path)})
+    try:
+        layout = None
+        end = time.monotonic() + 30
+        while time.monotonic() < end and layout is None:
+            try:
+                layout = urllib.request.urlopen(f"http://127.0.0.1:{port}/_dash-layout", timeout=2).read().decode()
+            except OSError:
+                time.sleep(0.3)
+        assert layout is not None and "demo data, synthetic" in layout  # in the header of every page
+    finally:
+        server.send_signal(signal.SIGTERM)
+        err = server.communicate(timeout=30)[1]
+    folder = Path(re.search(r"written to (\S+)", err).group(1))
+    assert "fused-mlp-demo-" in str(folder) and not folder.exists()  # a temporary folder, removed at exit
+    assert sorted(p.relative_to(REPO_RESULTS) for p in REPO_RESULTS.rglob("*")) == before
+
+
+def test_the_demo_history_has_a_library_step_a_runner_wide_step_a_failing_baseline_and_two_machines(tmp_path,
+                                                                                                    capsys):
+    from dashboard.synthetic.demo import MAIN, SECOND, write_demo_history
+
+    results = write_demo_history(tmp_path / "results")
+    assert {d.name for d in results.iterdir() if d.is_dir()} == {MAIN, SECOND}
+    from dashboard.data import load_results
+
+    frame = load_results(results, machine=MAIN).frame
+    first = str(frame.sort_values("date")["commit_hash"].iloc[0])
+    code, doc = _gate_json(results, capsys, "--machine", MAIN, "--base", first)  # every commit after the first
+    classes = {i["classification"]["class"] for i in doc["gate"]["items"] if i.get("classification")}
+    failing = [i for i in doc["gate"]["failing"] if i["change"]["kind"] == "status"]
+    assert {"library", "environment"} <= classes and failing and "impl='compile'" in failing[0]["change"]["params"]
+    assert any("driver 570.86 -> 575.51" in i["classification"]["evidence"] for i in doc["gate"]["items"]
+               if i.get("classification", {}).get("class") == "environment")
