@@ -136,18 +136,20 @@ def _changes(run, base: str | None, latency, selections: dict):
     return ab_compare.compare_rows(old, latency, FACTOR, metrics.METRICS["latency"].better, samples=run.table.samples)
 
 
-def _gate_items(run, view: GateView, commit: str) -> list[tuple[dict, str, str]]:
-    """(gate item, case, mode) of this run's fused latency findings the gate judged at this
-    commit (not the ones from before it)."""
+def _gate_items(run, view: GateView, commit: str, fused_latency: bool = True) -> list[tuple[dict, str, str, str]]:
+    """(gate item, case, impl, mode) of this run's findings the gate judged at this commit (not
+    the ones from before it): fused latency only (the cells' marks), or every one (the card)."""
     out = []
     for item in view.items(run.machine):
         c = item["change"]
         if c["env_name"] != run.env_name or c["commit_hash"] != commit or item["category"] == "earlier":
             continue
         case, impl = run.series_of_params.get((c["benchmark"], c["params"]), (None, None))
-        if case is None or impl != metrics.FUSED or metrics.stored_metric_of(c["benchmark"]) != "latency":
+        if fused_latency and (case is None or impl != metrics.FUSED
+                              or metrics.stored_metric_of(c["benchmark"]) != "latency"):
             continue
-        out.append((item, case, run.mode_of_params.get((c["benchmark"], c["params"]), metrics.FORWARD)))
+        mode = run.mode_of_params.get((c["benchmark"], c["params"]), metrics.FORWARD)
+        out.append((item, case or f"{c['benchmark']}({c['params']})", impl or "", mode))
     return out
 
 
@@ -155,7 +157,7 @@ def _gate_marks(run, view: GateView, commit: str) -> tuple[dict[str, str], dict[
     """({case: note} the gate fails at this commit (outlined ⚠), {case: note} it judged without
     failing: environment, noise, suspected, accepted), each note the gate's class and evidence."""
     failing, other = {}, {}
-    for item, case, mode in _gate_items(run, view, commit):
+    for item, case, _, mode in _gate_items(run, view, commit):
         judged = class_of(item)
         said = f"{judged[0]}: {judged[1]}" if judged else item["note"]
         if view.is_failing(item):
@@ -166,8 +168,8 @@ def _gate_marks(run, view: GateView, commit: str) -> tuple[dict[str, str], dict[
 
 
 def gate_card(view: GateView, run, base, commit, results_dir) -> list:
-    """The gate's verdict on this commit for this run, with each fused finding's class and
-    evidence, word for word."""
+    """The gate's verdict on this commit for this run, with each finding it judged there (the
+    failing ones first) and its class and evidence, word for word."""
     since = f" --base {base[:8]}..{commit[:8]}" if base else ""
     command = f"python -m dashboard.regressions --results {results_dir} --machine {run.machine}{since}"
     if not view.ready:
@@ -176,18 +178,21 @@ def gate_card(view: GateView, run, base, commit, results_dir) -> list:
     if view.error:
         return [html.H3("The gate"), message(f"the gate cannot judge: {view.error}", "error")]
     items = []
-    for item, case, mode in _gate_items(run, view, commit):
+    judged_here = sorted(_gate_items(run, view, commit, fused_latency=False),
+                         key=lambda x: (not view.is_failing(x[0]), x[2] != metrics.FUSED))  # failing, fused first
+    for item, case, impl, mode in judged_here:
         judged = class_of(item)
+        metric = metrics.stored_metric_of(item["change"]["benchmark"]) or item["change"]["benchmark"]
         items.append(html.Li([html.Span(judged[0] if judged else item["category"],
                                         className=f"badge class-{judged[0] if judged else item['category']}"),
-                              " fused ", html.Code(case), f" ({mode}) ",
+                              f" {impl} {metric} " if impl else " ", html.Code(case), f" ({mode}) ",
                               html.Span("fails the gate" if view.is_failing(item) else "not failed",
                                         className="bad" if view.is_failing(item) else "hint"),
                               html.Small(f" · {judged[1] if judged else item['note']}", className="evidence")]))
     return [html.H3(f"The gate: {view.word(run.machine)}", id="overview-gate"),
             html.P(["As ", html.Code(command), " judges it."], className="hint"),
             html.Ul(items, className="changes", id="overview-gate-list") if items
-            else html.P("No fused latency finding judged at this commit.")]
+            else html.P("The gate judged no finding of this run at this commit.")]
 
 
 def _compared_label(baselines, peers: bool) -> str:
