@@ -367,3 +367,14 @@ def test_runner_state_recorded_after_the_results_were_loaded_still_marks(tmp_pat
     write_run_notes(gx.history, {}, {0: (snapshot(), snapshot()), 1: (snapshot("2.12.0"), snapshot("2.12.0"))})
     (marks,) = marked()
     assert list(marks.x) == [1]
+
+
+def test_generic_trends_opens_on_the_series_with_the_most_measured_points(tmp_path):
+    history = write_generic_history(tmp_path / "results", absent=(GRID, range(3, 30)))  # GRID: 3 of 30 commits
+    store = ResultsStore(history.results_dir, detect_in_background=False)
+    page = render_page(store, discover_pages(), "/trends", "")
+    values = {c.id["key"]: c.value for c in _walk(page) if isinstance(getattr(c, "id", None), dict)}
+    run = store.get().run(MACHINE, ENV)
+    assert sorted(_generic_trends.benchmarks_of(run))[0] == GRID  # the first name: once where it opened
+    opened = run.series[run.series["benchmark"] == values["benchmark"]]
+    assert values["benchmark"] != GRID and run.measured_points[opened.index].max() == 30
