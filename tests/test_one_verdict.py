@@ -378,3 +378,24 @@ def test_the_demo_history_has_a_library_step_a_runner_wide_step_a_failing_baseli
     assert {"library", "environment"} <= classes and failing and "impl='compile'" in failing[0]["change"]["params"]
     assert any("driver 570.86 -> 575.51" in i["classification"]["evidence"] for i in doc["gate"]["items"]
                if i.get("classification", {}).get("class") == "environment")
+
+
+def test_hierarchy_carried_in_a_parameter_nests_like_hierarchy_in_the_name():
+    import dataclasses
+
+    import pandas as pd
+
+    from dashboard.regressions.findings import Finding
+    from dashboard.regressions.report import nested
+
+    base = Finding(benchmark="bench_model.Profile.track_time", params="function='step'", machine="m", env_name="e",
+                   unit="seconds", commit_hash="c" * 40, previous_commit="b" * 40,
+                   commit_date=pd.Timestamp("2026-01-01", tz="UTC"), before=1.0, after=1.3, relative_change=0.3,
+                   direction="regression", better="lower", kind="step", confirmed=True, p_value=1e-6, score=9.0,
+                   present_at_newest=True, series_last_commit="c" * 40)
+    child = dataclasses.replace(base, params="function='step.forward'", relative_change=0.35)
+    grandchild = dataclasses.replace(base, params="function='step.forward.solve'", relative_change=0.4)
+    other = dataclasses.replace(base, params="function='stepper'", relative_change=0.5)
+    depth = {c.params: d for c, d in nested([grandchild, other, child, base])}
+    assert depth == {"function='step'": 0, "function='step.forward'": 1, "function='step.forward.solve'": 2,
+                     "function='stepper'": 0}
