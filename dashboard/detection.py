@@ -106,6 +106,10 @@ class Detector:
             args = (str(results_dir), str(cache_dir) if cache_dir else None, commit_rank or None,
                     findings_key((key, str(asv_conf)), commit_rank) if cache_dir else None,
                     str(asv_conf) if asv_conf else None)
+            if self.in_background and cache_dir:  # gunicorn's workers: one detects, the others read
+                threading.Thread(target=self._detect_once, args=(state, args), daemon=True,
+                                 name="findings-store").start()
+                return state
             if self.in_background:
                 future = self._pool().submit(detect_in_worker, *args)
                 future.add_done_callback(lambda f, s=state: self._finish(s, f, args))
@@ -120,6 +124,32 @@ class Detector:
                 max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=exit_with_parent,
                 initargs=(os.getpid(),))
         return self._executor
+
+    def _detect_once(self, state: FindingsState, args) -> None:
+        """With a cache folder: take the folder's findings lock in this process; read what another
+        process over the same results stored, else detect in the worker process (started only
+        now, so only the process that detects has one) and store it for the others."""
+        from dashboard import findings_store
+        from dashboard.cache import ResultsCache
+
+        results_dir, cache_dir, _, key, _ = args
+        folder = ResultsCache(results_dir, Path(cache_dir)).dir
+        try:
+            with findings_store.exclusive(folder):
+                stored = findings_store.read(folder, key)
+                if stored is None:
+                    # the worker must not take the lock this thread holds: no key, no store there
+                    stored = self._pool().submit(detect_in_worker, *args[:3], None, args[4]).result()
+                    findings_store.write(folder, key, stored)
+            state.findings, state.verdict = stored
+            state.status = "done"
+        except concurrent.futures.process.BrokenProcessPool:
+            self._executor = None
+            self._run_inline(state, args)
+            return
+        except Exception as exc:  # reported on the page, not raised into a thread
+            state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
+        state.seconds = time.time() - state.started
 
     @staticmethod
     def _run_inline(state: FindingsState, args) -> None:
