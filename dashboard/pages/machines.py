@@ -83,7 +83,7 @@ def layout(data: DashboardData, query: Query):
                "the roofline (the cost model counts a forward). Opens on the newest commit both measured.",
                className="hint"),
         html.Div(id="machines-summary"),
-        styled_datatable("machines-table", _columns(), []),
+        styled_datatable("machines-table", _columns(), [], wrap=("shape", "activation", "impl")),
         html.Div(id="machines-ceilings", className="cards"),
     ])
 
