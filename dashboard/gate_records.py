@@ -20,6 +20,8 @@ def record_for(store, data, machine, env, commit, base) -> dict | None:
     base = base if base and base != commit else previous
     if commit == run.commits["commit_hash"].iloc[-1] and base == previous:
         state = store.findings()
+        if state.status == "failed":
+            return {"error": f"the detector failed: {state.error}"}
         return state.verdict if state.status == "done" else None
     if base is None:  # the run's first commit: nothing before it to judge against
         return {"error": "the run's first commit: nothing before it to judge against"}
