@@ -675,8 +675,10 @@ def test_a_findings_numbers_sit_in_right_aligned_columns_and_its_evidence_in_sma
 
     findings = [f for f in find_changes(data.rows_frame()) if f.commit_hash == fx.regression_commit
                 and f.direction == "regression"]
-    children, _ = inbox_page.inbox(data, FindingsState("done", 0.0, findings, 1.0), None, "regression", [])
-    (item,) = [li for li in _walk(children) if type(li).__name__ == "Li" and fx.regressed[0] in texts(li)]
+    from tests.judged import judged_state
+
+    children, _ = inbox_page.inbox(data, judged_state(fx.results_dir, findings), None, "regression", [])
+    (item,) = [li for li in _walk(children[1:]) if type(li).__name__ == "Li" and fx.regressed[0] in texts(li)]
     (numbers,) = [c for c in item.children if getattr(c, "className", "") == "finding-numbers"]
     cells = [c for c in numbers.children if "num" in (getattr(c, "className", "") or "").split()]
     (f,) = [f for f in findings if fx.regressed[0] in f.params]
