@@ -1,5 +1,5 @@
-"""python -m dashboard [--results DIR] [--asv-conf FILE] [--cache-dir DIR | --no-cache] [--host 127.0.0.1]
-[--port 8050]: serve the dashboard."""
+"""python -m dashboard [--results DIR | --demo] [--asv-conf FILE] [--cache-dir DIR | --no-cache]
+[--host 127.0.0.1] [--port 8050]: serve the dashboard."""
 
 from __future__ import annotations
 
@@ -33,7 +33,29 @@ def main(argv=None) -> int:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8050, help="port, 1 to 65535 (default: 8050)")
     parser.add_argument("--debug", action="store_true", help="Dash debug mode (reloader, dev tools)")
+    parser.add_argument("--demo", action="store_true",
+                        help="serve a generated, synthetic suite history (written to a temporary folder, removed "
+                             "at exit; never into results/): every page, without a GPU")
     args = parser.parse_args(argv)
+    if args.demo:
+        if any(a == "--results" or a.startswith("--results=") for a in (argv if argv is not None else sys.argv[1:])):
+            parser.error("--demo serves generated results: leave out --results")
+        import shutil
+        import tempfile
+
+        from dashboard.synthetic.demo import NOTE, write_demo_history
+
+        folder = Path(tempfile.mkdtemp(prefix="fused-mlp-demo-"))
+        try:
+            args.results, args.no_cache, args.cache_dir = write_demo_history(folder / "results"), True, None
+            print(f"note: {NOTE}, written to {args.results}", file=sys.stderr)
+            return _serve(parser, args, NOTE)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    return _serve(parser, args)
+
+
+def _serve(parser, args, note: str | None = None) -> int:
     if args.results.exists() and not args.results.is_dir():
         parser.error(f"--results {args.results} is not a directory")
     if args.asv_conf is not None and not args.asv_conf.is_file():
@@ -51,7 +73,7 @@ def main(argv=None) -> int:
     from dashboard.app import create_app
 
     cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())
-    app = create_app(args.results, asv_conf=args.asv_conf, cache_dir=cache_dir)
+    app = create_app(args.results, asv_conf=args.asv_conf, cache_dir=cache_dir, note=note)
     store = app.server.config["FUSED_MLP_STORE"]
     try:
         if not args.results.exists():

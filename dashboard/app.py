@@ -30,13 +30,15 @@ log = logging.getLogger(__name__)
 ALL_QUERY_CONTROLS = {"type": QUERY_TYPE, "page": ALL, "key": ALL}
 
 
-def shell(pages: list[Page]) -> html.Div:
+def shell(pages: list[Page], note: str | None = None) -> html.Div:
+    """The frame of every page; ``note`` (the demo's "demo data, synthetic") stands in its header."""
     nav = [dcc.Link(p.title, href=p.path, id=f"nav-{i}", title=p.description) for i, p in enumerate(pages)]
     return html.Div([
         dcc.Location(id="url", refresh=False),
         dcc.Store(id="theme-applied"),
         html.Header([
             html.Span("fused-mlp-bench", className="brand"),
+            *([html.Span(note, className="badge bad demo-note", id="demo-note")] if note else []),
             html.Nav(nav, className="pages"),
             html.Div([
                 html.Span([dcc.Clipboard(id="copy-link", title="copy a link to this view"), "copy link"],
@@ -99,8 +101,8 @@ def _import_in_background() -> None:
 
 
 def create_app(results_dir: str | Path | None = None, asv_conf: Path | None = None,
-               detect_in_background: bool = True, cache_dir: Path | None = None) -> Dash:
-    """A Dash app over one asv results directory (read only).
+               detect_in_background: bool = True, cache_dir: Path | None = None, note: str | None = None) -> Dash:
+    """A Dash app over one asv results directory (read only). ``note``: said in every page's header.
 
     ``asv_conf``: the project's asv.conf.json (None: the one beside the results, if any), for
     commit links and commit order. ``cache_dir``: where parsed result files are kept between
@@ -114,7 +116,7 @@ def create_app(results_dir: str | Path | None = None, asv_conf: Path | None = No
     pages = discover_pages()
     warm_up()
     app = Dash(__name__, title="fused-mlp-bench", suppress_callback_exceptions=True, update_title=None)
-    app.layout = shell(pages)
+    app.layout = shell(pages, note)
     app.server.config["FUSED_MLP_STORE"] = store
 
     @app.callback(Output("page", "children"), Output(qid(SHELL, "theme"), "value"),

@@ -45,20 +45,26 @@ def detect(table, series_ids, benchmarks_meta: dict) -> list:
 
 
 def detect_in_worker(results_dir: str, cache_dir: str | None, commit_rank: dict | None = None,
-                     key: str | None = None) -> list:
+                     key: str | None = None, asv_conf: str | None = None) -> tuple[list, dict]:
     """What the worker process runs: load, pick the series the dashboard shows, detect, in the
-    dashboard's commit order (``commit_rank``: the repository's, dashboard.commit_order). With a
-    cache dir and a ``key`` (findings_store.findings_key), the findings another process over the
-    same results already detected are read instead (gunicorn's workers detect once in all)."""
+    dashboard's commit order (``commit_rank``: the repository's, dashboard.commit_order); and the
+    gate's own judgement of the folder (regressions.judgement.verdict_record: what
+    ``python -m dashboard.regressions`` gives with its defaults), which the pages render and never
+    judge again. With a cache dir and a ``key`` (findings_store.findings_key), what another
+    process over the same results already detected is read instead (gunicorn's workers detect
+    once in all). Returns (findings, verdict record)."""
     from dashboard.cache import ResultsCache
     from dashboard.findings_store import detect_once
     from dashboard.loaded_table import load_table, shown_series
 
     cache = Path(cache_dir) if cache_dir else None
 
-    def run() -> list:
+    def run() -> tuple[list, dict]:
+        from dashboard.regressions.judgement import verdict_record
+
         table = load_table(Path(results_dir), cache, commit_rank)
-        return detect(table, shown_series(table), table.parsed.benchmarks)
+        findings = detect(table, shown_series(table), table.parsed.benchmarks)
+        return findings, verdict_record(results_dir, Path(asv_conf) if asv_conf else None)
 
     return detect_once(ResultsCache(results_dir, cache).dir if cache else None, key, run)
 
@@ -70,6 +76,8 @@ class FindingsState:
     findings: list | None = None
     seconds: float | None = None
     error: str | None = None
+    # the gate's judgement (regressions.judgement.verdict_record): {"document", "machines"} or {"error"}
+    verdict: dict | None = None
 
 
 class Detector:
@@ -82,7 +90,7 @@ class Detector:
         self._executor: concurrent.futures.ProcessPoolExecutor | None = None
 
     def state(self, key: tuple, results_dir: Path, cache_dir: Path | None, nothing_to_do: bool,
-              commit_rank: dict | None = None) -> FindingsState:
+              commit_rank: dict | None = None, asv_conf: Path | None = None) -> FindingsState:
         with self._lock:
             state = self._states.get(key)
             if state is not None:
@@ -91,11 +99,17 @@ class Detector:
             self._states = {key: state}  # older results sets are dropped
             if nothing_to_do:
                 state.status, state.findings, state.seconds = "done", [], 0.0
+                state.verdict = {"error": "no results to judge"}
                 return state
             from dashboard.findings_store import findings_key
 
             args = (str(results_dir), str(cache_dir) if cache_dir else None, commit_rank or None,
-                    findings_key(key, commit_rank) if cache_dir else None)
+                    findings_key((key, str(asv_conf)), commit_rank) if cache_dir else None,
+                    str(asv_conf) if asv_conf else None)
+            if self.in_background and cache_dir:  # gunicorn's workers: one detects, the others read
+                threading.Thread(target=self._detect_once, args=(state, args), daemon=True,
+                                 name="findings-store").start()
+                return state
             if self.in_background:
                 future = self._pool().submit(detect_in_worker, *args)
                 future.add_done_callback(lambda f, s=state: self._finish(s, f, args))
@@ -111,10 +125,36 @@ class Detector:
                 initargs=(os.getpid(),))
         return self._executor
 
+    def _detect_once(self, state: FindingsState, args) -> None:
+        """With a cache folder: take the folder's findings lock in this process; read what another
+        process over the same results stored, else detect in the worker process (started only
+        now, so only the process that detects has one) and store it for the others."""
+        from dashboard import findings_store
+        from dashboard.cache import ResultsCache
+
+        results_dir, cache_dir, _, key, _ = args
+        folder = ResultsCache(results_dir, Path(cache_dir)).dir
+        try:
+            with findings_store.exclusive(folder):
+                stored = findings_store.read(folder, key)
+                if stored is None:
+                    # the worker must not take the lock this thread holds: no key, no store there
+                    stored = self._pool().submit(detect_in_worker, *args[:3], None, args[4]).result()
+                    findings_store.write(folder, key, stored)
+            state.findings, state.verdict = stored
+            state.status = "done"
+        except concurrent.futures.process.BrokenProcessPool:
+            self._executor = None
+            self._run_inline(state, args)
+            return
+        except Exception as exc:  # reported on the page, not raised into a thread
+            state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
+        state.seconds = time.time() - state.started
+
     @staticmethod
     def _run_inline(state: FindingsState, args) -> None:
         try:
-            state.findings = detect_in_worker(*args)
+            state.findings, state.verdict = detect_in_worker(*args)
             state.status = "done"
         except Exception as exc:  # reported on the page, not raised into a callback
             state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
@@ -122,7 +162,7 @@ class Detector:
 
     def _finish(self, state: FindingsState, future: concurrent.futures.Future, args) -> None:
         try:
-            state.findings = future.result()
+            state.findings, state.verdict = future.result()
             state.status = "done"
         except concurrent.futures.process.BrokenProcessPool:
             # The worker could not start (e.g. a __main__ without a main guard re-ran on spawn):

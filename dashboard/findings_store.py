@@ -1,7 +1,7 @@
 """The detector's findings kept in the cache folder, so that several dashboard processes over one
 results folder (gunicorn's workers) run the detector once per results change, not once each.
 
-    <cache_dir>/results-<key>/findings.json     {"key": ..., "findings": [...], "checksum": ...}
+    <cache_dir>/results-<key>/findings.json     {"key": ..., "findings": [...], "verdict": {...}, "checksum": ...}
 
 The first process to detect takes the folder's findings lock, detects and writes the file (a new
 file moved into place); the others wait for the lock and read it. ``key`` names what the
@@ -9,7 +9,8 @@ findings are of: the results folder's signature, the commit order and the dashbo
 changed folder, order or detector never serves old findings. The file is read as the cache reads
 its manifest: with dashboard.safe_read's limits, a checksum, and every field of every finding of
 the type it must have; anything off and the findings are detected again (never trusted, never
-shown half). No pickle: the file lies on a disk others can write to.
+shown half). No pickle: the file lies on a disk others can write to. ``verdict`` is the gate's
+judgement (regressions.judgement.verdict_record), plain JSON already.
 """
 
 from __future__ import annotations
@@ -104,12 +105,23 @@ def _from_json(item: object):
     return cls(**{f.name: _field_value(cls, f, values[f.name]) for f in dataclasses.fields(cls)})
 
 
-def _checksum(key: str, findings: list) -> str:
-    return hashlib.sha256(json.dumps([key, findings], sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+def _checksum(key: str, findings: list, verdict: dict) -> str:
+    return hashlib.sha256(json.dumps([key, findings, verdict], sort_keys=True,
+                                     separators=(",", ":")).encode()).hexdigest()
 
 
-def read(folder: Path, key: str) -> list | None:
-    """The findings stored for ``key``, or None (none stored, another key's, or not trustworthy)."""
+def _verdict(doc: object) -> dict:
+    """The stored verdict record, or ValueError when it is not one."""
+    if not isinstance(doc, dict) or not (set(doc) == {"error"} and isinstance(doc["error"], str)
+                                         or set(doc) == {"document", "machines"} and isinstance(doc["document"], dict)
+                                         and isinstance(doc["machines"], dict)):
+        raise ValueError("the verdict is not {document, machines} or {error}")
+    return doc
+
+
+def read(folder: Path, key: str) -> tuple[list, dict] | None:
+    """(findings, verdict record) stored for ``key``, or None (none stored, another key's, or not
+    trustworthy)."""
     path = folder / FILE_NAME
     if not (path.exists() or path.is_symlink()):
         return None
@@ -117,23 +129,27 @@ def read(folder: Path, key: str) -> list | None:
     try:
         if reason is not None:
             raise ValueError(reason)
-        if not isinstance(doc, dict) or set(doc) != {"key", "findings", "checksum"}:
-            raise ValueError("not {key, findings, checksum}")
+        if not isinstance(doc, dict) or set(doc) != {"key", "findings", "verdict", "checksum"}:
+            raise ValueError("not {key, findings, verdict, checksum}")
         if doc["key"] != key:
             return None  # of another results set: detected again and replaced
-        if not isinstance(doc["findings"], list) or doc["checksum"] != _checksum(key, doc["findings"]):
+        if not isinstance(doc["findings"], list) or doc["checksum"] != _checksum(key, doc["findings"],
+                                                                                  doc["verdict"]):
             raise ValueError("its checksum does not match its content")
-        return [_from_json(item) for item in doc["findings"]]
+        return [_from_json(item) for item in doc["findings"]], _verdict(doc["verdict"])
     except (ValueError, TypeError) as exc:
         log.warning("the stored findings in %s are not used (%s); detecting again", folder, exc)
         return None
 
 
-def write(folder: Path, key: str, findings: list) -> None:
-    """Store the findings for ``key`` (a new file moved into place); an OSError is only logged."""
+def write(folder: Path, key: str, detected: tuple[list, dict]) -> None:
+    """Store (findings, verdict record) for ``key`` (a new file moved into place); an OSError is
+    only logged."""
+    findings, verdict = detected
     kinds = {cls: name for name, cls in _kinds().items()}
     items = [{"type": kinds[type(c)], "fields": _to_json(c)} for c in findings]
-    body = json.dumps({"key": key, "findings": items, "checksum": _checksum(key, items)}).encode()
+    body = json.dumps({"key": key, "findings": items, "verdict": verdict,
+                       "checksum": _checksum(key, items, verdict)}).encode()
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
@@ -153,9 +169,10 @@ def exclusive(folder: Path):
     return folder_lock.exclusive(folder, LOCK_NAME)
 
 
-def detect_once(folder: Path | None, key: str | None, detect: typing.Callable[[], list]) -> list:
-    """The stored findings for ``key`` when another process already detected them, else
-    ``detect()``'s, stored for the others (no folder or key: just ``detect()``)."""
+def detect_once(folder: Path | None, key: str | None, detect: typing.Callable[[], tuple[list, dict]]
+                ) -> tuple[list, dict]:
+    """The stored (findings, verdict) for ``key`` when another process already detected them,
+    else ``detect()``'s, stored for the others (no folder or key: just ``detect()``)."""
     if folder is None or key is None:
         return detect()
     with exclusive(folder):

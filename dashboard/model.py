@@ -76,7 +76,7 @@ class ResultsStore:
         """The detector's findings for the current results set (started on first call)."""
         data = self.get()
         return self._detector.state(data.signature, self.results_dir, self.cache_dir, data.empty,
-                                    data.project.commit_rank)
+                                    data.project.commit_rank, self.asv_conf)
 
     def close(self) -> None:
         """Stop the detector's worker (tests, app shutdown)."""

@@ -110,6 +110,16 @@ class Run:
         rows = np.arange(window.start, window.stop, dtype=np.int64)
         return self.frame(rows[self._shown[self.table.series_of_row[rows]]], samples)
 
+    @cached_property
+    def measured_points(self) -> pd.Series:
+        """How many commits measured each series of this run (status ok), by series id."""
+        window = self.index.rows
+        rows = np.arange(window.start, window.stop, dtype=np.int64)
+        ok = rows[self.table.status[rows] == 0]
+        counts = np.bincount(self.table.series_of_row[ok], minlength=int(self.series.index.max()) + 1
+                             if len(self.series) else 0)
+        return pd.Series(counts[self.series.index.to_numpy()], index=self.series.index)
+
     def of_series(self, series_ids, samples: bool = True) -> pd.DataFrame:
         """Every row (all commits) of these series of this run."""
         rows = self.table.rows_of_series(series_ids)

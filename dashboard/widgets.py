@@ -24,12 +24,17 @@ BETTER_CELL = {"backgroundColor": "rgba(44,160,44,0.18)"}
 
 
 def styled_datatable(table_id: str, columns: list[dict], conditional: list[dict], page_size: int = 25,
-                     **extra) -> dash_table.DataTable:
-    """A sortable, filterable, paged table in the page's font and theme colours."""
+                     wrap: tuple[str, ...] = (), **extra) -> dash_table.DataTable:
+    """A sortable, filterable, paged table in the page's font and theme colours. ``wrap``: text
+    columns that wrap onto a second line rather than push the number columns out of a 1000 px
+    window."""
+    wrapped = [{"if": {"column_id": c}, "whiteSpace": "normal", "height": "auto", "minWidth": "5rem",
+                "maxWidth": "10rem"} for c in wrap]
     return dash_table.DataTable(
-        id=table_id, columns=columns, data=[], sort_action="native", filter_action="native",
+        style_cell_conditional=wrapped, id=table_id, columns=columns, data=[], sort_action="native", filter_action="native",
         page_action="native", page_size=page_size, style_table={"overflowX": "auto"},
-        style_cell={"fontFamily": "inherit", "fontSize": "13px", "padding": "4px 8px", "textAlign": "left"},
+        # compact enough that a table of a dozen number columns fits a 1000 px window, numbers and all
+        style_cell={"fontFamily": "inherit", "fontSize": "13px", "padding": "3px 5px", "textAlign": "left"},
         style_data_conditional=conditional,
         css=[{"selector": ".dash-spreadsheet-container .dash-spreadsheet-inner th",
               "rule": "background-color: var(--panel-2); color: var(--text);"},

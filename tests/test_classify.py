@@ -173,13 +173,13 @@ def test_recorded_states_read_the_companion_files_beside_the_results(tmp_path):
 
 
 def test_the_regressions_page_shows_each_regressions_class_and_evidence(tmp_path):
-    from dashboard.detection import FindingsState
     from dashboard.load_data import build_data
     from dashboard.pages import regressions as page
+    from tests.judged import judged_state
 
     history = _history(tmp_path, fused_steps=((STEP_AT, 0.2),), control_steps=((STEP_AT, 0.2),))
     data = build_data(history.results_dir)
     findings = find_changes(data.rows_frame())
-    children, _ = page.inbox(data, FindingsState("done", 0.0, findings, 1.0), None, "regression", [])
+    children, _ = page.inbox(data, judged_state(history.results_dir, findings), None, "regression", [])
     text = str(children)
     assert "class-environment" in text and "the controls moved too" in text

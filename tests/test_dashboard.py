@@ -272,9 +272,12 @@ def test_overview_headline_answers_is_fused_faster_and_what_got_worse(data, main
 
 
 def test_a_planted_fused_regression_is_marked_in_the_headline_panel_and_change_list(data, main_run, fx):
+    from dashboard.regressions.judgement import verdict_record
+
     commit = fx.regression_commit
+    verdict = verdict_record(fx.results_dir, base=f"{main_run.previous_commit(commit)}..{commit}")  # the gate's
     headline, panels, changes, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, commit, None, None, None, None,
-                                                   None, None)
+                                                   None, None, verdict=verdict)
     row = next(c for c in _walk(headline) if getattr(c, "id", None) == "headline-gated_mlp-bf16")
     assert texts(row.children[7]) == "1 slower"  # fused changes since the previous commit
     assert texts(next(c for c in _walk(headline) if getattr(c, "id", None) == "headline-all").children[7]) == "1 slower"
@@ -292,7 +295,8 @@ def test_a_planted_fused_regression_is_marked_in_the_headline_panel_and_change_l
     assert len(figure.layout.shapes) == 1  # the outline
     hover = heat.customdata[list(heat.y).index(label)][list(heat.x).index(case.activation)]
     # fused latency +30 % planted; the synthetic samples' noise moves the medians' ratio by a few %
-    step = re.search(r"fused latency \+(\d+\.\d)% since", hover)  # units.format_change, as the gate prints it
+    assert "fails the gate (forward): library: the controls did not move as much" in hover  # the gate's words
+    step = re.search(r"fused \+(\d+\.\d)%\)", hover)  # formatting.format_change, as the gate prints it
     assert step and abs(float(step.group(1)) - 30) <= 5, hover
     listed = next(c for c in _walk(changes) if getattr(c, "id", None) == "overview-change-list")
     trend = next(c.href for c in _walk(listed) if getattr(c, "href", "").startswith("/trends"))
@@ -335,22 +339,26 @@ def test_regressions_inbox_shows_accepted_findings_as_accepted(data, fx, tmp_pat
     import dataclasses
     import json
 
+    from tests.judged import judged_state
+    from tests.suite_fixtures import copy_results
+
     findings = find_changes(data.rows_frame())
-    state = FindingsState("done", 0.0, findings, 1.0)
     (planted,) = [f for f in findings if f.commit_hash == fx.regression_commit and f.direction == "regression"]
     entry = {"benchmark": planted.benchmark, "params": planted.params, "commit": fx.regression_commit[:10],
              "who": "alice", "why": "exact GELU, needed for parity"}
-    (tmp_path / "accepted.json").write_text(json.dumps({"version": 1, "accepted": [entry]}))
-    moved = dataclasses.replace(data, results_dir=tmp_path)  # the fixture's own folder stays untouched
+    results = copy_results(fx.results_dir, tmp_path / "results")  # the fixture's own folder stays untouched
+    (results / "accepted.json").write_text(json.dumps({"version": 1, "accepted": [entry]}))
+    moved = dataclasses.replace(data, results_dir=results)
+    state = judged_state(results, findings)
     text = texts(inbox_page.inbox(moved, state, None, "regression", [], "dark")[0])
-    open_before = texts(inbox_page.inbox(data, state, None, "regression", [])[0])
-    n_open = int(open_before.split(": ")[1].split(" open")[0])
+    open_before = texts(inbox_page.inbox(data, judged_state(fx.results_dir, findings), None, "regression", [])[0])
+    n_open = int(open_before.split("s): ")[1].split(" open")[0])
     assert f"{n_open - 1} open regression(s), 1 accepted in accepted.json" in text
     assert "accepted by alice: exact GELU, needed for parity" in text
     assert "accepted by alice" not in texts(inbox_page.inbox(moved, state, None, "regression", ["open"])[0])
-    (tmp_path / "accepted.json").write_text('{"accepted": [{"benchmark": "b"}]}')
-    broken = texts(inbox_page.inbox(moved, state, None, "regression", [])[0])
-    assert "accepted.json cannot be used, so nothing is shown as accepted" in broken and "'commit' must be" in broken
+    (results / "accepted.json").write_text('{"accepted": [{"benchmark": "b"}]}')
+    broken = texts(inbox_page.inbox(moved, judged_state(results, findings), None, "regression", [])[0])
+    assert "nothing is shown as accepted" in broken and "'commit' must be" in broken
     assert f"{n_open} open regression(s), 0 accepted" in broken
 
 
@@ -667,8 +675,10 @@ def test_a_findings_numbers_sit_in_right_aligned_columns_and_its_evidence_in_sma
 
     findings = [f for f in find_changes(data.rows_frame()) if f.commit_hash == fx.regression_commit
                 and f.direction == "regression"]
-    children, _ = inbox_page.inbox(data, FindingsState("done", 0.0, findings, 1.0), None, "regression", [])
-    (item,) = [li for li in _walk(children) if type(li).__name__ == "Li" and fx.regressed[0] in texts(li)]
+    from tests.judged import judged_state
+
+    children, _ = inbox_page.inbox(data, judged_state(fx.results_dir, findings), None, "regression", [])
+    (item,) = [li for li in _walk(children[1:]) if type(li).__name__ == "Li" and fx.regressed[0] in texts(li)]
     (numbers,) = [c for c in item.children if getattr(c, "className", "") == "finding-numbers"]
     cells = [c for c in numbers.children if "num" in (getattr(c, "className", "") or "").split()]
     (f,) = [f for f in findings if fx.regressed[0] in f.params]

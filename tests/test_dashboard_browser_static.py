@@ -35,3 +35,27 @@ def test_brw_static_metrics_open_on_the_kernels_view_and_follow_the_controls(tmp
         poll(lambda: "64x64x32 w4 s3" in duo.find_element("#kernels-table").text, what="every config")
         poll(lambda: "changed=" not in duo.driver.current_url, what="URL without the filter")
         assert severe_logs(duo) == []
+
+
+FITS = ("const t = document.querySelector('#{0} .dash-spreadsheet-inner table'); "
+        "const box = document.querySelector('#{0}').parentElement; "
+        "return t && t.querySelectorAll('td').length ? [t.scrollWidth, box.clientWidth] : null;")
+
+
+def test_brw_the_kernels_and_machines_tables_keep_their_numbers_visible_at_1000_px(tmp_path):
+    from pathlib import Path
+
+    repo_results = Path(__file__).resolve().parents[1] / "results"  # real compile metrics, 13 columns
+    with browser_on(repo_results, tmp_path) as duo:
+        duo.driver.set_window_size(1000, 900)
+        duo.driver.get(duo.server_url + "/kernels")
+        table, room = poll(lambda: duo.driver.execute_script(FITS.format("kernels-table")), what="kernels table")
+        assert table <= room, (table, room)  # every number column within the window, no sideways scroll
+    from dashboard.synthetic.demo import write_demo_history
+
+    demo = write_demo_history(tmp_path / "demo" / "results")
+    with browser_on(demo, tmp_path) as duo:
+        duo.driver.set_window_size(1000, 900)
+        duo.driver.get(duo.server_url + "/machines")
+        table, room = poll(lambda: duo.driver.execute_script(FITS.format("machines-table")), what="machines table")
+        assert table <= room, (table, room)

@@ -406,3 +406,28 @@ def test_the_detector_runs_once_per_results_change_for_all_processes_on_one_cach
     (results / MAIN_MACHINE / f"{'c' * 8}-{MAIN_ENV}.json").write_text(json.dumps(doc))
     findings_of_a_new_worker()
     assert len(calls) == 3  # new results: detected again
+
+
+def test_only_the_process_that_detects_starts_a_detector_process(results, tmp_path):
+    """Two gunicorn workers over one cache: one takes the findings lock and detects in a worker
+    process; the other waits for the lock in-process and reads what was stored: no ~150 MB
+    detector process of its own."""
+    import time
+
+    from dashboard import detection
+
+    cache = tmp_path / "cache"
+    data = build_data(results, cache_dir=cache)
+    workers = [detection.Detector(in_background=True) for _ in range(2)]
+    try:
+        states = [w.state(data.signature, results, cache, False, data.project.commit_rank) for w in workers]
+        end = time.monotonic() + 120
+        while any(s.status == "running" for s in states) and time.monotonic() < end:
+            time.sleep(0.2)
+        assert [s.status for s in states] == ["done", "done"], [s.error for s in states]
+        assert states[0].findings and len(states[0].findings) == len(states[1].findings)
+        assert states[0].verdict == states[1].verdict and "document" in states[0].verdict
+        assert sum(w._executor is not None for w in workers) == 1
+    finally:
+        for w in workers:
+            w.close()

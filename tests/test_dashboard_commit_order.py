@@ -84,7 +84,7 @@ def test_a_base_range_follows_the_repository_order(project):
 def test_the_detector_worker_and_the_gate_find_the_step_at_the_same_commit(project):
     repo, hashes, gx = project
     data = build_data(repo / "results")
-    worker = detect_in_worker(str(repo / "results"), None, data.project.commit_rank)
+    worker = detect_in_worker(str(repo / "results"), None, data.project.commit_rank)[0]
     stepped = [f for f in worker if (f.benchmark, f.params) == gx.stepped]
     assert [f.commit_hash for f in stepped] == [hashes[STEP_AT]]
     _, report = _gate("--results", str(repo / "results"))
@@ -151,7 +151,7 @@ def test_the_regressions_list_shows_each_commits_subject(project):
 
     repo, hashes, gx = project
     data = build_data(repo / "results")
-    found = detect_in_worker(str(repo / "results"), None, data.project.commit_rank)
+    found = detect_in_worker(str(repo / "results"), None, data.project.commit_rank)[0]
     children, _ = inbox_page.inbox(data, FindingsState("done", 0.0, found, 1.0), None, "regression", [])
     group = next(g for g in _walk_groups(children) if hashes[STEP_AT][:10] in texts(g.children[0]))
     assert _subjects(group) == [f"c{STEP_AT}"]  # the commit's subject, from git log

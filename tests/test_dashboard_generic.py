@@ -178,7 +178,7 @@ def test_compare_judges_each_benchmark_in_its_own_direction(data, gx):
 
 
 def test_the_detector_and_the_inbox_work_on_every_series(data, gx):
-    findings = detect_in_worker(str(gx.results_dir), None)
+    findings = detect_in_worker(str(gx.results_dir), None)[0]
     found = {(f.benchmark, f.params, f.commit_hash, f.direction) for f in findings}
     assert (*gx.stepped, gx.step_commit, "regression") in found
     assert (*gx.dropped, gx.step_commit, "regression") in found
@@ -257,7 +257,7 @@ def test_sub_metrics_are_nested_under_their_parent_in_the_inbox(tmp_path):
     names = ("bench.M.track_step", "bench.M.track_step.forward", "bench.M.track_step.forward.solve")
     history = write_history(tmp_path / "results", [SeriesSpec(n, (16,), ("m",), steps=((24, 0.3),), run_noise=0.01)
                                                    for n in names], 30, seed=5, n_samples=15)
-    findings = [f for f in detect_in_worker(str(history.results_dir), None) if f.commit_hash == history.commits[24]]
+    findings = [f for f in detect_in_worker(str(history.results_dir), None)[0] if f.commit_hash == history.commits[24]]
     assert {f.benchmark for f in findings} == set(names)
     children, _ = inbox_page.inbox(build_data(history.results_dir), FindingsState("done", 0.0, findings, 1.0), None,
                                    "regression", [])
@@ -367,3 +367,14 @@ def test_runner_state_recorded_after_the_results_were_loaded_still_marks(tmp_pat
     write_run_notes(gx.history, {}, {0: (snapshot(), snapshot()), 1: (snapshot("2.12.0"), snapshot("2.12.0"))})
     (marks,) = marked()
     assert list(marks.x) == [1]
+
+
+def test_generic_trends_opens_on_the_series_with_the_most_measured_points(tmp_path):
+    history = write_generic_history(tmp_path / "results", absent=(GRID, range(3, 30)))  # GRID: 3 of 30 commits
+    store = ResultsStore(history.results_dir, detect_in_background=False)
+    page = render_page(store, discover_pages(), "/trends", "")
+    values = {c.id["key"]: c.value for c in _walk(page) if isinstance(getattr(c, "id", None), dict)}
+    run = store.get().run(MACHINE, ENV)
+    assert sorted(_generic_trends.benchmarks_of(run))[0] == GRID  # the first name: once where it opened
+    opened = run.series[run.series["benchmark"] == values["benchmark"]]
+    assert values["benchmark"] != GRID and run.measured_points[opened.index].max() == 30

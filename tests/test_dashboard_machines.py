@@ -147,3 +147,10 @@ def test_the_registry_alone_checks_the_mode():
     trends = {p.path: p for p in discover_pages()}["/trends"]
     assert trends.layout_for(GENERIC) is _generic_trends.layout and trends.layout_for(SUITE) is trends.layout
     assert STATIC not in trends.modes  # the registry says why Trends is off
+
+
+def test_a_link_to_a_machine_b_the_results_do_not_have_gets_the_notice(fx):
+    text = texts(render_page(ResultsStore(fx.results_dir, detect_in_background=False), discover_pages(),
+                             "/machines", "?machine_b=nosuch"))
+    assert "This link asks for what these results do not have" in text and "machine_b 'nosuch'" in text
+    assert f"showing {SECOND_MACHINE}" in text or f"showing {MAIN_MACHINE}" in text

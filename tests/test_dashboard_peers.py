@@ -207,7 +207,7 @@ def test_failures_are_findings_on_the_regressions_page(px, data):
     from dashboard.detection import FindingsState
     from dashboard.pages import regressions as inbox_page
 
-    found = detect_in_worker(str(px.results_dir), None)
+    found = detect_in_worker(str(px.results_dir), None)[0]
     status = {(f.commit_hash, f.params, f.direction) for f in found if f.kind == "status"}
     case, impl, mode = px.dropped
     dropped = next(p for c, p, d in status if c == px.dropped_at and d == "regression")
@@ -261,25 +261,31 @@ def test_a_finding_offers_the_accepted_json_entry_that_accepts_it(px, data, tmp_
     import json
 
     from dashboard.detection import detect_in_worker
-    from dashboard.detection import FindingsState
     from dashboard.pages import regressions as inbox_page
     from dashboard.regressions.acceptance import find_acceptance, load_accepted
 
-    found = detect_in_worker(str(px.results_dir), None)
+    from tests.judged import judged_state
+    from tests.suite_fixtures import copy_results
+
+    found = detect_in_worker(str(px.results_dir), None)[0]
     failing = next(f for f in found if f.kind == "status" and f.commit_hash == px.dropped_at)
-    children, _ = inbox_page.inbox(data, FindingsState("done", 0.0, found, 1.0), None, "regression", [])
-    offers = [c for c in _walk(children) if getattr(c, "className", "") == "accept-entry"]
+    children, _ = inbox_page.inbox(data, judged_state(px.results_dir, found), None, "regression", [])
+    buttons = [c for c in _walk(children) if isinstance(getattr(c, "id", None), dict)
+               and c.id.get("type") == inbox_page.ACCEPT]
+    opened = [inbox_page.accept_box(found, b.id["index"]) for b in buttons]  # built when clicked
+    offers = [c for c in _walk(opened) if getattr(c, "className", "") == "accept-entry"]
     shown = [json.loads(texts(c)) for c in offers]
     entry = next(e for e in shown if e["commit"] and px.dropped_at.startswith(e["commit"]))
     assert entry == {**inbox_page.acceptance_entry(failing)} and entry["params"] == failing.params
-    clip = [c for c in _walk(children) if type(c).__name__ == "Clipboard"]
+    clip = [c for c in _walk(opened) if type(c).__name__ == "Clipboard"]
     assert len(clip) == len(offers) and json.loads(clip[0].content) == shown[0]
-    (tmp_path / "accepted.json").write_text(json.dumps({"version": 1, "accepted": [
+    results = copy_results(px.results_dir, tmp_path / "results")
+    (results / "accepted.json").write_text(json.dumps({"version": 1, "accepted": [
         {**entry, "who": "alice", "why": "compile breaks on this shape in torch 2.13; tracked upstream"}]}))
-    accepted = load_accepted(tmp_path / "accepted.json")
+    accepted = load_accepted(results / "accepted.json")
     assert find_acceptance(accepted, failing.benchmark, failing.params, failing.machine, [failing.commit_hash])
-    moved = dataclasses.replace(data, results_dir=tmp_path)
-    after = texts(inbox_page.inbox(moved, FindingsState("done", 0.0, found, 1.0), None, "regression", [])[0])
+    moved = dataclasses.replace(data, results_dir=results)
+    after = texts(inbox_page.inbox(moved, judged_state(results, found), None, "regression", [])[0])
     assert "accepted by alice" in after
     assert not (px.results_dir / "accepted.json").exists()
 
@@ -331,7 +337,7 @@ def test_the_inbox_searches_and_collapses_older_commits(px, data, monkeypatch):
     from dashboard.detection import FindingsState
     from dashboard.pages import regressions as inbox_page
 
-    found = detect_in_worker(str(px.results_dir), None)
+    found = detect_in_worker(str(px.results_dir), None)[0]
     state = FindingsState("done", 0.0, found, 1.0)
     monkeypatch.setattr(inbox_page, "OPEN_GROUPS", 1)
     everything, _ = inbox_page.inbox(data, state, None, "all", [])

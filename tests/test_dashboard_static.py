@@ -187,7 +187,7 @@ def test_a_static_finding_links_to_its_config_on_the_kernels_page(tmp_path):
     history = write_history(tmp_path / "results", series, n, seed=3, machine=MACHINE, env_name=ENV, n_samples=1,
                             warmup_outlier_prob=0.0, machine_params={"triton": "3.6.0", "gpu": "none"})
     data = build_data(tmp_path / "results")
-    found = [f for f in detect_in_worker(str(tmp_path / "results"), None) if f.commit_hash == history.commits[at]]
+    found = [f for f in detect_in_worker(str(tmp_path / "results"), None)[0] if f.commit_hash == history.commits[at]]
     assert found and all(GROWN in f.params for f in found)
     children, _ = inbox_page.inbox(data, FindingsState("done", 0.0, found, 1.0), None, "all", [])
     href = next(c.href for c in _walk(children) if getattr(c, "href", "").startswith("/kernels"))

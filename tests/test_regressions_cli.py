@@ -206,7 +206,7 @@ def test_a_crash_inside_the_gate_exits_2_never_1(tmp_path, capsys, monkeypatch):
     def broken(*args, **kwargs):
         raise KeyError("boom")
 
-    monkeypatch.setattr("dashboard.regressions.cli.find_changes", broken)
+    monkeypatch.setattr("dashboard.regressions.judgement.find_changes", broken)
     code, out, err = run(capsys, "--results", str(history.results_dir))
     assert code == 2 and "internal error, the gate could not judge (KeyError: 'boom')" in err
 
@@ -397,9 +397,9 @@ def test_an_unreadable_file_of_an_older_commit_is_only_a_warning(tmp_path, capsy
 
 def test_results_that_change_while_the_gate_reads_them_cannot_be_judged(tmp_path, capsys, monkeypatch):
     history = make(tmp_path, steps=((39, 0.4),))
-    from dashboard.regressions import cli
+    from dashboard.regressions import judgement
 
-    real = cli.load_results
+    real = judgement.load_results
 
     def load_then_rewrite(*args, **kwargs):
         loaded = real(*args, **kwargs)
@@ -408,6 +408,6 @@ def test_results_that_change_while_the_gate_reads_them_cannot_be_judged(tmp_path
         os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
         return loaded
 
-    monkeypatch.setattr(cli, "load_results", load_then_rewrite)
+    monkeypatch.setattr(judgement, "load_results", load_then_rewrite)
     code, out, err = run(capsys, "--results", str(history.results_dir))
     assert code == 2 and "changed while the gate read them" in err

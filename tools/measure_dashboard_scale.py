@@ -119,11 +119,12 @@ def measure_first_start(results: Path, cache: Path) -> dict:
 
 
 def measure_detection(results: Path, cache: Path) -> dict:
-    """In a fresh process: what the detector's worker does (load from the cache, detect)."""
+    """In a fresh process: what the detector's worker does (load from the cache, detect, and the
+    gate's judgement of the folder, which the pages render)."""
     started = time.perf_counter()
     from dashboard.detection import detect_in_worker
 
-    findings = detect_in_worker(str(results), str(cache))
+    findings, _ = detect_in_worker(str(results), str(cache))
     return {"detect_s": time.perf_counter() - started, "findings": len(findings), "rss_mb": _peak_rss_mb()}
 
 

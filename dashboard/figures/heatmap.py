@@ -97,17 +97,22 @@ def _kernels_line(r) -> str:
     return f"<br>compile_max_autotune: {k:g} kernel{'s' if k != 1 else ''} per call{note}"
 
 
+FAILED = "failed"  # a speedup row's column: why fused failed in that case (pages.overview); absent or NaN: it ran
+
+
 def build_speedup_panel_figure(panel: pd.DataFrame, span: float, theme: str = "light", title: str = "",
-                               changed: dict[str, str] | None = None, set_notes: dict | None = None) -> dict:
+                               changed: dict[str, str] | None = None, set_notes: dict | None = None,
+                               classified: dict[str, str] | None = None) -> dict:
     """One op x dtype x mode: ``panel`` is its rows of speedup_tables.speedups (case, mode, shape,
     activation, fused, best_baseline, baseline_impl, speedup, verdict, the best_peer columns, and
     optionally autotune_kernels). ``changed``: case -> a note for cells whose fused latency got
     significantly worse since the baseline commit (outlined and marked ⚠). ``set_notes``: (case,
     mode) -> what changed in the cell's comparison set (marked Δ, said in the hover).
+    ``classified``: case -> the gate's class of a change it judged without failing (the hover says it).
 
     A plain figure dict, not a go.Figure: a page draws one per op x dtype, and building each as a
     validated go.Figure with a copied template cost ~25 ms apiece."""
-    changed, set_notes = changed or {}, set_notes or {}
+    changed, set_notes, classified = changed or {}, set_notes or {}, classified or {}
     shapes = sort_values_naturally(panel["shape"])
     acts = sort_values_naturally(panel["activation"])
     cells = {}
@@ -120,6 +125,13 @@ def build_speedup_panel_figure(panel: pd.DataFrame, span: float, theme: str = "l
             r = cells.get((shape, act))
             if r is None:
                 zr.append(None), tr.append(""), hr.append(f"{shape} {act}: not measured")
+                continue
+            failed = getattr(r, FAILED, None)
+            if isinstance(failed, str) and failed:  # fused failed here: a cell that says so, never a gap
+                zr.append(None), tr.append(REGRESSED_MARK + "fused failed")
+                hr.append(f"<b>{r.case}</b>" + (f" · {r.mode}" if hasattr(r, "mode") else "")
+                          + f"<br><b>fused failed</b>: {failed}")
+                marks.append((j, i))
                 continue
             s = float(r.speedup)
             note = changed.get(str(r.case))
@@ -134,6 +146,7 @@ def build_speedup_panel_figure(panel: pd.DataFrame, span: float, theme: str = "l
                       f"<br>speedup {label}" + (f" (fused {r.verdict})" if isinstance(r.verdict, str) else "")
                       + (_peer_line(r) if hasattr(r, "peer_impl") else "") + _kernels_line(r)
                       + (f"<br><b>{note}</b>" if note else "")
+                      + (f"<br>{classified[str(r.case)]}" if str(r.case) in classified else "")
                       + (f"<br><b>comparison set changed: {set_note}</b>" if set_note else ""))
             if note:
                 marks.append((j, i))

@@ -342,9 +342,13 @@ def _add_change_markers(traces: list, shapes: list, ok: pd.DataFrame, changes: p
         if points.empty:
             continue
         notes = _position_notes(points)
-        text = [f"{direction} in {i}: {format_change(r)}{'' if c else ' (suspected)'}<br>commit {h[:10]}{n}"
-                for i, r, c, h, n in zip(points["line"], points["relative_change"], points["confirmed"],
-                                         points["commit_hash"], notes)]
+        from dashboard.regressions.findings import evidence_word  # the gate's words (its package: on first use)
+
+        clear = points["clear"] if "clear" in points.columns else pd.Series(False, index=points.index)
+        words = [evidence_word(bool(c), bool(k)) for c, k in zip(points["confirmed"], clear)]
+        text = [f"{direction} in {i}: {format_change(r)}{f' ({w})' if w else ''}<br>commit {h[:10]}{n}"
+                for i, r, w, h, n in zip(points["line"], points["relative_change"], words, points["commit_hash"],
+                                         notes)]
         _shade_plausible_positions(shapes, series, points, xcol, color)
         axes = points["line"].map(axis_of).fillna("y").to_numpy()
         for k, axis in enumerate(sorted(set(axes), key=_axis_number)):  # one trace per axis, one legend entry

@@ -107,14 +107,30 @@ def param_controls(grid, chosen: dict[str, list[str]]) -> list:
             for name, values in grid]
 
 
+def best_measured(run: Run | None, names: list[str]) -> tuple[str | None, tuple]:
+    """The benchmark and parameter reprs of the series measured at the most commits (the first
+    such in name order): where Trends opens, not on a series measured at 3 commits of 76."""
+    if run is None or not names:
+        return (names[0] if names else None), ()
+    counts = run.measured_points
+    mine = run.series.assign(points=counts).loc[run.series["benchmark"].isin(names)]
+    if mine.empty or not mine["points"].max():
+        return names[0], ()
+    best = mine.sort_values(["points", "benchmark"], ascending=[False, True], kind="stable").iloc[0]
+    return str(best["benchmark"]), tuple(best["param_reprs"])
+
+
 def layout(data: DashboardData, query: Query):
     run = run_of(data, query)
     names = benchmarks_of(run)
-    benchmark = query.one("benchmark", names[0] if names else None, allowed=names)
+    opening, reprs = best_measured(run, names)
+    benchmark = query.one("benchmark", opening, allowed=names)
     grid = param_grid(run, benchmark)
     linked = any(PARAM_PREFIX + n in query.raw for n, _ in grid)
     chosen = {n: query.many(PARAM_PREFIX + n, allowed=values) for n, values in grid} if linked else \
         default_choice(grid, has_unit(unit_of(run, benchmark)))
+    if not linked and benchmark == opening and reprs:  # one value per parameter: the best-measured series' own
+        chosen = {n: ([reprs[i]] if v else v) for i, (n, v) in enumerate(chosen.items())}
     return html.Div([
         html.H1("Trends"),
         html.P(["Generic asv results: ", data.what_was_loaded(), "; ", data.project.order_note(), ". Pick a "

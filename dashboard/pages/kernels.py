@@ -80,7 +80,7 @@ def _table_columns() -> list[dict]:
                  "sass_instructions": "SASS"}[m.column]
         unit = f" ({m.shown_unit})" if m.shown_unit in ("B", "KiB") else ""
         columns += [{"name": [title, f"value{unit}"], "id": m.column, "type": "numeric"},
-                    {"name": [title, "change"], "id": f"{m.column}_change", "type": "numeric", "format": change}]
+                    {"name": [title, "Δ"], "id": f"{m.column}_change", "type": "numeric", "format": change}]
     return columns + [{"name": ["", "note"], "id": "note"}]
 
 
@@ -119,7 +119,8 @@ def datatable() -> dash_table.DataTable:
         styles += [{"if": {"filter_query": f"{{{col}}} > 0", "column_id": [col, m.column]}, **WORSE_CELL},
                    {"if": {"filter_query": f"{{{col}}} < 0", "column_id": [col, m.column]}, **BETTER_CELL}]
     styles.append({"if": {"filter_query": "{spill_bytes} > 0", "column_id": "spill_bytes"}, **WORSE_CELL})
-    return styled_datatable("kernels-table", _table_columns(), styles, page_size=30, merge_duplicate_headers=True)
+    return styled_datatable("kernels-table", _table_columns(), styles, page_size=30, merge_duplicate_headers=True,
+                            wrap=("kernel", "variant", "config", "note"))
 
 
 def intro(data: DashboardData, run: Run) -> html.P:

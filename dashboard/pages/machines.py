@@ -41,17 +41,20 @@ def _commit(run: Run | None, wanted, fallback: str | None) -> str | None:
     return named_commit(run, wanted) or (fallback if fallback in hashes else (hashes[-1] if hashes else None))
 
 
-def _other_run(data: DashboardData, run: Run | None, machine, env) -> Run | None:
-    """B: the machine asked for, else the first other machine than A's."""
+def _other_run(data: DashboardData, run: Run | None, machine, env, query: Query | None = None) -> Run | None:
+    """B: the machine asked for, else the first other machine than A's (a link's machine_b that
+    the results do not have is noted in ``query``, so the page says so, as every page does)."""
     if machine in data.machine_names():
         return data.run(machine, env)
+    if machine is not None and query is not None:
+        query.reject("machine_b", machine)
     others = [m for m in data.machine_names() if run is None or m != run.machine]
     return data.run(others[0], None) if others else run
 
 
 def layout(data: DashboardData, query: Query):
     run_a = run_of(data, query)
-    run_b = _other_run(data, run_a, query.one("machine_b"), query.one("env_b"))
+    run_b = _other_run(data, run_a, query.one("machine_b"), query.one("env_b"), query)
     common = newest_common(run_a, run_b)
     a = _commit(run_a, query.one("a"), common)
     b = _commit(run_b, query.one("b"), common)
@@ -80,7 +83,7 @@ def layout(data: DashboardData, query: Query):
                "the roofline (the cost model counts a forward). Opens on the newest commit both measured.",
                className="hint"),
         html.Div(id="machines-summary"),
-        styled_datatable("machines-table", _columns(), []),
+        styled_datatable("machines-table", _columns(), [], wrap=("shape", "activation", "impl")),
         html.Div(id="machines-ceilings", className="cards"),
     ])
 

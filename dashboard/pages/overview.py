@@ -8,16 +8,20 @@ dtype x mode (cells whose fused latency regressed are outlined), the device and 
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 from dash import Input, Output, State, dcc, html
 
-from dashboard import ab_compare, comparison_set, device_ceilings, facet_filters, metrics, speedup_tables
+from dashboard import ab_compare, comparison_set, device_ceilings, facet_filters, metrics, na_reasons, speedup_tables
 from dashboard.callback_guards import guarded
 from dashboard.commit_choice import commit_of, commit_options
 from dashboard.facet_widgets import facet_controls, register_facet_counts
+from dashboard.gate_view import GateView, class_of
 from dashboard.notices import message
 from dashboard.run_selector import register_run_controls, run_controls, run_of
 from dashboard.widgets import dropdown, labelled
-from dashboard.figures.heatmap import build_speedup_panel_figure, color_span, speedup_legend_stops, speedup_text
+from dashboard.figures.heatmap import (FAILED, build_speedup_panel_figure, color_span, speedup_legend_stops,
+                                       speedup_text)
 from dashboard.dashboard_data import STATIC, SUITE, DashboardData
 from dashboard.model import ResultsStore
 from dashboard.pages import Page
@@ -58,8 +62,10 @@ def layout(data: DashboardData, query: Query):
 
 
 def update(data: DashboardData, machine, env, commit, base, op, dtype, activation, shape, impl, theme="light",
-           mode=None):
-    """(headline, heatmap panels, changes card, device card) for one run at one commit."""
+           mode=None, verdict=None):
+    """(headline, heatmap panels, changes card, device card) for one run at one commit.
+    ``verdict``: the gate's judgement of this commit against the base (gate_records.record_for):
+    the cells' ⚠ marks and the card's classes are its, never judged here; None: not known yet."""
     run = data.run(machine, env)
     if run is None or commit not in set(run.commits["commit_hash"]):
         text = "Pick a machine, environment and commit."
@@ -72,14 +78,36 @@ def update(data: DashboardData, machine, env, commit, base, op, dtype, activatio
     table["autotune_kernels"] = _autotune_kernels(rows, table)
     base = base if base in set(run.commits["commit_hash"]) and base != commit else run.previous_commit(commit)
     changes = _changes(run, base, latency, selections)
-    regressed = _regressed_fused(changes, base)
+    view = GateView(verdict)
+    regressed, classified = _gate_marks(run, view, commit)
     set_changes = [c for c in comparison_set.changes(run, commit, base, set(zip(table["case"], table["mode"])))
                    if baselines is None or c.impl in baselines]
     common = {"machine": run.machine, "env": run.env_name, "theme": theme}
+    failed = _failed_fused(data, run, latency, table)
     return (headline(table, changes, base, commit, common, selections, set_changes, baselines),
-            panels(table, regressed, theme, _set_notes(set_changes), run_color_span(run)),
-            change_card(changes, base, commit, common) + why_na_line(data, run, rows, [commit], "overview-why-na"),
+            panels(pd.concat([table, failed], ignore_index=True) if len(failed) else table, regressed, theme,
+                   _set_notes(set_changes), run_color_span(run), classified),
+            gate_card(view, run, base, commit, data.results_dir) + change_card(changes, base, commit, common, failed)
+            + why_na_line(data, run, rows, [commit], "overview-why-na"),
             device_panel(data, run.machine, run.env_name, commit))
+
+
+def _failed_fused(data: DashboardData, run, latency, table) -> pd.DataFrame:
+    """The cases whose fused latency failed at this commit (asv stored null), as speedup rows
+    without numbers and with ``failed``: the reason the suite recorded (or "no reason recorded").
+    They stay on the panels as failed cells instead of vanishing."""
+    mine = latency[(latency["impl"].astype(str) == metrics.FUSED) & (latency["status"].astype(str) == "failed")]
+    shown = set(zip(table["case"].astype(str), table["mode"].astype(str)))
+    mine = mine[[(c, m) not in shown for c, m in zip(mine["case"].astype(str), mine["mode"].astype(str))]]
+    if mine.empty:
+        return pd.DataFrame(columns=[*speedup_tables.SPEEDUP_COLUMNS, FAILED])
+    reasons = na_reasons.reason_column(mine, run.series, data.results_dir, run.machine)
+    out = mine.drop_duplicates(["case", "mode"])[[c for c in speedup_tables.SPEEDUP_COLUMNS if c in mine.columns]]
+    out = out.assign(**{c: np.nan for c in speedup_tables.SPEEDUP_COLUMNS if c not in out.columns})
+    first = dict(zip(zip(mine["case"].astype(str), mine["mode"].astype(str)), reasons))
+    out[FAILED] = [na_reasons._first_line(first.get((str(c), str(m)), "")) or "no reason recorded"
+                   for c, m in zip(out["case"], out["mode"])]
+    return out.astype({"case": str, "mode": str}).reset_index(drop=True)
 
 
 def _autotune_kernels(rows, table) -> list:
@@ -108,13 +136,63 @@ def _changes(run, base: str | None, latency, selections: dict):
     return ab_compare.compare_rows(old, latency, FACTOR, metrics.METRICS["latency"].better, samples=run.table.samples)
 
 
-def _regressed_fused(changes, base: str | None) -> dict[str, str]:
-    """case -> note, for the cases whose fused latency got significantly worse since ``base``."""
-    if changes is None:
-        return {}
-    worse = changes[(changes["impl"] == metrics.FUSED) & (changes["change"] == "worse")]
-    return {c: f"fused latency {format_change(r - 1)} since {base[:8]} (significant)"
-            for c, r in zip(worse["case"], worse["ratio"])}
+def _gate_items(run, view: GateView, commit: str, fused_latency: bool = True) -> list[tuple[dict, str, str, str]]:
+    """(gate item, case, impl, mode) of this run's findings the gate judged at this commit (not
+    the ones from before it): fused latency only (the cells' marks), or every one (the card)."""
+    out = []
+    for item in view.items(run.machine):
+        c = item["change"]
+        if c["env_name"] != run.env_name or c["commit_hash"] != commit or item["category"] == "earlier":
+            continue
+        case, impl = run.series_of_params.get((c["benchmark"], c["params"]), (None, None))
+        if fused_latency and (case is None or impl != metrics.FUSED
+                              or metrics.stored_metric_of(c["benchmark"]) != "latency"):
+            continue
+        mode = run.mode_of_params.get((c["benchmark"], c["params"]), metrics.FORWARD)
+        out.append((item, case or f"{c['benchmark']}({c['params']})", impl or "", mode))
+    return out
+
+
+def _gate_marks(run, view: GateView, commit: str) -> tuple[dict[str, str], dict[str, str]]:
+    """({case: note} the gate fails at this commit (outlined ⚠), {case: note} it judged without
+    failing: environment, noise, suspected, accepted), each note the gate's class and evidence."""
+    failing, other = {}, {}
+    for item, case, _, mode in _gate_items(run, view, commit):
+        judged = class_of(item)
+        said = f"{judged[0]}: {judged[1]}" if judged else item["note"]
+        if view.is_failing(item):
+            failing[case] = f"fails the gate ({mode}): {said}"
+        else:
+            other[case] = f"the gate: {item['category']} ({mode}), not failed: {said}"
+    return failing, other
+
+
+def gate_card(view: GateView, run, base, commit, results_dir) -> list:
+    """The gate's verdict on this commit for this run, with each finding it judged there (the
+    failing ones first) and its class and evidence, word for word."""
+    since = f" --base {base[:8]}..{commit[:8]}" if base else ""
+    command = f"python -m dashboard.regressions --results {results_dir} --machine {run.machine}{since}"
+    if not view.ready:
+        return [html.H3("The gate"), html.P("The gate's verdict is not known yet (the detector is running).",
+                                            className="hint")]
+    if view.error:
+        return [html.H3("The gate"), message(f"the gate cannot judge: {view.error}", "error")]
+    items = []
+    judged_here = sorted(_gate_items(run, view, commit, fused_latency=False),
+                         key=lambda x: (not view.is_failing(x[0]), x[2] != metrics.FUSED))  # failing, fused first
+    for item, case, impl, mode in judged_here:
+        judged = class_of(item)
+        metric = metrics.stored_metric_of(item["change"]["benchmark"]) or item["change"]["benchmark"]
+        items.append(html.Li([html.Span(judged[0] if judged else item["category"],
+                                        className=f"badge class-{judged[0] if judged else item['category']}"),
+                              f" {impl} {metric} " if impl else " ", html.Code(case), f" ({mode}) ",
+                              html.Span("fails the gate" if view.is_failing(item) else "not failed",
+                                        className="bad" if view.is_failing(item) else "hint"),
+                              html.Small(f" · {judged[1] if judged else item['note']}", className="evidence")]))
+    return [html.H3(f"The gate: {view.word(run.machine)}", id="overview-gate"),
+            html.P(["As ", html.Code(command), " judges it."], className="hint"),
+            html.Ul(items, className="changes", id="overview-gate-list") if items
+            else html.P("The gate judged no finding of this run at this commit.")]
 
 
 def _compared_label(baselines, peers: bool) -> str:
@@ -239,7 +317,8 @@ def run_color_span(run) -> float:
     return cached[1]
 
 
-def panels(table, regressed: dict[str, str], theme: str, set_notes: dict | None = None, span: float | None = None):
+def panels(table, regressed: dict[str, str], theme: str, set_notes: dict | None = None, span: float | None = None,
+           classified: dict[str, str] | None = None):
     """One heatmap per op x dtype x mode on one colour scale (``span``: the run's, else this
     table's), and the scale's legend."""
     if table.empty:
@@ -256,10 +335,10 @@ def panels(table, regressed: dict[str, str], theme: str, set_notes: dict | None 
         n_changed = sum((c, m) in (set_notes or {}) for c, m in zip(panel["case"], panel["mode"]))
         title = (f"<b>{op} · {dtype} · {mode}</b><br><span style='font-size:11px'>geomean "
                  f"{speedup_text(mean)} · {len(panel)} case{'s' if len(panel) != 1 else ''}"
-                 + (f" · <span style='color:#d62728'>⚠ {n_regressed} regressed</span>" if n_regressed else "")
+                 + (f" · <span style='color:#d62728'>⚠ {n_regressed} fail the gate</span>" if n_regressed else "")
                  + (f" · Δ {n_changed} with a changed comparison set" if n_changed else "")
                  + "</span>")
-        figure = build_speedup_panel_figure(panel, span, theme, title, regressed, set_notes)
+        figure = build_speedup_panel_figure(panel, span, theme, title, regressed, set_notes, classified)
         graphs.append(dcc.Graph(id={"type": "overview-panel", "op": str(op), "dtype": str(dtype), "mode": str(mode)},
                                 figure=figure,
                                 config={"displaylogo": False, "responsive": False,
@@ -281,16 +360,17 @@ def speedup_legend(span: float) -> html.Div:
         html.Div([html.Div(className="bar", style={"background": f"linear-gradient(to right, {gradient})"}),
                   html.Div(marks, className="ticks")], className="scale"),
         html.Span("fused faster", className="hint"),
-        html.Span([html.Span("⚠", className="bad"), " outlined: fused latency regressed"], className="hint"),
+        html.Span([html.Span("⚠", className="bad"), " outlined: fails the gate (or fused failed)"], className="hint"),
         html.Span("Δ: comparison set changed", className="hint"),
     ], className="speedup-legend", id="overview-legend")
 
 
-def change_card(changes, base, commit, common: dict):
+def change_card(changes, base, commit, common: dict, failed=None):
     """The significant latency changes since ``base`` (fused first, largest first), each linking
-    to its Trends view with this commit marked."""
+    to its Trends view with this commit marked; first the fused cases that failed at this commit."""
+    failed_part = _failed_list(failed, commit, common)
     if changes is None:
-        return [html.H3("Changes"), html.P("This is the run's first commit: nothing to compare with.")]
+        return [html.H3("Changes"), *failed_part, html.P("This is the run's first commit: nothing to compare with.")]
     counts = ab_compare.change_counts(changes)
     significant = changes[changes["significant"]].copy()
     significant["fused_first"] = significant["impl"] != metrics.FUSED
@@ -306,7 +386,7 @@ def change_card(changes, base, commit, common: dict):
             f"({format_change(r.ratio - 1)}) ", dcc.Link("trend →", href=href, className="trend-link")]))
     more = len(significant) - len(items)
     compare_href = link("/compare", {**common, "a": base, "b": commit, "metric": "latency", "sig": ["only"]})
-    return [html.H3(f"Latency since {base[:8]}"),
+    return [html.H3(f"Latency since {base[:8]}"), *failed_part,
             html.P([html.Span(str(counts["worse"]), className="count bad", id="overview-slower"), " slower, ",
                     html.Span(str(counts["better"]), className="count good", id="overview-faster"), " faster, "
                     f"{counts['unchanged']} unchanged (within {FACTOR:g}× or not significant), {counts['other']} not "
@@ -315,6 +395,21 @@ def change_card(changes, base, commit, common: dict):
             (html.Ul(items, className="changes", id="overview-change-list") if items
              else html.P("No significant change.")),
             dcc.Link(f"{'and ' + str(more) + ' more ' if more > 0 else 'all '}in Compare →", href=compare_href)]
+
+
+def _failed_list(failed, commit, common: dict) -> list:
+    """"N fused case(s) failed at this commit", each with the reason the suite recorded."""
+    if failed is None or not len(failed):
+        return []
+    items = [html.Li([html.Span("failed", className="badge bad"), " fused ", html.Code(r.case),
+                      f" ({r.mode}): {getattr(r, FAILED)} ",
+                      dcc.Link("trend →", href=link("/trends", {**common, "case": r.case, "metric": "latency",
+                                                                "mode": r.mode, "commit": commit}),
+                               className="trend-link")])
+             for r in failed.itertuples(index=False)]
+    return [html.P([html.Span(str(len(failed)), className="count bad", id="overview-failed"),
+                    " fused case(s) failed at this commit (asv stored null):"]),
+            html.Ul(items, className="changes", id="overview-failed-list")]
 
 
 def device_panel(data: DashboardData, machine: str, env: str, commit: str):
@@ -368,8 +463,12 @@ def register(app, store: ResultsStore):
                   Input(qid(ID, "base"), "value"), *[Input(qid(ID, f), "value") for f in FACETS if f != "mode"], theme,
                   Input(qid(ID, "mode"), "value"))
     @guarded(lambda t: message(t, "error"), lambda t: [], lambda t: "", lambda t: "")
-    def _update(*args):
-        return update(store.get(), *args)
+    def _update(machine, env, commit, base, *rest):
+        from dashboard.gate_records import record_for
+
+        data = store.get()
+        return update(data, machine, env, commit, base, *rest, verdict=record_for(store, data, machine, env, commit,
+                                                                                   base))
 
 
 # Static compile metrics only: what there is to see is their history, the Kernels page.

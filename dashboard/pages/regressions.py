@@ -1,8 +1,9 @@
-"""Regressions: the detector's findings as an inbox grouped by commit, newest first: level
-changes, and series that started failing (ok -> failed) or stopped (failed -> ok), as the gate
-reports them; each finding links to the Trends view of its series with the change marked. A regression that
-results/accepted.json accepts (the file the CI gate honours too) is shown as accepted, with who
-and why, and is not counted as open.
+"""Regressions: first the gate's verdict on the newest commit (pass / fail, the findings that fail
+it with the gate's reason, class and evidence), then the detector's findings as an inbox grouped
+by commit, newest first: level changes, and series that started failing (ok -> failed) or
+stopped (failed -> ok); each finding links to the Trends view of its series with the change
+marked. Every class, evidence and acceptance is the gate's (dashboard.gate_view: the gate's own
+report, kept by the detector's worker); this page judges nothing itself.
 
 Detection over every series runs once per results set in a worker process (model.ResultsStore);
 this page polls until it is done.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from dash import Input, Output, dcc, html
+from dash import MATCH, Input, Output, dcc, html, no_update
 
 from dashboard import commit_messages, metrics, static_metrics
 from dashboard.callback_guards import guarded
@@ -20,19 +21,19 @@ from dashboard.notices import message
 from dashboard.widgets import dropdown, labelled
 from dashboard.dashboard_data import DashboardData
 from dashboard.detection import FindingsState
+from dashboard.regressions.acceptance import PLACEHOLDERS
+from dashboard.gate_view import FAILING_CLASS, GateView, acceptance_label, change_key, class_of
 from dashboard.model import ResultsStore
 from dashboard.pages import Page
-from dashboard.regressions.acceptance import (AcceptedFileError, accepted_path, find_acceptance, load_accepted,
-                                              plausible_commits)
 from dashboard.regressions.formatting import format_p
 from dashboard.units import format_change, format_value  # the pages' one number and change format
 from dashboard.urlstate import SHELL, Query, link, qid
 
 ID = "regressions"
-WHO, WHY = "YOUR NAME", "WHY THIS CHANGE IS ACCEPTED"  # what a person replaces before committing the entry
 STATUS_KIND = "status"  # regressions.failures.StatusChange.kind
-MAX_GROUPS = 40  # commit groups rendered at once; the rest are counted
+PAGE_FINDINGS = 30  # findings rendered per page of the inbox (the gate's failing ones are above, on every page)
 OPEN_GROUPS = 3  # the newest commits' groups are open; older ones collapsed (click to open)
+ACCEPT = "regressions-accept"  # the "accept…" button of a finding; its entry is built when clicked
 DIRECTIONS = {"regression": "regressions", "all": "regressions and improvements"}
 ONLY = {"confirmed": " confirmed", "present": " still present", "open": " open (not accepted)"}
 ACCEPTED_STYLE = {"background": "var(--muted)", "color": "var(--panel)"}
@@ -53,29 +54,18 @@ def layout(data: DashboardData, query: Query):
                 value=query.many("only", allowed=tuple(ONLY)), inline=True), "30rem"),
             labelled("Search", dcc.Input(id=qid(ID, "q"), type="search", value=query.one("q", ""), debounce=True,
                                          placeholder="benchmark, case, parameter…", className="search"), "18rem"),
+            labelled("Page", dcc.Input(id=qid(ID, "page"), type="number", min=1, step=1,
+                                       value=_page_number(query.one("page", "1")), debounce=True), "6rem"),
         ], className="controls"),
         dcc.Interval(id="regressions-poll", interval=1500, disabled=False),
         html.Div(id="regressions-inbox"),
     ])
 
 
-def acceptances(data: DashboardData, findings) -> tuple[dict[int, object], str | None]:
-    """{id(finding): the accepted.json entry accepting it} for the regressions, and the problem
-    with accepted.json if it cannot be used (then nothing is shown as accepted)."""
-    try:
-        entries = load_accepted(accepted_path(data.results_dir), data.results_dir)
-    except AcceptedFileError as exc:
-        return {}, str(exc)
-    # the commit order of every run a finding can come from (static compile metrics' too), once
-    orders = {key: run.commits["commit_hash"].tolist() for key, run in {**data.static_runs, **data.runs}.items()}
-    out = {}
-    for f in findings:
-        order = orders.get((f.machine, f.env_name), [])
-        entry = f.direction == "regression" and find_acceptance(entries, f.benchmark, f.params, f.machine,
-                                                                plausible_commits(f, order))
-        if entry:
-            out[id(f)] = entry
-    return out, None
+def acceptances(view: GateView, findings) -> dict[int, str]:
+    """{id(finding): the gate's words for the accepted.json entry accepting it}: the gate's
+    acceptance, never matched again here."""
+    return {id(f): label for f in findings if (label := acceptance_label(view.item_for(f)))}
 
 
 def _matches(f, words: list[str]) -> bool:
@@ -83,16 +73,25 @@ def _matches(f, words: list[str]) -> bool:
     return all(w in text for w in words)
 
 
-def inbox(data: DashboardData, state: FindingsState, machine, direction, only, theme="light", search=None):
+def _page_number(value) -> int:
+    try:
+        return max(1, int(float(value)))
+    except (TypeError, ValueError, OverflowError):
+        return 1
+
+
+def inbox(data: DashboardData, state: FindingsState, machine, direction, only, theme="light", search=None, page=1):
     """(inbox children, polling disabled?). ``search``: words every finding shown contains (in its
-    benchmark, parameters or commit), case-insensitive."""
+    benchmark, parameters or commit), case-insensitive. ``page``: which PAGE_FINDINGS findings
+    (newest first); the gate's verdict and its failing findings head every page."""
     if state.status == "running":
         return message("Finding changes in every series… (started with this results set; this page updates by "
                        "itself)"), False
     if state.status == "failed":
         return message(f"The regression detector failed: {state.error}", "error"), True
     only = only or []
-    accepted, problem = acceptances(data, state.findings or [])
+    view = GateView(state.verdict)
+    accepted = acceptances(view, state.findings or [])
     findings = [f for f in state.findings or []
                 if (not machine or f.machine == machine)
                 and (direction == "all" or f.direction == "regression")
@@ -100,26 +99,32 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
                 and ("present" not in only or f.present_at_newest)
                 and ("open" not in only or id(f) not in accepted)
                 and _matches(f, str(search or "").lower().split())]
-    warning = [message(f"accepted.json cannot be used, so nothing is shown as accepted: {problem}", "error")] \
-        if problem else []
+    warning = [verdict_panel(data, view, state.findings or [], machine, theme)]
     if not findings:
         return warning + [message(f"No {DIRECTIONS.get(direction, 'changes')} found"
                                   f"{' on ' + machine if machine else ''} ({state.seconds or 0:.1f} s to analyse).")], True
+    n_groups = len({(f.commit_hash, f.machine, f.env_name) for f in findings})
+    n_pages = -(-len(findings) // PAGE_FINDINGS)
+    page = min(_page_number(page), n_pages)
+    shown = findings[(page - 1) * PAGE_FINDINGS:page * PAGE_FINDINGS]  # newest first already
     groups: dict[tuple, list] = {}
-    for f in findings:  # newest first already
+    for f in shown:
         groups.setdefault((f.commit_hash, f.machine, f.env_name), []).append(f)
     n_accepted = sum(id(f) in accepted for f in findings)
     n_open = sum(f.direction == "regression" for f in findings) - n_accepted
-    children = warning + [html.P(f"{len(findings)} finding(s) at {len(groups)} commit(s): {n_open} open "
+    children = warning + [html.P(f"{len(findings)} finding(s) at {n_groups} commit(s): {n_open} open "
                                  f"regression(s), {n_accepted} accepted in accepted.json; analysed in "
                                  f"{state.seconds or 0:.1f} s. Change = the level after / the level before − 1, "
                                  "the detector's levels over the commits either side (Compare and the Overview: "
                                  "one commit against another).", id="regressions-count")]
-    for i, ((commit, mach, env), members) in enumerate(list(groups.items())[:MAX_GROUPS]):
-        children.append(_group(data, commit, mach, env, members, theme, accepted, open_=i < OPEN_GROUPS))
-    if len(groups) > MAX_GROUPS:
-        children.append(html.P(f"… and {len(groups) - MAX_GROUPS} older commit(s); narrow the filters.",
-                               className="hint"))
+    pager = html.P(f"Findings {(page - 1) * PAGE_FINDINGS + 1}–{(page - 1) * PAGE_FINDINGS + len(shown)} of "
+                   f"{len(findings)}, newest first: page {page} of {n_pages}"
+                   + (" (the Page box above turns to older ones)." if n_pages > 1 else "."),
+                   className="hint", id="regressions-pager")
+    children.append(pager)
+    for i, ((commit, mach, env), members) in enumerate(groups.items()):
+        children.append(_group(data, commit, mach, env, members, theme, accepted, view,
+                               open_=page == 1 and i < OPEN_GROUPS))
     return children, True
 
 
@@ -127,20 +132,36 @@ def acceptance_entry(f) -> dict:
     """The results/accepted.json entry that accepts this finding (and no later change): what the
     page offers to copy. The app never writes results/: a person commits it, with who and why."""
     return {"benchmark": f.benchmark, "params": f.params, "machine": f.machine, "commit": f.commit_hash[:12],
-            "who": WHO, "why": WHY}
+            **PLACEHOLDERS}  # what a person replaces (the gate refuses the entry until then)
 
 
-def _accept_offer(f) -> html.Details:
+def offer_key(f) -> str:
+    """A short name of a finding's accepted.json entry, for its "accept…" button's id."""
+    import hashlib
+
+    return hashlib.sha256(json.dumps(acceptance_entry(f), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _accept_offer(f) -> list:
+    """The "accept…" button; the entry (a few elements more) is built when it is clicked."""
+    key = offer_key(f)
+    return [html.Button("accept…", id={"type": ACCEPT, "index": key}, className="accept-summary", n_clicks=0),
+            html.Div(id={"type": f"{ACCEPT}-entry", "index": key}, className="accept")]
+
+
+def accept_box(findings, key: str) -> list:
+    """What "accept…" opens for the finding whose offer_key is ``key``: the entry to add to
+    results/accepted.json, with a copy button."""
+    f = next((f for f in findings or [] if offer_key(f) == key), None)
+    if f is None:
+        return [message("This finding is no longer in the results; reload the page.")]
     text = json.dumps(acceptance_entry(f), indent=2)
-    return html.Details([
-        html.Summary("accept…", className="accept-summary"),
-        html.P(["Add this entry to the ", html.Code('"accepted"'), " list of ", html.Code("results/accepted.json"),
-                " (fill in who and why) and commit it; the gate and this page then show it as accepted. "
-                "The dashboard never writes into results/."], className="hint"),
-        html.Div([html.Pre(text, className="accept-entry"),
-                  dcc.Clipboard(content=text, title="copy the entry", className="accept-copy")],
-                 className="accept-box"),
-    ], className="accept")
+    return [html.P(["Add this entry to the ", html.Code('"accepted"'), " list of ", html.Code("results/accepted.json"),
+                    " (fill in who and why: the gate refuses the placeholders) and commit it; the gate and this "
+                    "page then show it as accepted. The dashboard never writes into results/."], className="hint"),
+            html.Div([html.Pre(text, className="accept-entry"),
+                      dcc.Clipboard(content=text, title="copy the entry", className="accept-copy")],
+                     className="accept-box")]
 
 
 def _kernel_filter(data: DashboardData, machine, env, f) -> dict:
@@ -161,7 +182,7 @@ def _size(f) -> float:
     return float("inf") if f.kind == STATUS_KIND else abs(f.relative_change)
 
 
-def _group(data: DashboardData, commit, machine, env, members, theme, accepted, open_=True):
+def _group(data: DashboardData, commit, machine, env, members, theme, accepted, view, open_=True):
     n_accepted = sum(id(f) in accepted for f in members)
     n_reg = sum(f.direction == "regression" for f in members) - n_accepted
     url = data.commit_link(commit)
@@ -182,7 +203,7 @@ def _group(data: DashboardData, commit, machine, env, members, theme, accepted, 
     nested_ids = {id(c) for kids in children.values() for c in kids}
 
     def placed(f):  # a finding's item with its sub-metrics' items nested under it
-        item = _item(data, f, machine, env, commit, run, theme, accepted)
+        item = _item(data, f, machine, env, commit, run, theme, accepted, view)
         if children.get(id(f)):
             item.children.append(html.Ul([placed(c) for c in children[id(f)]], className="sub-metrics"))
         return item
@@ -211,7 +232,7 @@ def _sub_metrics(ranked: list) -> dict[int, list]:
     return out
 
 
-def _item(data: DashboardData, f, machine, env, commit, run, theme, accepted) -> html.Li:
+def _item(data: DashboardData, f, machine, env, commit, run, theme, accepted, view, note=False) -> html.Li:
     """One finding: what changed, by how much, its evidence and its links."""
     case, impl = run.series_of_params.get((f.benchmark, f.params), (None, None)) if run else (None, None)
     static = static_metrics.metric_of(f.benchmark)
@@ -239,38 +260,95 @@ def _item(data: DashboardData, f, machine, env, commit, run, theme, accepted) ->
                    html.Span(format_value(f.after, f.unit), className="num"),
                    html.Span(format_change(f.relative_change), className="num change"),
                    html.Span(format_p(f.p_value), className="num p"), html.Span(f.status(), className="status")]
-    kind, evidence = _class_badge(run, f, case, metric, static)
-    evidence = ([f"{entry.label()}"] if entry else []) + ([evidence] if evidence else [])
+    item = view.item_for(f)
+    kind, evidence = _class_badge(item)
+    evidence = ([entry] if entry else []) + ([f"gate: {item['note']}"] if note and item else []) \
+        + ([evidence] if evidence else [])
     return html.Li([
         badge, f" {metric} ", html.Code(case or f.params),
         (f" [{impl or ('static' if static else '?')}{' · ' + mode if mode and mode != metrics.FORWARD else ''}] "
          if static or run is None or run.suite else " "),
         dcc.Link("trend →", href=href, className="trend-link"),
-        *([_accept_offer(f)] if f.direction == "regression" and not entry else []),
+        *(_accept_offer(f) if f.direction == "regression" and not entry and f.present_at_newest else []),
         html.Div(numbers + ([kind] if kind else []), className="finding-numbers"),
         *([html.Small(" · ".join(evidence), className="evidence")] if evidence else []),
     ], className="finding accepted" if entry else "finding")
 
 
-def _class_badge(run, f, case, metric, static) -> tuple:
-    """(a regression's class as a badge, the evidence in words) (dashboard.regressions.classify);
-    (None, "") for what is not classified."""
-    if f.direction != "regression" or static or run is None or case is None:
+def _class_badge(item) -> tuple:
+    """(the class the gate gave this finding as a badge, its evidence word for word); (None, "")
+    where the gate gives none (gate_view.class_of)."""
+    judged = class_of(item)
+    if judged is None:
         return None, ""
-    from dashboard.regressions.classify import classify
+    kind, evidence = judged
+    return html.Span(kind, className=f"badge class-{kind}"), evidence  # the evidence is in the line below
 
-    c = classify(f, run.of_case(case, samples=False, metric=metric))
-    return html.Span(c.kind, className=f"badge class-{c.kind}", title=c.evidence), c.evidence
+
+def verdict_panel(data: DashboardData, view: GateView, findings, machine, theme) -> html.Div:
+    """The gate's verdict on the newest commit, as ``python -m dashboard.regressions --results
+    <dir> [--machine M]`` gives it: pass or fail, the judged commits, the findings that fail it
+    (with the gate's reason, class and evidence), then what it lists without failing."""
+    command = f"python -m dashboard.regressions --results {data.results_dir}" + (f" --machine {machine}"
+                                                                                  if machine else "")
+    if not view.ready:
+        return html.Div(message("The gate's verdict comes with the findings…"), id="regressions-verdict")
+    if view.error:
+        return html.Div([html.H2("Gate: cannot judge"), message(f"the gate cannot judge, so nothing is shown as accepted or classified: {view.error} (exit 2 of "
+                                 f"`{command}`)", "error")],
+                        id="regressions-verdict", className="card verdict")
+    failing = view.failing(machine)
+    word = view.word(machine)
+    runs = [f"{r['machine']} / {r['env_name']}: " + (", ".join(c[:8] for c in r["commits"]) or "nothing new")
+            for r in view.judged(machine)]
+    by_key = {}
+    for f in findings:
+        by_key.setdefault(change_key(f), f)
+    rows = []
+    for item in failing:
+        f = by_key.get(change_key(item["change"]))
+        if f is None:  # a series the pages do not show: the gate's own line
+            rows.append(html.Li([html.Span(FAILING_CLASS, className="badge bad"), " ",
+                                 html.Code(f"{item['change']['benchmark']}({item['change']['params']})"),
+                                 html.Small(f" gate: {item['note']}", className="evidence")], className="finding"))
+            continue
+        run = data.runs.get((f.machine, f.env_name))
+        rows.append(_item(data, f, f.machine, f.env_name, f.commit_hash, run, theme, {}, view, note=True))
+    others: dict[str, int] = {}
+    for item in view.items(machine):
+        if not view.is_failing(item):
+            others[item["category"]] = others.get(item["category"], 0) + 1
+    listed = ", ".join(f"{n} {c}" for c, n in sorted(others.items()))
+    return html.Div([
+        html.H2([f"Gate on the newest commit: {word}",
+                 html.Span("fails" if view.failed(machine) else "passes",
+                           className=f"badge {'bad' if view.failed(machine) else 'good'}")]),
+        html.P(["Judged: " + "; ".join(runs) + ". The verdict of ", html.Code(command), " (exit "
+                f"{1 if view.failed(machine) else 0})."], className="hint"),
+        *([html.P(f"{len(failing)} finding(s) fail the gate now:"), html.Ul(rows, className="verdict-failing")]
+          if failing else []),
+        *([html.P(f"Listed by the gate, not failing it: {listed}.", className="hint")] if listed else []),
+    ], id="regressions-verdict", className="card verdict")
 
 
 def register(app, store: ResultsStore):
     @app.callback(Output("regressions-inbox", "children"), Output("regressions-poll", "disabled"),
                   Input("regressions-poll", "n_intervals"), Input(qid(ID, "machine"), "value"),
                   Input(qid(ID, "direction"), "value"), Input(qid(ID, "only"), "value"),
-                  Input(qid(SHELL, "theme"), "value"), Input(qid(ID, "q"), "value"))
+                  Input(qid(SHELL, "theme"), "value"), Input(qid(ID, "q"), "value"), Input(qid(ID, "page"), "value"))
     @guarded(lambda t: message(t, "error"), lambda t: True)
-    def _update(_, machine, direction, only, theme, search):
-        return inbox(store.get(), store.findings(), machine, direction, only, theme, search)
+    def _update(_, machine, direction, only, theme, search, page):
+        return inbox(store.get(), store.findings(), machine, direction, only, theme, search, page)
+
+    @app.callback(Output({"type": f"{ACCEPT}-entry", "index": MATCH}, "children"),
+                  Input({"type": ACCEPT, "index": MATCH}, "n_clicks"), prevent_initial_call=True)
+    @guarded(lambda t: message(t, "error"))
+    def _accept(clicks):
+        from dash import ctx
+
+        if not clicks:
+            return no_update
+        return accept_box(store.findings().findings, ctx.triggered_id["index"])
 
 
 PAGE = Page("/regressions", "Regressions", 4, layout, register, "changes found by the detector, per commit")

@@ -28,6 +28,9 @@ ACCEPTED_FILE = "accepted.json"
 REQUIRED = ("benchmark", "commit", "who", "why")
 OPTIONAL = ("params", "machine")
 COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
+# The one spelling of what a person replaces in an offered entry (the gate's report and the
+# dashboard's "accept…" both offer it); an entry still holding it accepts nothing.
+PLACEHOLDERS = {"who": "<your name>", "why": "<why this change is accepted>"}
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,8 @@ def load_accepted(path: str | Path, root: str | Path | None = None) -> list[Acce
         raise AcceptedFileError(f"{path}: {reason}")
     if not isinstance(doc, dict) or not isinstance(doc.get("accepted"), list):
         raise AcceptedFileError(f"{path}: expected an object with an 'accepted' list")
-    if doc.get("version", 1) != 1:
+    version = doc.get("version", 1)
+    if type(version) is not int or version != 1:  # true == 1 in Python: not a version
         raise AcceptedFileError(f"{path}: unsupported version {doc.get('version')!r} (this reader understands 1)")
     return [_entry(path, i, item) for i, item in enumerate(doc["accepted"])]
 
@@ -87,6 +91,10 @@ def _entry(path: Path, i: int, item: object) -> Acceptance:
     for key in OPTIONAL:
         if key in item and not isinstance(item[key], str):
             raise AcceptedFileError(f"{where}: '{key}' must be a string")
+    for key, placeholder in PLACEHOLDERS.items():
+        if item[key].strip().lower() == placeholder:
+            raise AcceptedFileError(f"{where}: '{key}' is still the placeholder {placeholder!r}: say {key} "
+                                    "before committing it")
     commit = item["commit"].strip().lower()
     if not COMMIT.match(commit):
         raise AcceptedFileError(f"{where}: 'commit' {item['commit']!r} is not a commit hash (7 to 40 hex digits)")

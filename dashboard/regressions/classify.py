@@ -137,24 +137,28 @@ def _own_pass_throttled(finding, states: Mapping) -> str:
 
 
 def classified_verdict(verdict, frame: pd.DataFrame, states=None, *, fail_on: str = LIBRARY):
-    """The gate's verdict with each regression or suspected change classified; with
+    """The gate's verdict with each regression, suspected change and still-open earlier one classified; with
     ``fail_on="library"`` (the default) one that is not the library's moves to the category of
     its class (environment, noise), which does not fail the gate; ``"all"`` keeps today's gate."""
     from dashboard.regressions.findings import Finding
-    from dashboard.regressions.gate import REGRESSION_ITEM, SUSPECTED  # gate imports nothing from here
+    from dashboard.regressions.gate import EARLIER, REGRESSION_ITEM, SUSPECTED  # gate imports nothing from here
 
     if fail_on not in (LIBRARY, "all"):
         raise ValueError(f"fail_on={fail_on!r}: expected 'library' or 'all'")
+    judged = (REGRESSION_ITEM, SUSPECTED)
     if callable(states):  # read only when something is to be classified
-        wanted = any(i.category in (REGRESSION_ITEM, SUSPECTED) for i in verdict.items)
+        wanted = any(i.category in (*judged, EARLIER) and isinstance(i.change, Finding) for i in verdict.items)
         states = states() if wanted else {}
     items = []
     for item in verdict.items:
-        if item.category in (REGRESSION_ITEM, SUSPECTED) and isinstance(item.change, Finding):  # not a failure
+        if item.category in judged and isinstance(item.change, Finding):  # not a failure
             c = classify(item.change, frame, states)
             moved = fail_on == LIBRARY and c.kind != LIBRARY
             item = replace(item, classification=c, category=c.kind if moved else item.category,
                            note=f"{item.note} (was {item.category}: not the library)" if moved else item.note)
+        elif item.category == EARLIER and isinstance(item.change, Finding):
+            # still open from before: classified too, so every page shows the gate's class (it fails nothing)
+            item = replace(item, classification=classify(item.change, frame, states))
         items.append(item)
     return replace(verdict, items=items)
 

@@ -11,34 +11,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import traceback
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
-import pandas as pd
-
-from dashboard import asvconf
-from dashboard.commit_order import ORDER, order_note, with_order
-from dashboard.data import ResultsDirError, load_results
-from dashboard.regressions.acceptance import AcceptedFileError, accepted_path, load_accepted, unknown_commits
-from dashboard.regressions.classify import LIBRARY, classified_verdict
-from dashboard.regressions.completeness import (changed_files, folder_state, git_is_ancestor, missing_at_head,
-                                                unread_results)
-from dashboard.regressions.failures import find_status_changes
-from dashboard.regressions.findings import find_changes, resolve_commit
-from dashboard.regressions.gate import judge, judged_runs
-from dashboard.regressions.recorded_state import recorded_states
+from dashboard.regressions.classify import LIBRARY
+from dashboard.regressions.judgement import CannotJudge, judge_folder  # noqa: F401 (CannotJudge: the CLI's)
 from dashboard.regressions.report import render_json, render_markdown, render_text
-from dashboard.regressions.statistics import DetectorSettings
 
 PASS, FAIL, CANNOT_JUDGE = 0, 1, 2
-
-
-class CannotJudge(Exception):
-    """The gate cannot give a verdict; the message says why (exit 2)."""
 
 
 def parse_threshold(text: str) -> float:
@@ -97,81 +79,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    state = folder_state(args.results)
-    try:
-        loaded = load_results(args.results, machine=args.machine)
-    except ResultsDirError as exc:
-        raise CannotJudge(str(exc)) from None
-    frame, report = loaded.frame, loaded.load_report
-    project = asvconf.read_project(asvconf.find_conf(Path(args.results), args.asv_conf))
-    frame = with_order(frame, project.commit_rank)  # the dashboard's commit order (dashboard.commit_order)
-    for line in report.lines():
-        print(f"warning: {line}", file=sys.stderr)
-    if frame.empty:
-        where = f"machine {args.machine!r} in " if args.machine else ""
-        raise CannotJudge(f"no usable asv results for {where}{args.results!r}")
-    try:
-        accepted = load_accepted(args.accepted or accepted_path(args.results), args.results
-                                 if args.accepted is None else None)
-    except AcceptedFileError as exc:
-        raise CannotJudge(f"accepted regressions: {exc}") from None
-    for entry in unknown_commits(accepted, frame["commit_hash"].astype(str).unique()):
-        print(f"warning: accepted.json: no results for commit {entry.commit} ({entry.benchmark})", file=sys.stderr)
-
-    base, head = _parse_base(args.base, frame)
-    whole = frame
-    if head is not None:  # judge the history as it stood at head
-        frame = _up_to(frame, head)
-    _check_complete(args.results, report, whole, frame, base, head, state)
-
-    settings = DetectorSettings(threshold=args.threshold)
-    findings = find_changes(frame, settings, benchmarks_meta=loaded.benchmarks)
-    status_changes = find_status_changes(frame)
-    verdict = judge(frame, findings, status_changes, settings, base_commit=base, accepted=accepted,
-                    strict=args.strict, benchmarks_meta=loaded.benchmarks)
-    verdict = classified_verdict(verdict, frame, lambda: recorded_states(args.results, frame, per_benchmark=True),
-                                 fail_on=args.fail_on)
-    listed, listed_status = findings, status_changes
-    if args.since:
-        start = _commit_date(frame, args.since, "--since")
-        listed = [f for f in findings if f.commit_date >= start]
-        listed_status = [c for c in status_changes if c.commit_date >= start]
-
-    n_series = frame.groupby(["machine", "env_name", "benchmark", "params_key"], observed=True).ngroups
-    header = (f"Level changes and failures in {args.results} (threshold {settings.threshold:.0%}, {n_series} series, "
-              f"{frame['commit_hash'].nunique()} commits, {order_note(project.commit_rank, project.repo)}"
-              + (f", listed since {args.since}" if args.since else "") + ")")
+    judgement = judge_folder(args.results, machine=args.machine, threshold=args.threshold, base=args.base,
+                             strict=args.strict, fail_on=args.fail_on, accepted=args.accepted, since=args.since,
+                             asv_conf=args.asv_conf, warn=lambda line: print(f"warning: {line}", file=sys.stderr))
+    j = judgement
     if args.format == "json":
-        text = render_json(listed, listed_status, verdict, report, header, settings)
+        text = render_json(j.findings, j.status_changes, j.verdict, j.report, j.header, j.settings)
     elif args.format == "markdown":
-        text = render_markdown(listed, listed_status, verdict, report, header)
+        text = render_markdown(j.findings, j.status_changes, j.verdict, j.report, j.header)
     else:
-        text = render_text(listed, listed_status, verdict, report, header)
+        text = render_text(j.findings, j.status_changes, j.verdict, j.report, j.header)
     _print_report(text)
-    return FAIL if verdict.failed else PASS
-
-
-def _check_complete(results, report, whole, frame, base, head, state) -> None:
-    """CannotJudge unless the gate read every result it judges (see completeness.py)."""
-    judged: dict[str, list[str]] = {}
-    base_of: dict[str, str] = {}
-    dates = frame.groupby("commit_hash", observed=True)["date"].min()
-    judged_from: dict[str, int] = {}
-    for r in judged_runs(frame, base):
-        judged.setdefault(r.machine, []).extend(r.commits)
-        base_of[r.machine] = base_of.get(r.machine) or r.base_commit
-        if r.commits:
-            first = int(dates[r.commits[0]].value // 1_000_000)  # ms, as asv stores dates
-            judged_from[r.machine] = min(judged_from.get(r.machine, first), first)
-    problems = unread_results(report.skipped, results, whole, judged, base_of, git_is_ancestor, judged_from)
-    if head is not None:
-        problems += missing_at_head(frame, base, head)
-    changed = changed_files(state, folder_state(results))
-    if changed:
-        problems.append(f"the results changed while the gate read them ({', '.join(changed[:5])}"
-                        + (", ..." if len(changed) > 5 else "") + "); run it again once they are complete")
-    if problems:
-        raise CannotJudge("the gate could not read everything it judges:\n  " + "\n  ".join(problems))
+    return FAIL if j.verdict.failed else PASS
 
 
 def _print_report(text: str) -> None:
@@ -180,73 +99,6 @@ def _print_report(text: str) -> None:
         print(text, flush=True)
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
-
-
-def _parse_base(text: str | None, frame) -> tuple[str | None, str | None]:
-    """--base A or A..B -> (full hash of A, full hash of B or None)."""
-    if text is None:
-        return None, None
-    first, sep, last = text.partition("..")
-    if not first:
-        raise CannotJudge(f"--base {text!r}: name the base commit (A or A..B)")
-    base = _resolve(frame, first, "--base")
-    head = _resolve(frame, last, "--base") if sep and last else None
-    if head is not None and _older(frame, head, base):
-        raise CannotJudge(f"--base {text!r}: {last} is older than {first}")
-    return base, head
-
-
-def _older(frame, commit: str, than: str) -> bool:
-    """In the commit order of a run that has both (else by stored date)."""
-    both = frame[frame["commit_hash"].astype(str).isin([commit, than])]
-    for _, rows in both.groupby(["machine", "env_name"], observed=True):
-        at = rows.groupby(rows["commit_hash"].astype(str))[ORDER].min()
-        if len(at) == 2:
-            return bool(at[commit] < at[than])
-    return bool(_date(frame, commit) < _date(frame, than))
-
-
-def _up_to(frame, head: str):
-    """The rows of the history as it stood at ``head``: per run, its commits up to head in the run's
-    order; a run without head, its commits dated up to head's date."""
-    runs = pd.MultiIndex.from_arrays([frame["machine"].astype(str), frame["env_name"].astype(str)])
-    at_head = frame["commit_hash"].astype(str).to_numpy() == head
-    head_at = pd.Series(frame[ORDER].to_numpy()[at_head], index=runs[at_head]).groupby(level=[0, 1]).min()
-    limit = head_at.reindex(runs).to_numpy(dtype=float)  # NaN: the run has no head
-    keep = np.where(np.isnan(limit), (frame["date"] <= _date(frame, head)).to_numpy(),
-                    frame[ORDER].to_numpy() <= np.nan_to_num(limit))
-    return frame[keep]
-
-
-def _resolve(frame, name: str, option: str) -> str:
-    """A commit of the results: a hash or prefix there, else a git revision of this checkout."""
-    try:
-        return resolve_commit(frame, name)
-    except ValueError as exc:
-        from_git = _git_revision(name)
-        if from_git is None:
-            raise CannotJudge(f"{option}: {exc}") from None
-        try:
-            return resolve_commit(frame, from_git)
-        except ValueError:
-            raise CannotJudge(f"{option}: {name} is commit {from_git[:12]}, which has no results here") from None
-
-
-def _git_revision(name: str) -> str | None:
-    try:
-        done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}"], capture_output=True,
-                              text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
-
-
-def _date(frame, commit: str):
-    return frame.loc[frame["commit_hash"].astype(str) == commit, "date"].min()
-
-
-def _commit_date(frame, name: str, option: str):
-    return _date(frame, _resolve(frame, name, option))
 
 
 if __name__ == "__main__":

@@ -52,7 +52,7 @@ class Finding:
 
     def status(self) -> str:
         """Kind, confirmation, presence and position in a few words, for reports and the inbox."""
-        evidence = "" if self.confirmed else "clear, not yet confirmed" if self.clear else "suspected"
+        evidence = evidence_word(self.confirmed, self.clear)
         parts = [self.kind if self.kind != "step" else "", evidence,
                  "present" if self.present_at_newest else "not present now", self.position_note()]
         return ", ".join(p for p in parts if p)
@@ -60,6 +60,12 @@ class Finding:
     def position_note(self) -> str:
         """Where else the change may be, for people reading a report; "" when it is pinned."""
         return position_note(self.plausible_commits, self.earliest_commit, self.latest_commit)
+
+
+def evidence_word(confirmed: bool, clear: bool) -> str:
+    """How sure the detector is, in the gate's words: "" (confirmed), "clear, not yet confirmed"
+    (clear enough to fail the gate) or "suspected" (fails only with --strict)."""
+    return "" if confirmed else "clear, not yet confirmed" if clear else "suspected"
 
 
 def position_note(plausible_commits: int, earliest_commit: str, latest_commit: str) -> str:

@@ -11,9 +11,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from typing import Sequence
 
 from dashboard.data import LoadReport
+from dashboard.regressions.acceptance import PLACEHOLDERS
 from dashboard.regressions.failures import StatusChange
 from dashboard.regressions.findings import REGRESSION, Finding
 from dashboard.regressions.formatting import format_change, format_p, format_value
@@ -31,18 +33,42 @@ def _group_by_commit(changes: Sequence[Change]) -> list[tuple[tuple, list[Change
     return list(groups.items())
 
 
+_PARAM = re.compile(r"(?:^|,\s*)(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,]*)")
+
+
+def _params_nest(parent: str, child: str) -> bool:
+    """Whether ``child``'s parameters are ``parent``'s but for one string value that extends the
+    parent's by a dotted part (``function='step.forward'`` under ``function='step'``): hierarchy
+    carried in a parameter, as another project stores it."""
+    a, b = _PARAM.findall(parent or ""), _PARAM.findall(child or "")
+    if not a or [n for n, _ in a] != [n for n, _ in b]:
+        return False
+    differ = [(x, y) for (_, x), (_, y) in zip(a, b) if x != y]
+    if len(differ) != 1:
+        return False
+    x, y = differ[0]
+    return len(x) >= 2 and x[0] == x[-1] == y[0] == y[-1] and x[0] in "'\"" and y[1:-1].startswith(x[1:-1] + ".")
+
+
+def _is_parent(p, c) -> bool:
+    """A sub-metric: a benchmark whose name extends p's by a dotted part with the same
+    parameters, or the same benchmark with a parameter that does (_params_nest)."""
+    return ((c.benchmark.startswith(p.benchmark + ".") and p.params == c.params)
+            or (c.benchmark == p.benchmark and _params_nest(p.params, c.params)))
+
+
 def nested(members: Sequence[Change]) -> list[tuple[Change, int]]:
     """(change, depth) in report order: regressions first, larger first, each sub-metric right
     under its nearest parent (a benchmark whose name is a dotted prefix of its name, same
-    parameters, same direction)."""
+    parameters; or the same benchmark whose parameter value is a dotted prefix of its own:
+    ``function='step'`` over ``function='step.forward'``; same direction)."""
     ordered = sorted(members, key=lambda c: (c.direction != REGRESSION, isinstance(c, Finding),
                                              -abs(getattr(c, "relative_change", 0.0)), c.benchmark))
 
     def parent(c):
         candidates = [p for p in ordered if p is not c and isinstance(p, Finding) and isinstance(c, Finding)
-                      and c.benchmark.startswith(p.benchmark + ".") and p.params == c.params
-                      and p.direction == c.direction]
-        return max(candidates, key=lambda p: len(p.benchmark), default=None)
+                      and _is_parent(p, c) and p.direction == c.direction]
+        return max(candidates, key=lambda p: (len(p.benchmark), len(p.params)), default=None)
 
     parents = {id(c): parent(c) for c in ordered}
     out: list[tuple[Change, int]] = []
@@ -80,7 +106,7 @@ def describe(c: Change) -> str:
 def acceptance_entry(c: Change) -> dict:
     """The accepted.json entry that would accept this change (who and why left to fill in)."""
     entry = {"benchmark": c.benchmark, "params": c.params, "machine": c.machine, "commit": c.commit_hash[:12],
-             "who": "<your name>", "why": "<why this is acceptable>"}
+             **PLACEHOLDERS}
     return {k: v for k, v in entry.items() if v != ""}
 
 
@@ -96,7 +122,7 @@ def _judged_line(verdict: GateVerdict) -> list[str]:
     return lines
 
 
-def _verdict_word(verdict: GateVerdict) -> str:
+def verdict_word(verdict: GateVerdict) -> str:
     failing = verdict.failing
     if failing:
         top = [i for i, depth in _nested_items(failing) if depth == 0]  # sub-metrics count with their parent
@@ -149,13 +175,13 @@ def render_text(findings: Sequence[Finding], status_changes: Sequence[StatusChan
         for c, depth in nested(members):
             lines.append(f"  {'  ' * depth}{'└ ' if depth else ''}{describe(c)}")
     lines += _report_lines(report)
-    lines.append(f"\nGate: {_verdict_word(verdict)}")
+    lines.append(f"\nGate: {verdict_word(verdict)}")
     return "\n".join(lines)
 
 
 def render_markdown(findings: Sequence[Finding], status_changes: Sequence[StatusChange], verdict: GateVerdict,
                     report: LoadReport, header: str) -> str:
-    lines = [f"## {header}", "", f"**Gate: {_verdict_word(verdict)}**", "", "Judged commits:", ""]
+    lines = [f"## {header}", "", f"**Gate: {verdict_word(verdict)}**", "", "Judged commits:", ""]
     lines += [f"- {line.strip()}" for line in _judged_line(verdict)] + [""]
     for category in (REGRESSION_ITEM, SUSPECTED, ENVIRONMENT, NOISE, ACCEPTED, EARLIER):
         items = verdict.of(category)
@@ -215,7 +241,7 @@ def render_json(findings: Sequence[Finding], status_changes: Sequence[StatusChan
     doc = {
         "summary": header,
         "threshold": settings.threshold,
-        "gate": {"failed": verdict.failed, "strict": verdict.strict, "verdict": _verdict_word(verdict),
+        "gate": {"failed": verdict.failed, "strict": verdict.strict, "verdict": verdict_word(verdict),
                  "judged": [dataclasses.asdict(r) for r in verdict.runs],
                  "failing": [item_dict(i) for i in verdict.failing],
                  "items": [item_dict(i) for i in verdict.items]},
