@@ -20,6 +20,9 @@ NOT_FILES = {
     ("dashboard/callbacks_boundary.py", "json.loads(dep['id'])"): "a Dash component id",
     ("dashboard/callbacks_boundary.py", "json.loads(to_json(app.layout))"): "the app's own layout",
     ("dashboard/conf_reader.py", "json5.loads(text)"): "asv.conf.json's text, read by the reader (read_json_text)",
+    ("dashboard/regressions/judgement.py",
+     "json.loads(render_json(self.findings, self.status_changes, self.verdict, self.report, self.header, self.settings))"):
+        "the gate's report, rendered in this process",
     ("tools/measure_dashboard_scale.py", "json.loads(done.stdout.strip().splitlines()[-1])"): "a subprocess's output",
 }
 

@@ -31,6 +31,8 @@ from typing import Sequence
 
 import numpy as np
 
+from dashboard.safe_read import read_json
+
 RESULT_COLUMNS = [
     "result", "params", "version", "started_at", "duration",
     "stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75",
@@ -274,7 +276,9 @@ def write_history(
 
     existing = {}
     if merge_benchmarks and (root / "benchmarks.json").exists():
-        existing = json.loads((root / "benchmarks.json").read_text(encoding="utf-8"))
+        existing, reason = read_json(root / "benchmarks.json", root)
+        if reason is not None or not isinstance(existing, dict):  # never write over what cannot be read
+            raise ValueError(f"cannot merge into {root / 'benchmarks.json'}: {reason or 'not a JSON object'}")
     _write_json(root / "benchmarks.json", {**existing, **bench_meta, "version": 2}, pretty=True)
     machine_info = {"arch": "x86_64", "cpu": "Synthetic CPU", "gpu": "Synthetic GPU", "machine": machine,
                     "num_cpu": "16", "os": "Linux", "ram": "137438953472", **(machine_params or {})}
