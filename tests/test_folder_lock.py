@@ -26,7 +26,7 @@ store.dir.mkdir(parents=True)
 os.mkfifo(store.dir / cache.LOCK_NAME)
 print("loaded", len(store.load().files), flush=True)
 os.mkfifo(store.dir / findings_store.LOCK_NAME)
-print("detected", findings_store.detect_once(store.dir, "key", lambda: []), flush=True)
+print("detected", findings_store.detect_once(store.dir, "key", lambda: ([], {})), flush=True)
 '''
 
 # Holds the findings lock in detect_once (as a worker's detector does) until it is killed.
@@ -46,7 +46,7 @@ DETECT = r'''
 import sys
 from pathlib import Path
 from dashboard import findings_store
-print("detected", findings_store.detect_once(Path(sys.argv[1]), "key", lambda: []), flush=True)
+print("detected", findings_store.detect_once(Path(sys.argv[1]), "key", lambda: ([], {})), flush=True)
 '''
 
 
@@ -61,7 +61,7 @@ def _python(script: str, *args: str) -> subprocess.CompletedProcess:
 def test_a_fifo_lock_file_runs_the_load_and_the_detection_unlocked(tmp_path):
     done = _python(FIFO_LOCKS, str(tmp_path / "results"), str(tmp_path / "cache"))
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "loaded " in done.stdout and "detected []" in done.stdout, done.stdout
+    assert "loaded " in done.stdout and "detected ([], {})" in done.stdout, done.stdout
 
 
 def test_a_symlinked_lock_file_creates_nothing_outside_the_folder(tmp_path):
@@ -92,4 +92,4 @@ def test_a_worker_killed_while_its_detector_holds_the_findings_lock_frees_it(tmp
         holder.wait(timeout=TIMEOUT_S)
         holder.stderr.close()
     done = _python(DETECT, str(folder))
-    assert done.returncode == 0 and "detected []" in done.stdout, done.stderr[-3000:]
+    assert done.returncode == 0 and "detected ([], {})" in done.stdout, done.stderr[-3000:]
