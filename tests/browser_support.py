@@ -36,14 +36,21 @@ def browser_on(results_dir, download_dir):
 
     os.environ.setdefault("DASH_TEST_CHROMEPATH", CHROME)
     app = create_app(results_dir)
+    store = app.server.config["FUSED_MLP_STORE"]
     try:
         with ThreadedRunner() as server:
             with DashComposite(server, browser="Chrome", headless=True, download_path=str(download_dir),
                                percy_finalize=False) as dc:
                 dc.start_server(app, port=free_port())
-                yield dc
+                try:
+                    yield dc
+                finally:
+                    # Before the runner stops: it raises SystemExit in every thread started since
+                    # it began, the detector pool's manager thread too (pytest's "unhandled thread
+                    # exception" warning); closing the store joins that thread first.
+                    store.close()
     finally:
-        app.server.config["FUSED_MLP_STORE"].close()
+        store.close()  # the server failed to start: the pool may exist all the same
 
 
 def poll(fn, timeout=20.0, what="condition"):
