@@ -140,30 +140,40 @@ def test_bad_input_exits_2_with_a_message(tmp_path, capsys):
 
 # --- end to end ---------------------------------------------------------------------------
 
-# The throw-away history's first commit: a runner that got slower between the history's runs and
-# the bisect's, played for real. With $BISECT_TEST_DRIFT=0.1 every fused call costs 10 % more CPU
-# time at every commit (CI's shared CPU once drifted ~8 % between the two, and the gate then
-# pinned the step one commit early); unset, nothing changes.
+# The throw-away history's first commit: the fused launcher's cost becomes a fixed CPU time, and
+# a runner that got slower between the history's runs and the bisect's is played for real.
+# - Fixed cost: the interpreted kernel's own CPU time (~0.4-0.7 s a call) moved with what else
+#   the machine ran, by up to 1.6x between two asv runs of one bisect session, so a neutral
+#   commit measured halfway between the levels and the search rightly said "not one step". A
+#   loop on process_time costs the same CPU time whatever runs beside it; the output is torch's
+#   (the suite still checks it against its float64 reference).
+# - Drift: with $BISECT_TEST_DRIFT=0.1 every fused call costs 10 % more (CI's shared CPU once
+#   drifted ~8 % between the two, and the gate then pinned the step one commit early); unset,
+#   nothing changes.
 DRIFT = """
 
-# Planted by tests/test_bisect.py: the machine's drift, at every commit ($BISECT_TEST_DRIFT).
+# Planted by tests/test_bisect.py: a fused call costs a fixed CPU time, times the machine's
+# drift ($BISECT_TEST_DRIFT), at every commit.
 import os as _os
 import time as _time
 
-_undrifted_linear_act = linear_act
+_CALL_CPU_SECONDS = 0.15
 
 
-def linear_act(*args, **kwargs):
-    start = _time.process_time()
-    out = _undrifted_linear_act(*args, **kwargs)
-    spent = _time.process_time() - start
-    while _time.process_time() - start < spent * (1 + float(_os.environ.get("BISECT_TEST_DRIFT") or 0)):
+def _spend_cpu_until(start, seconds):
+    while _time.process_time() - start < seconds:
         pass
+
+
+def linear_act(x, weight, bias=None, activation="gelu_tanh", recompute=False):
+    start = _time.process_time()
+    z = x @ weight.T
+    out = ACTIVATIONS[activation].torch_fn(z if bias is None else z + bias)
+    _spend_cpu_until(start, _CALL_CPU_SECONDS * (1 + float(_os.environ.get("BISECT_TEST_DRIFT") or 0)))
     return out
 """
-# The regression: 0.6 s more CPU time a call (the CPU run times CPU time; an interpreted call of
-# the tiny case takes ~0.15-0.2 s), a step of about 4x: with 6 commits of history the gate calls it
-# clear (p ~2e-5 against its 3.2e-4) even at 8 % commit-to-commit noise, as a loaded CPU gave.
+# The regression: 0.6 s more CPU time a call, a step of 5x over the 0.15 s call: the gate calls it
+# clear and the bisect places every commit at one level or the other.
 PLANT = """
 
 # Planted by tests/test_bisect.py: the fused launcher got slower at this commit.
@@ -171,9 +181,7 @@ _planted_linear_act = linear_act
 
 
 def linear_act(*args, **kwargs):
-    start = _time.process_time()
-    while _time.process_time() - start < 0.6:
-        pass
+    _spend_cpu_until(_time.process_time(), 0.6)
     return _planted_linear_act(*args, **kwargs)
 """
 BENCHMARK = "bench_ops.LinearAct.track_latency"
