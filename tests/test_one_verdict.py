@@ -36,6 +36,16 @@ def texts(component) -> str:
     return texts(getattr(component, "children", None))
 
 
+def components(component):
+    """Every Dash component in a tree, depth first."""
+    if isinstance(component, (list, tuple)):
+        for c in component:
+            yield from components(c)
+    elif hasattr(component, "to_plotly_json"):
+        yield component
+        yield from components(getattr(component, "children", None))
+
+
 def _suite(tmp_path, fused=None, controls=None, failing=()):
     """fused, eager and compile of one case; ``fused`` / ``controls``: steps; ``failing``: impls
     that fail from the newest commit on."""
@@ -98,10 +108,14 @@ def test_the_regressions_page_shows_the_gates_verdict_and_nothing_else(name, tmp
     assert ("fails" if code == 1 else "passes") in verdict
     for item in doc["gate"]["failing"]:  # every failing finding in the panel, with the gate's reason
         assert f"gate: {item['note']}" in verdict and item["change"]["commit_hash"][:10] in text
+    findings_shown = [c for c in components(children) if getattr(c, "className", None) in ("finding", "finding accepted")]
     for item in doc["gate"]["items"]:
         judged = class_of(item)
-        if judged is not None:  # the class and evidence, word for word
-            assert judged[1] in text and f"class-{judged[0]}" in str(children)
+        if judged is not None:  # the class and evidence, word for word, on the finding's own line
+            assert any(judged[1] in texts(li) and any(getattr(b, "className", None) == f"badge class-{judged[0]}"
+                                                      for b in components(li.children)) for li in findings_shown), judged
+    ids = [json.dumps(c.id, sort_keys=True) for c in components(children) if getattr(c, "id", None) is not None]
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})  # Dash refuses a page with twice one id
     if name == "the 76-commit generic history":
         return  # one machine: its verdict is the folder's (and a third judgement of it costs 4 s)
     machine_code, machine_doc = _gate_json(history.results_dir, capsys, "--machine", history.machine)

@@ -136,10 +136,13 @@ def acceptance_entry(f) -> dict:
 
 
 def offer_key(f) -> str:
-    """A short name of a finding's accepted.json entry, for its "accept…" button's id."""
+    """A short name of one finding, for its "accept…" button's id: its accepted.json entry, its
+    environment and its kind (the entry names neither, and two environments on one machine, or a
+    level change and a status change of one series, would share a button id)."""
     import hashlib
 
-    return hashlib.sha256(json.dumps(acceptance_entry(f), sort_keys=True).encode()).hexdigest()[:16]
+    named = {**acceptance_entry(f), "env_name": f.env_name, "kind": f.kind}
+    return hashlib.sha256(json.dumps(named, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _accept_offer(f) -> list:
@@ -232,8 +235,10 @@ def _sub_metrics(ranked: list) -> dict[int, list]:
     return out
 
 
-def _item(data: DashboardData, f, machine, env, commit, run, theme, accepted, view, note=False) -> html.Li:
-    """One finding: what changed, by how much, its evidence and its links."""
+def _item(data: DashboardData, f, machine, env, commit, run, theme, accepted, view, note=False,
+          offer=True) -> html.Li:
+    """One finding: what changed, by how much, its evidence and its links; ``offer``: its
+    "accept…" button (once per page: the verdict panel repeats a finding the list shows)."""
     case, impl = run.series_of_params.get((f.benchmark, f.params), (None, None)) if run else (None, None)
     static = static_metrics.metric_of(f.benchmark)
     mode = None
@@ -269,7 +274,7 @@ def _item(data: DashboardData, f, machine, env, commit, run, theme, accepted, vi
         (f" [{impl or ('static' if static else '?')}{' · ' + mode if mode and mode != metrics.FORWARD else ''}] "
          if static or run is None or run.suite else " "),
         dcc.Link("trend →", href=href, className="trend-link"),
-        *(_accept_offer(f) if f.direction == "regression" and not entry and f.present_at_newest else []),
+        *(_accept_offer(f) if offer and f.direction == "regression" and not entry and f.present_at_newest else []),
         html.Div(numbers + ([kind] if kind else []), className="finding-numbers"),
         *([html.Small(" · ".join(evidence), className="evidence")] if evidence else []),
     ], className="finding accepted" if entry else "finding")
@@ -313,7 +318,8 @@ def verdict_panel(data: DashboardData, view: GateView, findings, machine, theme)
                                  html.Small(f" gate: {item['note']}", className="evidence")], className="finding"))
             continue
         run = data.runs.get((f.machine, f.env_name))
-        rows.append(_item(data, f, f.machine, f.env_name, f.commit_hash, run, theme, {}, view, note=True))
+        rows.append(_item(data, f, f.machine, f.env_name, f.commit_hash, run, theme, {}, view, note=True,
+                          offer=False))
     others: dict[str, int] = {}
     for item in view.items(machine):
         if not view.is_failing(item):
