@@ -413,3 +413,21 @@ def test_hierarchy_carried_in_a_parameter_nests_like_hierarchy_in_the_name():
     depth = {c.params: d for c, d in nested([grandchild, other, child, base])}
     assert depth == {"function='step'": 0, "function='step.forward'": 1, "function='step.forward.solve'": 2,
                      "function='stepper'": 0}
+
+
+def test_a_case_that_fails_the_gate_in_one_mode_is_marked_in_that_mode_s_panel_only():
+    import pandas as pd
+
+    from dashboard.pages import overview
+
+    row = dict(case="gated_mlp M=8 K=16 N=32 bf16 silu", op="gated_mlp", dtype="bf16", shape="M=8 K=16 N=32",
+               activation="silu", speedup=1.2, fused=1e-5, best_baseline=1.2e-5, baseline_impl="eager",
+               verdict="faster")
+    table = pd.DataFrame([{**row, "mode": mode} for mode in ("forward", "backward")])
+    failing = {(row["case"], "forward"): "fails the gate (forward): library: ..."}
+    graphs = {g.id["mode"]: g.figure for g in components(overview.panels(table, failing, "light"))
+              if getattr(g, "figure", None)}
+    marked = {mode: [t for r in f["data"][0]["text"] for t in r if t.startswith("⚠")] for mode, f in graphs.items()}
+    assert len(marked["forward"]) == 1 and marked["backward"] == []
+    assert "1 fail the gate" in graphs["forward"]["layout"]["title"]["text"]
+    assert "fail the gate" not in graphs["backward"]["layout"]["title"]["text"]

@@ -105,10 +105,10 @@ def build_speedup_panel_figure(panel: pd.DataFrame, span: float, theme: str = "l
                                classified: dict[str, str] | None = None) -> dict:
     """One op x dtype x mode: ``panel`` is its rows of speedup_tables.speedups (case, mode, shape,
     activation, fused, best_baseline, baseline_impl, speedup, verdict, the best_peer columns, and
-    optionally autotune_kernels). ``changed``: case -> a note for cells whose fused latency got
-    significantly worse since the baseline commit (outlined and marked ⚠). ``set_notes``: (case,
-    mode) -> what changed in the cell's comparison set (marked Δ, said in the hover).
-    ``classified``: case -> the gate's class of a change it judged without failing (the hover says it).
+    optionally autotune_kernels). ``changed``: (case, mode) -> the gate's note for cells it fails
+    at this commit (outlined and marked ⚠). ``set_notes``: (case, mode) -> what changed in the
+    cell's comparison set (marked Δ, said in the hover). ``classified``: (case, mode) -> the gate's
+    class of a change it judged without failing (the hover says it).
 
     A plain figure dict, not a go.Figure: a page draws one per op x dtype, and building each as a
     validated go.Figure with a copied template cost ~25 ms apiece."""
@@ -134,8 +134,9 @@ def build_speedup_panel_figure(panel: pd.DataFrame, span: float, theme: str = "l
                 marks.append((j, i))
                 continue
             s = float(r.speedup)
-            note = changed.get(str(r.case))
-            set_note = set_notes.get((str(r.case), str(getattr(r, "mode", ""))))
+            cell = (str(r.case), str(getattr(r, "mode", "")))
+            note = changed.get(cell)
+            set_note = set_notes.get(cell)
             zr.append(math.log2(s) if np.isfinite(s) and s > 0 else None)
             label = speedup_text(s) if np.isfinite(s) else "no baseline"
             tr.append((REGRESSED_MARK if note else "") + (SET_CHANGED_MARK if set_note else "") + label)
@@ -146,7 +147,7 @@ def build_speedup_panel_figure(panel: pd.DataFrame, span: float, theme: str = "l
                       f"<br>speedup {label}" + (f" (fused {r.verdict})" if isinstance(r.verdict, str) else "")
                       + (_peer_line(r) if hasattr(r, "peer_impl") else "") + _kernels_line(r)
                       + (f"<br><b>{note}</b>" if note else "")
-                      + (f"<br>{classified[str(r.case)]}" if str(r.case) in classified else "")
+                      + (f"<br>{classified[cell]}" if cell in classified else "")
                       + (f"<br><b>comparison set changed: {set_note}</b>" if set_note else ""))
             if note:
                 marks.append((j, i))

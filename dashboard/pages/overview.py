@@ -153,17 +153,18 @@ def _gate_items(run, view: GateView, commit: str, fused_latency: bool = True) ->
     return out
 
 
-def _gate_marks(run, view: GateView, commit: str) -> tuple[dict[str, str], dict[str, str]]:
-    """({case: note} the gate fails at this commit (outlined ⚠), {case: note} it judged without
-    failing: environment, noise, suspected, accepted), each note the gate's class and evidence."""
+def _gate_marks(run, view: GateView, commit: str) -> tuple[dict[tuple, str], dict[tuple, str]]:
+    """({(case, mode): note} the gate fails at this commit (outlined ⚠), {(case, mode): note} it
+    judged without failing: environment, noise, suspected, accepted), each note the gate's class
+    and evidence. By mode too: a case fails the gate in the panel of the mode it failed in only."""
     failing, other = {}, {}
     for item, case, _, mode in _gate_items(run, view, commit):
         judged = class_of(item)
         said = f"{judged[0]}: {judged[1]}" if judged else item["note"]
         if view.is_failing(item):
-            failing[case] = f"fails the gate ({mode}): {said}"
+            failing[(case, mode)] = f"fails the gate ({mode}): {said}"
         else:
-            other[case] = f"the gate: {item['category']} ({mode}), not failed: {said}"
+            other[(case, mode)] = f"the gate: {item['category']} ({mode}), not failed: {said}"
     return failing, other
 
 
@@ -331,7 +332,7 @@ def panels(table, regressed: dict[str, str], theme: str, set_notes: dict | None 
     for op, dtype, mode in keys:
         panel = groups[(op, dtype, mode)]
         mean = speedup_tables.geomean(panel["speedup"])
-        n_regressed = sum(c in regressed for c in panel["case"])
+        n_regressed = sum((c, m) in regressed for c, m in zip(panel["case"], panel["mode"]))
         n_changed = sum((c, m) in (set_notes or {}) for c, m in zip(panel["case"], panel["mode"]))
         title = (f"<b>{op} · {dtype} · {mode}</b><br><span style='font-size:11px'>geomean "
                  f"{speedup_text(mean)} · {len(panel)} case{'s' if len(panel) != 1 else ''}"
