@@ -431,3 +431,18 @@ def test_a_case_that_fails_the_gate_in_one_mode_is_marked_in_that_mode_s_panel_o
     assert len(marked["forward"]) == 1 and marked["backward"] == []
     assert "1 fail the gate" in graphs["forward"]["layout"]["title"]["text"]
     assert "fail the gate" not in graphs["backward"]["layout"]["title"]["text"]
+
+
+def test_a_bug_in_the_gate_is_said_on_the_pages_not_a_blank_page(tmp_path, monkeypatch, caplog):
+    from dashboard.regressions import judgement
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(judgement, "judge_folder", broken)
+    record = judgement.verdict_record(tmp_path)
+    assert record == {"error": "the gate failed (ZeroDivisionError: division by zero); the server's log has the "
+                               "traceback"}
+    assert "ZeroDivisionError" in caplog.text  # the traceback, logged
+    panel = texts(page.verdict_panel(SimpleNamespace(results_dir=tmp_path), GateView(record), [], None, "light"))
+    assert "cannot judge" in panel and "ZeroDivisionError" in panel

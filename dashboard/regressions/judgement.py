@@ -10,6 +10,7 @@ dashboard process can store it beside its findings and every page reads the same
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,6 +130,9 @@ def verdict_record(results: str | Path, asv_conf: Path | None = None, base: str 
         judgement = judge_folder(results, asv_conf=asv_conf, base=base)
     except CannotJudge as exc:
         return {"error": str(exc)}
+    except Exception as exc:  # a bug in the gate: said on the pages and logged whole, never a blank page
+        logging.getLogger(__name__).exception("the gate failed on %s", results)
+        return {"error": f"the gate failed ({type(exc).__name__}: {exc}); the server's log has the traceback"}
     verdict = judgement.verdict
     machines = {}
     for machine in sorted({r.machine for r in verdict.runs}):
