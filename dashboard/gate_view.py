@@ -25,11 +25,14 @@ class GateView:
     _by_key: dict = field(default_factory=dict, init=False, repr=False)
 
     _failing_keys: set = field(default_factory=set, init=False, repr=False)
+    _accepted_elsewhere: dict = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self):
         for item in self.items():
             self._by_key[change_key(item["change"])] = item
         self._failing_keys = {change_key(i["change"]) for i in self.gate.get("failing", [])}
+        self._accepted_elsewhere = {change_key(a["change"]): a["accepted"]
+                                    for a in self.gate.get("accepted_elsewhere", [])}
 
     @property
     def ready(self) -> bool:
@@ -69,6 +72,13 @@ class GateView:
         does not judge it (not present at the newest commit, an improvement, a run with no commit
         judged)."""
         return self._by_key.get(change_key(change))
+
+    def acceptance_label(self, change) -> str | None:
+        """The gate's words for the accepted.json entry accepting this finding, or None: from its
+        item, or from the regressions the gate lists as accepted without judging them (gone by
+        the newest commit)."""
+        entry = (self.item_for(change) or {}).get("accepted") or self._accepted_elsewhere.get(change_key(change))
+        return acceptance_label({"accepted": entry}) if entry else None
 
     def is_failing(self, item: dict | None) -> bool:
         return item is not None and change_key(item["change"]) in self._failing_keys

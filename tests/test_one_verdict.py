@@ -446,3 +446,24 @@ def test_a_bug_in_the_gate_is_said_on_the_pages_not_a_blank_page(tmp_path, monke
     assert "ZeroDivisionError" in caplog.text  # the traceback, logged
     panel = texts(page.verdict_panel(SimpleNamespace(results_dir=tmp_path), GateView(record), [], None, "light"))
     assert "cannot judge" in panel and "ZeroDivisionError" in panel
+
+
+def test_an_accepted_regression_gone_by_the_newest_commit_shows_as_accepted_not_open(tmp_path, capsys):
+    """The gate judges only what is present at the newest commit; an older regression that
+    accepted.json accepts is still the gate's to call accepted (its report lists it), and the page
+    shows it so: not open, not counted as open."""
+    history = _suite(tmp_path, fused=((12, 0.4), (22, -0.3)))  # up at 12, down again at 22
+    code, doc = _gate_json(history.results_dir, capsys)
+    stepped = next(f for c in doc["commits"] for f in c["changes"]
+                   if f["commit_hash"] == history.commits[12] and "impl='fused'" in f["params"])
+    entry = {"benchmark": stepped["benchmark"], "params": stepped["params"], "machine": stepped["machine"],
+             "commit": history.commits[12][:12], "who": "t", "why": "a known trade-off"}
+    (history.results_dir / "accepted.json").write_text(json.dumps({"version": 1, "accepted": [entry]}))
+    _, doc = _gate_json(history.results_dir, capsys)
+    assert [a["change"]["commit_hash"] for a in doc["gate"]["accepted_elsewhere"]] == [history.commits[12]]
+    data, state = _page(history.results_dir)
+    children, _ = page.inbox(data, state, None, "regression", [])
+    assert "accepted by t: a known trade-off" in texts(children)
+    assert "0 open regression(s), 1 accepted" in texts(children)
+    opened, _ = page.inbox(data, state, None, "regression", ["open"])
+    assert history.commits[12][:10] not in texts(opened[1:])  # the "open" filter leaves it out

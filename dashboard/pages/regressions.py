@@ -22,7 +22,7 @@ from dashboard.widgets import dropdown, labelled
 from dashboard.dashboard_data import DashboardData
 from dashboard.detection import FindingsState
 from dashboard.regressions.acceptance import PLACEHOLDERS
-from dashboard.gate_view import FAILING_CLASS, GateView, acceptance_label, change_key, class_of
+from dashboard.gate_view import FAILING_CLASS, GateView, change_key, class_of
 from dashboard.model import ResultsStore
 from dashboard.pages import Page
 from dashboard.regressions.formatting import format_p
@@ -65,7 +65,7 @@ def layout(data: DashboardData, query: Query):
 def acceptances(view: GateView, findings) -> dict[int, str]:
     """{id(finding): the gate's words for the accepted.json entry accepting it}: the gate's
     acceptance, never matched again here."""
-    return {id(f): label for f in findings if (label := acceptance_label(view.item_for(f)))}
+    return {id(f): label for f in findings if (label := view.acceptance_label(f))}
 
 
 def _matches(f, words: list[str]) -> bool:

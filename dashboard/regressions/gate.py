@@ -57,6 +57,9 @@ class GateVerdict:
     runs: list[JudgedRun]
     items: list[GateItem] = field(default_factory=list)
     strict: bool = False
+    # (regression, the entry accepting it) for the ones not judged (gone by the newest commit, or
+    # in a run with nothing new): what the pages show as accepted besides the items
+    accepted_elsewhere: list[tuple[Finding | StatusChange, Acceptance]] = field(default_factory=list)
 
     def of(self, category: str) -> list[GateItem]:
         return [i for i in self.items if i.category == category]
@@ -118,6 +121,10 @@ def judge(frame: pd.DataFrame, findings: Sequence[Finding], status_changes: Sequ
         else:
             verdict.items.append(GateItem(EARLIER, c, "failing since before the judged commits"))
     verdict.items = [_accept(item, accepted, orders) for item in verdict.items]
+    judged = {id(i.change) for i in verdict.items}
+    for c in [*findings, *status_changes]:
+        if c.direction == REGRESSION and id(c) not in judged and (entry := _acceptance(c, accepted, orders)):
+            verdict.accepted_elsewhere.append((c, entry))
     return verdict
 
 
@@ -172,11 +179,16 @@ def _overlap(then: Finding, now: Finding, order: list[str]) -> bool:
     return a <= d and c <= b
 
 
+def _acceptance(change, accepted: Sequence[Acceptance], orders) -> Acceptance | None:
+    """The accepted.json entry covering one of the change's plausible commits, or None."""
+    order = orders.get((change.machine, change.env_name), [])
+    return find_acceptance(accepted, change.benchmark, change.params, change.machine,
+                           plausible_commits(change, order))
+
+
 def _accept(item: GateItem, accepted: Sequence[Acceptance], orders) -> GateItem:
     change = item.change
-    order = orders.get((change.machine, change.env_name), [])
-    entry = find_acceptance(accepted, change.benchmark, change.params, change.machine,
-                            plausible_commits(change, order))
+    entry = _acceptance(change, accepted, orders)
     if entry is None:
         return item
     return GateItem(EARLIER if item.category == EARLIER else ACCEPTED, change, f"{item.note}; {entry.label()}",

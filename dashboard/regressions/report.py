@@ -244,7 +244,9 @@ def render_json(findings: Sequence[Finding], status_changes: Sequence[StatusChan
         "gate": {"failed": verdict.failed, "strict": verdict.strict, "verdict": verdict_word(verdict),
                  "judged": [dataclasses.asdict(r) for r in verdict.runs],
                  "failing": [item_dict(i) for i in verdict.failing],
-                 "items": [item_dict(i) for i in verdict.items]},
+                 "items": [item_dict(i) for i in verdict.items],
+                 "accepted_elsewhere": [{"change": change_dict(c), "accepted": dataclasses.asdict(e)}
+                                        for c, e in verdict.accepted_elsewhere]},
         "commits": [{"commit_hash": c, "date": d.isoformat(), "machine": m, "env_name": e,
                      "changes": [change_dict(x) for x, _ in nested(members)]}
                     for (c, d, m, e), members in _group_by_commit([*findings, *status_changes])],
