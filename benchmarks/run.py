@@ -19,7 +19,8 @@ its GPU, driver, CUDA, torch and triton first. Results: results/<machine>/<commi
 after A, not every commit merged in along the way. The machine name is a folder under results/:
 letters, digits, '.', '_' and '-' only. results/benchmarks.json keeps the benchmarks this run did
 not list and every parameter value of those it did (another grid's cases, older configs'), so
-`asv publish` still graphs the committed history.
+`asv publish` still graphs the committed history; when it is there but cannot be read, nothing
+is run (exit 2) and it is left as it is, since asv would replace its list with this run's alone.
 Without -b it runs every timing but not bench_compile's static metrics, which need no GPU and are
 recorded on a machine of their own (README, "The compile check"). Why each skipped or failed
 value is NaN or null (asv stores no reason) goes to results/reasons/<machine>/<commit>.json
@@ -148,8 +149,18 @@ def results_dir(config: Path) -> Path:
 
 def read_benchmarks_json(path: Path) -> dict:
     """asv's benchmark list (results/benchmarks.json) as a dict; {} when missing or unreadable."""
-    doc, _ = read_json(path, path.parent)
-    return doc if isinstance(doc, dict) else {}
+    return listed_benchmarks(path)[0]
+
+
+def listed_benchmarks(path: Path) -> tuple[dict, str | None]:
+    """(asv's benchmark list, None), ({}, None) when there is none, or ({}, why) when the file is
+    there but cannot be read or is not a list of benchmarks."""
+    if not os.path.lexists(path):
+        return {}, None
+    doc, reason = read_json(path, path.parent)
+    if reason is None and not isinstance(doc, dict):
+        reason = f"top level is {type(doc).__name__}, expected an object"
+    return (doc, None) if reason is None else ({}, reason)
 
 
 def merge_benchmarks_json(before: dict, after: dict) -> dict:
@@ -285,7 +296,11 @@ def measure_commits(python: str, config: Path, machine: str, commits: list[str],
     extra = ["-b", bench]
     move_old_companions(results_dir(config) / machine)  # runner state asv tried to load as results
     benchmarks_json = results_dir(config) / "benchmarks.json"
-    listed_before = read_benchmarks_json(benchmarks_json)
+    listed_before, unreadable = listed_benchmarks(benchmarks_json)
+    if unreadable:  # asv would replace the history's list with this run's alone: refuse, touch nothing
+        print(f"{benchmarks_json} cannot be read ({unreadable}); asv would replace the benchmarks it lists "
+              "with this run's only, so nothing was run: repair it (git checkout it) and run again", file=sys.stderr)
+        return 2
 
     failed, partial = [], []
     if not checkout:

@@ -14,11 +14,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from benchmarks.harness.companion_files import readable_companion
-from dashboard.safe_read import read_json
-
-MAX_STATE_BYTES = 1 << 20  # a snapshot is a few KB
-STATE_DIR = "runner-state"  # regressions.recorded_state.STATE_DIR (importing that module imports scipy)
+from benchmarks.harness.companion_files import STATE_DIR, readable_companion
 
 
 def marks_of(results_dir, machine: str, env_name: str, commits: tuple[str, ...], signature_key: int = 0
@@ -42,7 +38,7 @@ def marks_of_run(data, run) -> dict[str, str]:
 def _marks(root: str, machine: str, env_name: str, commits: tuple[str, ...], _signature: int,
            _listed_at: int) -> tuple:
     # the gate's package imports scipy: on first use, not with the page
-    from dashboard.regressions.recorded_state import SOFTWARE_KEYS, comparable_state, throttling
+    from dashboard.regressions.recorded_state import SOFTWARE_KEYS, comparable_state, read_state_file, throttling
 
     folder = Path(root) / machine / STATE_DIR
     try:
@@ -52,8 +48,9 @@ def _marks(root: str, machine: str, env_name: str, commits: tuple[str, ...], _si
         return ()
     out, before = [], None
     for commit in commits:
-        path = readable_companion(Path(root) / machine / f"{commit[:8]}-{env_name}.json")
-        doc = _read(path, Path(root)) if path.name in present else None
+        result_file = Path(root) / machine / f"{commit[:8]}-{env_name}.json"
+        # the gate's own reader (size cap, shape check): a companion it uses is marked here too
+        doc = read_state_file(result_file, Path(root)) if readable_companion(result_file).name in present else None
         state = comparable_state(None, doc) if doc is not None else None
         said = []
         if doc is not None:
@@ -67,20 +64,3 @@ def _marks(root: str, machine: str, env_name: str, commits: tuple[str, ...], _si
             out.append((commit, "; ".join(said)))
         before = state if state is not None and "runner state" not in state else before
     return tuple(out)
-
-
-def _read(path: Path, root: Path) -> dict | None:
-    """A runner-state companion ({"start": snapshot, "end": snapshot}), or None when it cannot be
-    read or is not one."""
-    doc, reason = read_json(path, root, max_bytes=MAX_STATE_BYTES)
-    if reason is not None or not isinstance(doc, dict):
-        return None
-    start, end = doc.get("start"), doc.get("end")
-    if not isinstance(start, dict) or not (end is None or isinstance(end, dict)):
-        return None
-    for snapshot in (start, end or {}):
-        gpus = snapshot.get("gpus", [])
-        if not isinstance(snapshot.get("software", {}), dict) or not isinstance(gpus, list) \
-                or not all(isinstance(g, dict) for g in gpus):
-            return None
-    return doc

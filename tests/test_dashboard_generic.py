@@ -328,6 +328,28 @@ def test_a_reasons_entry_that_is_not_one_is_left_out_and_counted(tmp_path):
     assert "not a reasons file" in na_reasons.reasons_at(tmp_path, "m", "c" * 40).problem  # re-read once changed
 
 
+def test_a_companion_over_one_mib_that_the_gate_uses_still_marks_its_run(tmp_path):
+    """A v2 companion with many measuring passes is over 1 MiB: the gate reads it (its reader
+    allows 64 MiB), so the Overview's run marks read it the same way rather than dropping it."""
+    from benchmarks.harness.companion_files import companion_file
+    from dashboard.regressions.recorded_state import read_state_file, UNREADABLE
+    from dashboard.run_marks import marks_of
+
+    commits = ("a" * 40, "b" * 40)
+    machine_dir = tmp_path / MACHINE
+    (machine_dir / "runner-state").mkdir(parents=True)
+    passes = [{"benchmark": f"bench_ops.Case{i}.track_latency", "params": {"case": "x" * 200},
+               "start": snapshot(), "end": snapshot()} for i in range(3000)]
+    for commit, torch in zip(commits, ("2.11.0", "2.12.0")):
+        result = machine_dir / f"{commit[:8]}-{ENV}.json"
+        path = companion_file(result)
+        path.write_text(json.dumps({"version": 2, "start": snapshot(torch), "end": snapshot(torch),
+                                    "benchmarks": passes}))
+        assert path.stat().st_size > 1 << 20
+        assert UNREADABLE not in read_state_file(result, tmp_path)  # the gate uses it
+    assert marks_of(tmp_path, MACHINE, ENV, commits) == {commits[1]: "torch 2.11.0 → 2.12.0"}
+
+
 def test_trends_mark_points_whose_run_throttled_or_changed_software(tmp_path):
     """The runner state benchmarks.run records beside each result file: a marker and the hover
     saying what differs from the run before (torch 2.11.0 → 2.12.0) or that it throttled."""

@@ -1,6 +1,7 @@
-"""dashboard.folder_lock (issue 31, cause 2): a lock file someone replaced never hangs a load nor
-writes outside the folder, and a worker killed while it holds the lock frees it. Each command
-that could hang runs in a subprocess with a timeout."""
+"""dashboard.folder_lock (issue 31, cause 2) and the asv machine registration's lock, both
+benchmarks/harness/file_lock.py: a lock file someone replaced never hangs a load or a
+registration nor writes outside the folder, and a worker killed while it holds the lock frees
+it. Each command that could hang runs in a subprocess with a timeout."""
 
 import os
 import signal
@@ -93,3 +94,32 @@ def test_a_worker_killed_while_its_detector_holds_the_findings_lock_frees_it(tmp
         holder.stderr.close()
     done = _python(DETECT, str(folder))
     assert done.returncode == 0 and "detected ([], {})" in done.stdout, done.stderr[-3000:]
+
+
+# The asv machine registration's lock (benchmarks/harness/environment.py), beside ~/.asv-machine.json.
+REGISTRATION_LOCK = r'''
+import sys
+from pathlib import Path
+from benchmarks.harness.environment import _locked
+with _locked(Path(sys.argv[1])):
+    print("registered", flush=True)
+'''
+
+
+def test_a_fifo_or_symlinked_registration_lock_registers_unlocked_and_says_why(tmp_path):
+    home, outside = tmp_path / "home", tmp_path / "outside"
+    home.mkdir()
+    outside.mkdir()
+    machine_file = home / ".asv-machine.json"
+    os.mkfifo(home / ".asv-machine.json.lock")  # open(..., "a") waited for a reader forever
+    done = _python(REGISTRATION_LOCK, str(machine_file))
+    assert done.returncode == 0 and "registered" in done.stdout, done.stderr[-3000:]
+    assert "registering the asv machine unlocked" in done.stderr and "not a regular file" in done.stderr
+    os.remove(home / ".asv-machine.json.lock")
+    (home / ".asv-machine.json.lock").symlink_to(outside / "created")  # open(..., "a") created it
+    done = _python(REGISTRATION_LOCK, str(machine_file))
+    assert done.returncode == 0 and "registered" in done.stdout, done.stderr[-3000:]
+    assert list(outside.iterdir()) == [] and "a symlink is not followed" in done.stderr
+    os.remove(home / ".asv-machine.json.lock")
+    done = _python(REGISTRATION_LOCK, str(machine_file))  # an ordinary lock file: locked, nothing said
+    assert done.returncode == 0 and done.stderr == "" and (home / ".asv-machine.json.lock").is_file()

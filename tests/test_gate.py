@@ -56,6 +56,17 @@ def test_accepted_entries_match_benchmark_params_machine_and_any_plausible_commi
         load_accepted(path)
 
 
+@pytest.mark.parametrize("key, placeholder", [("who", "YOUR NAME"), ("why", "WHY THIS CHANGE IS ACCEPTED"),
+                                              ("why", "<why this is acceptable>"), ("who", "<Your Name>")])
+def test_legacy_placeholder_spellings_accept_nothing(tmp_path, key, placeholder):
+    # Entries copied from the old Regressions page or the old gate still hold their spellings.
+    path = tmp_path / "accepted.json"
+    entry = {"benchmark": "b.track_latency", "commit": "abcdef12", "who": "a", "why": "w", key: placeholder}
+    path.write_text(json.dumps({"accepted": [entry]}))
+    with pytest.raises(AcceptedFileError, match=f"entry 1: '{key}' is still the placeholder"):
+        load_accepted(path)
+
+
 def test_plausible_commits_span_the_reported_interval():
     class Change:
         commit_hash, earliest_commit, latest_commit = "c", "b", "d"

@@ -59,6 +59,19 @@ def test_stages_cut_short_still_bring_back_results_and_the_stage_table(tmp_path)
     assert "packed results/" in done.stdout
 
 
+def test_a_failed_setup_has_its_own_exit_status_not_a_wrong_fused_result(tmp_path):
+    # exit 1 is gpu_check's "a wrong fused result"; a setup that could not run the suite measured nothing
+    work, bin_dir = _device_copy(tmp_path, FAKE_PYTHON.replace(
+        """echo "asv machine 'm': torch=fake, triton=fake" ;;""", "echo 'no module named asv' >&2; exit 1 ;;"))
+    out = tmp_path / "out"
+    done = subprocess.run(["bash", "tools/gpu_runner/session.sh", "--machine", "m", "--budget", "30"], cwd=work,
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(out), "HOME": str(tmp_path)},
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert (out / "stages.tsv").read_text().splitlines()[1].split("\t")[:2] == ["setup", "exit 1"]
+    assert "benchmarks.gpu_check" not in (out / "calls.txt").read_text()
+
+
 def test_bad_arguments_are_exit_2(tmp_path):
     for args in (["--machine"], ["--machine", "m", "--budget", "soon"], ["--machine", "m", "--stages", "all"],
                  ["--grid", "quick"]):

@@ -14,8 +14,8 @@ from dashboard.gate_view import GateView, class_of
 from dashboard.load_data import build_data
 from dashboard.pages import regressions as page
 from dashboard.regressions.cli import main as gate
-from dashboard.regressions.recorded_state import state_path
 from dashboard.synthetic.histories import write_function_history
+from dashboard.synthetic.runner_states import write_runner_states
 from tests.asv_fixtures import SeriesSpec, write_history
 
 REPO_RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -57,21 +57,9 @@ def _suite(tmp_path, fused=None, controls=None, failing=()):
     return write_history(tmp_path / "results", series, N, seed=5, n_samples=15)
 
 
-def _runner_states(history, at: int):
-    """Companion runner-state files: driver 570 -> 575 and power limit 700 -> 600 W from ``at`` on."""
-    for i, commit in enumerate(history.commits):
-        new = i >= at
-        snap = {"recorded": True, "software": {"driver": "575.51" if new else "570.86", "torch": "2.11.0"},
-                "gpus": [{"name": "NVIDIA H200", "power_limit_w": 600.0 if new else 700.0,
-                          "power_violation_ns": 0, "thermal_violation_ns": 0}]}
-        result = history.results_dir / history.machine / f"{commit[:8]}-{history.env_name}.json"
-        state_path(result).parent.mkdir(exist_ok=True)
-        state_path(result).write_text(json.dumps({"start": snap, "end": snap}))
-
-
 DATA_SETS = {
     "library step at the newest commit": lambda p: _suite(p, fused=((NEWEST, 0.4),)),
-    "runner-wide step": lambda p: _runner_states(h := _suite(p, fused=((NEWEST, 0.3),), controls=((NEWEST, 0.3),)),
+    "runner-wide step": lambda p: write_runner_states(h := _suite(p, fused=((NEWEST, 0.3),), controls=((NEWEST, 0.3),)),
                                                  NEWEST) or h,
     "compile failing at the newest commit": lambda p: _suite(p, failing=("compile",)),
     "fused failing at the newest commit": lambda p: _suite(p, failing=("fused",)),
@@ -272,7 +260,7 @@ def test_the_overview_marks_a_runner_wide_step_as_the_gate_classifies_it(tmp_pat
     everything = {(c.key, i): ((NEWEST, 0.3),) for c in all_cases("quick")[:3]
                   for i in ("fused", "eager", "compile", "cublaslt")}
     history, cases = _suite_history(tmp_path, steps=everything)
-    _runner_states(history, NEWEST)
+    write_runner_states(history, NEWEST)
     code, doc = _gate_json(history.results_dir, capsys)
     data, state = _page(history.results_dir)
     verdict = record_for(_Store(state), data, history.machine, history.env_name, history.commits[-1], None)
@@ -382,7 +370,13 @@ def test_the_demo_history_has_a_library_step_a_runner_wide_step_a_failing_baseli
 
     results = write_demo_history(tmp_path / "results")
     assert {d.name for d in results.iterdir() if d.is_dir()} == {MAIN, SECOND}
+    from benchmarks.harness.companion_files import companion_file
     from dashboard.data import load_results
+
+    states = results / MAIN / "runner-state"  # named as benchmarks.run names them (issue 32), not the old way
+    written = sorted(p.name for p in states.iterdir())
+    assert written and not [n for n in written if n.endswith(".json")]
+    assert written == sorted(companion_file(p).name for p in (results / MAIN).glob("*.json") if p.name != "machine.json")
 
     frame = load_results(results, machine=MAIN).frame
     first = str(frame.sort_values("date")["commit_hash"].iloc[0])

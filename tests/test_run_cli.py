@@ -112,6 +112,31 @@ def test_benchmarks_json_keeps_what_the_run_did_not_list(tmp_path, monkeypatch):
     assert asked == [["-b", run.TIMINGS_ONLY]]  # no static compile metrics on a runner's time by default
 
 
+@pytest.mark.parametrize("broken", ['{"bench_ops.LinearAct.track_latency": {', "[]"])
+def test_an_unreadable_benchmarks_json_is_refused_and_left_as_it_is(tmp_path, monkeypatch, capsys, broken):
+    """Read as {} it was never merged, and asv's list of this run alone replaced the history's."""
+    results = tmp_path / "results"
+    results.mkdir()
+    config = tmp_path / "asv.conf.json"
+    config.write_text('{"version": 1, "results_dir": "results"}')
+    (results / "benchmarks.json").write_text(broken)
+    ran = []
+
+    def fake_asv(python, conf, machine, commit, library_path, extra):
+        ran.append(commit)
+        (results / "benchmarks.json").write_text(json.dumps({"bench_ops.NarrowMLP.track_latency": {}, "version": 2}))
+        return 0
+
+    monkeypatch.setattr(run, "check_python", lambda python: None)
+    monkeypatch.setattr(run, "register_machine", lambda python, machine: 0)
+    monkeypatch.setattr(run, "run_asv", fake_asv)
+    monkeypatch.setattr(run, "uncommitted_code_changes", lambda: "")
+    assert run.main(["--machine", "m", "--grid", "tiny", "--config", str(config)]) == 2
+    err = capsys.readouterr().err
+    assert f"{results / 'benchmarks.json'} cannot be read" in err and not ran
+    assert (results / "benchmarks.json").read_text() == broken
+
+
 def test_the_default_selection_is_every_timing_but_not_compile_metrics():
     import re
 

@@ -8,15 +8,11 @@ every result file's params, so results from different GPUs or software stacks ne
 """
 
 import argparse
-import contextlib
 import subprocess
 import sys
 from pathlib import Path
 
-try:
-    import fcntl
-except ImportError:  # Windows: no flock; registrations there run unlocked
-    fcntl = None
+from .file_lock import exclusive
 
 
 def machine_identity() -> dict[str, str]:
@@ -40,18 +36,13 @@ def machine_identity() -> dict[str, str]:
     return info
 
 
-@contextlib.contextmanager
 def _locked(path: Path):
     """Hold an exclusive flock on `path` + ".lock" while the block runs: asv saves a machine by
     reading the whole file, adding one entry and writing it back, so two shards registering on
-    one host at once could each drop the other's entry."""
-    if fcntl is None:
-        yield
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        yield  # closing the file releases the lock
+    one host at once could each drop the other's entry. A lock file that is a FIFO or a symlink
+    (or none to take) means registering unlocked, said on stderr, never a hang."""
+    return exclusive(path.parent, path.name + ".lock",
+                     lambda why: print(f"registering the asv machine unlocked: {why}", file=sys.stderr))
 
 
 def register_asv_machine(machine: str) -> dict[str, str]:

@@ -31,6 +31,9 @@ COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
 # The one spelling of what a person replaces in an offered entry (the gate's report and the
 # dashboard's "accept…" both offer it); an entry still holding it accepts nothing.
 PLACEHOLDERS = {"who": "<your name>", "why": "<why this change is accepted>"}
+# Spellings older versions offered (the old Regressions page, the old gate): entries copied from
+# them are still around and must not accept a regression either. Compared case-insensitively.
+LEGACY_PLACEHOLDERS = {"who": ("your name",), "why": ("why this change is accepted", "<why this is acceptable>")}
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ def _entry(path: Path, i: int, item: object) -> Acceptance:
         if key in item and not isinstance(item[key], str):
             raise AcceptedFileError(f"{where}: '{key}' must be a string")
     for key, placeholder in PLACEHOLDERS.items():
-        if item[key].strip().lower() == placeholder:
+        if item[key].strip().lower() in (placeholder, *LEGACY_PLACEHOLDERS[key]):
             raise AcceptedFileError(f"{where}: '{key}' is still the placeholder {placeholder!r}: say {key} "
                                     "before committing it")
     commit = item["commit"].strip().lower()

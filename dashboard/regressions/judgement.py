@@ -57,10 +57,10 @@ class Judgement:
 def judge_folder(results: str | Path, *, machine: str | None = None, threshold: float = 0.05,
                  base: str | None = None, strict: bool = False, fail_on: str = LIBRARY,
                  accepted: Path | None = None, since: str | None = None, asv_conf: Path | None = None,
-                 check_complete=None, warn=None) -> Judgement:
-    """The gate's judgement (the CLI's options as keywords, their defaults the CLI's).
-    ``check_complete(results, report, whole, frame, base, head)``: raises CannotJudge unless the
-    gate read everything it judges (the CLI's check; the dashboard reads what it loaded).
+                 warn=None) -> Judgement:
+    """The gate's judgement (the CLI's options as keywords, their defaults the CLI's). The CLI and
+    the dashboard (verdict_record) get the same completeness check: CannotJudge unless the gate
+    read every result it judges and the folder did not change while it read them.
     ``warn(line)``: told each warning as it comes (the CLI prints them on stderr, also before a
     CannotJudge). CannotJudge when it cannot judge."""
     loaded_state = folder_state(results)
@@ -96,7 +96,7 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
     whole = frame
     if head is not None:  # judge the history as it stood at head
         frame = _up_to(frame, head)
-    (check_complete or _check_complete)(results, report, whole, frame, base_commit, head, loaded_state)
+    _check_complete(results, report, whole, frame, base_commit, head, loaded_state)
 
     settings = DetectorSettings(threshold=threshold)
     findings = find_changes(frame, settings, benchmarks_meta=loaded.benchmarks)

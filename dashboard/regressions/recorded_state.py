@@ -29,10 +29,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from benchmarks.harness.companion_files import readable_companion
+from benchmarks.harness.companion_files import STATE_DIR, readable_companion  # noqa: F401 (STATE_DIR re-exported)
 from benchmarks.harness.safe_read import read_json
 
-STATE_DIR = "runner-state"
 IDENTITY_KEYS = ("gpu", "driver", "cuda", "torch", "triton", "liger")
 SOFTWARE_KEYS = ("driver", "cuda_driver", "cuda", "cublas", "torch", "triton", "liger")
 GPU_KEYS = ("name", "power_limit_w", "persistence", "ecc", "sm_clock_max_mhz", "mem_clock_max_mhz",

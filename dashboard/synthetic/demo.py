@@ -8,10 +8,10 @@ never into results/."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from pathlib import Path
 
 from dashboard.synthetic.asv_history import write_history
+from dashboard.synthetic.runner_states import write_runner_states
 from dashboard.synthetic.suite_history import IDENTITY, all_cases, case_series, ceiling_series
 
 MAIN, SECOND, ENV = "h200-demo", "a100-demo", "existing-py3.12"
@@ -33,22 +33,8 @@ def write_demo_history(results_dir: str | Path, seed: int = 3) -> Path:
              for s in case_series(cases, steps=steps)]
     history = write_history(root, specs + ceiling_series(), N_COMMITS, seed=seed, machine=MAIN, env_name=ENV,
                             machine_params=dict(IDENTITY), n_samples=12)
-    _runner_states(history)
+    write_runner_states(history, RUNNER_STEP)
     write_history(root, case_series(cases) + ceiling_series(), N_COMMITS, seed=seed, machine=SECOND, env_name=ENV,
                   machine_params={**IDENTITY, "gpu": "NVIDIA A100-SXM4-80GB"}, n_samples=12, merge_benchmarks=True)
     return root
 
-
-def _runner_states(history) -> None:
-    """The runner state benchmarks.run records beside each result: the driver and power limit
-    change at the runner-wide step."""
-    folder = history.results_dir / history.machine / "runner-state"
-    folder.mkdir(exist_ok=True)
-    for i, commit in enumerate(history.commits):
-        new = i >= RUNNER_STEP
-        snapshot = {"recorded": True, "software": {"driver": "575.51" if new else "570.86", "torch": "2.11.0",
-                                                   "triton": "3.6.0"},
-                    "gpus": [{"name": "NVIDIA H200", "power_limit_w": 600.0 if new else 700.0,
-                              "power_violation_ns": 0, "thermal_violation_ns": 0}]}
-        (folder / f"{commit[:8]}-{history.env_name}.json").write_text(json.dumps({"start": snapshot,
-                                                                                  "end": snapshot}))

@@ -4,8 +4,11 @@
 # packs whatever exists (results/, logs, gpu_check.json, the stage table) into $OUT whatever
 # happens (a stage cut short, a crash, the call's own limit).
 #
-#   1. quick  asv quick grid at HEAD, bench_device, bench_ops and bench_training, one asv run per class (asv
-#             writes a result file only when a run ends: a cut-short stage keeps the classes done)
+#   0. setup  git restored, asv and pytest from .whl/, once `benchmarks.run --prepare-only` (the
+#             Python can run the suite, the machine is registered with asv)
+#   1. quick  asv quick grid at HEAD, bench_device, bench_ops, bench_training and bench_hot, one asv
+#             run per class; copy_results copies results/ into $OUT/results/ as each class ends, so
+#             a cut-short stage (or a kill of the whole call) keeps the classes done
 #   2. check  benchmarks.gpu_check, bf16 first, gpu_check.json rewritten after every case
 #   3. native the kernel tests natively: GEMM variants forced, FP8, backward
 #   4. rest   the asv --grid (default: default) at HEAD or --commits, class by class, as time allows
@@ -17,7 +20,8 @@
 #   (first, here: tools/gpu_runner/prepare_carry.sh; then carry .whl and .carry in the device call)
 #
 # Exit status: gpu_check's (0 correct, 1 a wrong fused result), 3 when it did not finish, 2 for
-# bad arguments. $OUT/stages.tsv: stage, status, seconds, limit.
+# bad arguments, 4 when setup failed (git not restored, or the Python cannot run the suite or
+# register the machine: nothing was measured). $OUT/stages.tsv: stage, status, seconds, limit.
 # shellcheck disable=SC2317  # the stage functions run through `stage`, as commands of their own
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
@@ -110,7 +114,7 @@ stage() {
   return "$rc"
 }
 
-source tools/gpu_runner/restore_git.sh || exit 1  # .git and git itself from .carry/, where the device lacks them
+source tools/gpu_runner/restore_git.sh || exit 4  # .git and git itself from .carry/, where the device lacks them
 if [ -d .whl ]; then
   log "installing asv and pytest from .whl/"
   python3 -m pip install -q --no-index --find-links .whl asv pytest 2>&1 | tail -3
@@ -128,7 +132,7 @@ prepared=${PIPESTATUS[0]}
 # setup (git, wheels, the check and the registration) is a row of the table too: the cost model has it
 printf 'setup\t%s\t%s\t-\n' "$([ "$prepared" -eq 0 ] && echo ok || echo "exit $prepared")" "$((SECONDS - start))" \
   >> "$OUT/stages.tsv"
-[ "$prepared" -eq 0 ] || { log "the Python cannot run the suite, or the machine could not be registered"; exit 1; }
+[ "$prepared" -eq 0 ] || { log "the Python cannot run the suite, or the machine could not be registered"; exit 4; }
 
 # The asv grid, one class per asv run (the training modes together): each run writes its result
 # file when it ends, and asv merges runs of one commit into one file. Each extra run costs ~11 s
@@ -137,7 +141,7 @@ asv_by_class() {  # GRID [--commits C]
   local g=$1 rc=0 b; shift
   for b in 'bench_device\.' 'bench_ops\.GatedMLP\.' 'bench_ops\.NarrowMLP\.' 'bench_ops\.LinearAct\.' 'bench_training\.' \
            'bench_hot\.'; do
-    # --prepared: the Python was checked and the machine registered once, for the session (below)
+    # --prepared: the Python was checked and the machine registered once, for the session (above)
     python3 -m benchmarks.run --prepared --machine "$machine" --grid "$g" --bench "$b" "$@" >>"$OUT/asv.log" 2>&1 || rc=$?
     log "  $g $b: exit $rc"
     copy_results
