@@ -317,8 +317,11 @@ def measure_commits(python: str, config: Path, machine: str, commits: list[str],
             finally:
                 subprocess.run(["git", "-C", str(REPO), "worktree", "prune"], capture_output=True)
     listed_now = read_benchmarks_json(benchmarks_json)
-    if listed_before and listed_now:
-        benchmarks_json.write_text(json.dumps(merge_benchmarks_json(listed_before, listed_now), indent=4) + "\n")
+    if listed_before and listed_now:  # whole or not at all: a run killed here leaves the old list, never half
+        tmp = benchmarks_json.with_name(benchmarks_json.name + ".tmp")
+        tmp.unlink(missing_ok=True)  # a link left there is not written through
+        tmp.write_text(json.dumps(merge_benchmarks_json(listed_before, listed_now), indent=4) + "\n")
+        tmp.replace(benchmarks_json)
     for sha, status in statuses.items():
         if status == ASV_SOME_BENCHMARKS_FAILED:
             partial.append(sha)
