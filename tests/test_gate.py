@@ -112,3 +112,21 @@ def test_p_values_have_sensible_precision(p, text):
 
 def test_status_changes_of_an_empty_frame():
     assert find_status_changes(pd.DataFrame()) == []
+
+
+@pytest.mark.parametrize("history, failed", [(2, False), (7, True)])
+def test_a_pull_request_judged_on_base_and_head_alone_says_it_cannot_judge_a_level_change(tmp_path, capsys,
+                                                                                        history, failed):
+    """pr-benchmarks.yml's shape: the head measured after the base. With the base alone before it
+    a 2x slowdown cannot be judged (the detector needs 5 commits before a change), and the gate's
+    summary says so instead of passing in silence; with the base's history measured too, it fails."""
+    from dashboard.regressions.cli import main as gate
+
+    spec = SeriesSpec("bench_ops.LinearAct.track_latency", ("linear_act M=16 K=64 N=64 bf16 gelu_tanh bias", "fused"),
+                      ("case", "impl"), run_noise=0.01, sample_noise=0.01, steps=((history - 1, 1.0),))
+    made = write_history(tmp_path / "results", [spec], history, seed=3, n_samples=15)
+    code = gate(["--results", str(made.results_dir), "--format", "json",
+                 "--base", f"{made.commits[-2]}..{made.commits[-1]}"])
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    assert code == (1 if failed else 0)
+    assert ("1 of 1 series have fewer than 6 commits: a level change cannot be judged there yet" in summary) != failed

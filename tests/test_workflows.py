@@ -125,13 +125,18 @@ def test_a_labelled_pull_request_is_timed_and_judged_by_the_project_s_gate():
     assert "'benchmark'" in measure["if"] and "head.repo.full_name == github.repository" in measure["if"]
     assert "gpu" in measure["runs-on"] and measure["permissions"] == {"contents": "read"}
     steps = " ".join(step.get("run", "") for step in measure["steps"])
-    assert "-m benchmarks.run" in steps and '--commits "$BASE_SHA $HEAD_SHA"' in steps
+    # the merge base's history before head: the gate needs 5 commits before a change to judge it
+    assert "-m benchmarks.run" in steps and '--commits "$history$HEAD_SHA"' in steps
+    from dashboard.regressions.statistics import DetectorSettings
+
+    before = DetectorSettings().min_before + 1  # the merge base and the commits before it
+    assert f'git rev-list --first-parent --max-count={before} --reverse "$base"' in steps
     assert "KernelResources" not in steps and " -b " not in steps and "--bench" not in steps  # run's default: timings
     assert "asv continuous" not in PR.read_text()
     comment = doc["jobs"]["comment"]
     assert comment["permissions"]["pull-requests"] == "write" and comment["runs-on"] == "ubuntu-latest"
     steps = " ".join(step.get("run", "") for step in comment["steps"])
-    assert "python -m dashboard.regressions" in steps and '--base "$BASE_SHA..$HEAD_SHA"' in steps
+    assert "python -m dashboard.regressions" in steps and '--base "$base..$HEAD_SHA"' in steps
     assert "gh pr comment" in steps
 
 

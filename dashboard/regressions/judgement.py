@@ -110,11 +110,21 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
         start = _commit_date(frame, since, "--since")
         listed = [f for f in findings if f.commit_date >= start]
         listed_status = [c for c in status_changes if c.commit_date >= start]
-    n_series = frame.groupby(["machine", "env_name", "benchmark", "params_key"], observed=True).ngroups
-    header = (f"Level changes and failures in {results} (threshold {settings.threshold:.0%}, {n_series} series, "
+    lengths = frame.groupby(["machine", "env_name", "benchmark", "params_key"], observed=True)["commit_hash"].nunique()
+    header = (f"Level changes and failures in {results} (threshold {settings.threshold:.0%}, {len(lengths)} series, "
               f"{frame['commit_hash'].nunique()} commits, {order_note(project.commit_rank, project.repo)}"
-              + (f", listed since {since}" if since else "") + ")")
+              + (f", listed since {since}" if since else "") + ")" + _too_short_note(lengths, settings))
     return Judgement(verdict, listed, listed_status, report, header, settings, warnings)
+
+
+def _too_short_note(lengths, settings: DetectorSettings) -> str:
+    """What the gate cannot judge for want of history: a pass there says nothing of a level change
+    (two commits measured for a pull request, a new machine's first pushes)."""
+    short = int((lengths < settings.min_before + 1).sum())
+    if not short:
+        return ""
+    return (f". {short} of {len(lengths)} series have fewer than {settings.min_before + 1} commits: a level change "
+            "cannot be judged there yet, only a series that started failing")
 
 
 def verdict_record(results: str | Path, asv_conf: Path | None = None, base: str | None = None) -> dict:
