@@ -4,10 +4,11 @@ B..commit``, once per results set (regressions.judgement.verdict_record; nothing
 
 from __future__ import annotations
 
-import threading
+from functools import lru_cache
 
-_lock = threading.Lock()
-_records: dict[tuple, dict] = {}  # (results signature, base, head) -> record; one results set at a time
+# Each record is a whole gate report; the Overview's last chosen bases are kept. No lock: two
+# requests for different commits judge side by side (two for the same one may both judge).
+RECORDS_KEPT = 32
 
 
 def record_for(store, data, machine, env, commit, base) -> dict | None:
@@ -25,13 +26,13 @@ def record_for(store, data, machine, env, commit, base) -> dict | None:
         return state.verdict if state.status == "done" else None
     if base is None:  # the run's first commit: nothing before it to judge against
         return {"error": "the run's first commit: nothing before it to judge against"}
-    key = (data.signature, base, commit)
-    with _lock:
-        if key not in _records:
-            from dashboard.regressions.judgement import verdict_record
+    return _judged(data.signature, data.results_dir, store.asv_conf, base, commit)
 
-            record = verdict_record(data.results_dir, store.asv_conf, base=f"{base}..{commit}")
-            if not any(k[0] == data.signature for k in _records):
-                _records.clear()
-            _records[key] = record
-        return _records[key]
+
+@lru_cache(maxsize=RECORDS_KEPT)
+def _judged(signature, results_dir, asv_conf, base: str, commit: str) -> dict:
+    """The gate with ``--base base..commit`` on the results set ``signature`` names (a new set
+    is a new key: what was judged on the old one ages out)."""
+    from dashboard.regressions.judgement import verdict_record
+
+    return verdict_record(results_dir, asv_conf, base=f"{base}..{commit}")

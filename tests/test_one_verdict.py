@@ -461,3 +461,18 @@ def test_an_accepted_regression_gone_by_the_newest_commit_shows_as_accepted_not_
     assert "0 open regression(s), 1 accepted" in texts(children)
     opened, _ = page.inbox(data, state, None, "regression", ["open"])
     assert history.commits[12][:10] not in texts(opened[1:])  # the "open" filter leaves it out
+
+
+def test_the_overview_s_records_for_chosen_bases_are_kept_within_a_bound(monkeypatch):
+    from dashboard import gate_records
+    from dashboard.regressions import judgement
+
+    judged = []
+    monkeypatch.setattr(judgement, "verdict_record", lambda results, conf, base: judged.append(base) or {"base": base})
+    gate_records._judged.cache_clear()
+    for i in range(gate_records.RECORDS_KEPT + 8):
+        assert gate_records._judged("sig", "results", None, f"b{i}", "head") == {"base": f"b{i}..head"}
+    assert gate_records._judged("sig", "results", None, f"b{gate_records.RECORDS_KEPT + 7}", "head")  # kept
+    assert len(judged) == gate_records.RECORDS_KEPT + 8 and gate_records._judged.cache_info().currsize == \
+        gate_records.RECORDS_KEPT
+    gate_records._judged.cache_clear()
