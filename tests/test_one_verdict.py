@@ -17,6 +17,7 @@ from dashboard.regressions.cli import main as gate
 from dashboard.synthetic.histories import write_function_history
 from dashboard.synthetic.runner_states import write_runner_states
 from tests.asv_fixtures import SeriesSpec, write_history
+from tests.test_dashboard import _walk, texts
 
 REPO_RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -24,26 +25,6 @@ BENCH = "bench_ops.LinearAct.track_latency"
 CASE = "linear_act M=16 K=64 N=64 bf16 gelu_tanh bias"
 N = 30
 NEWEST = N - 1
-
-
-def texts(component) -> str:
-    if component is None:
-        return ""
-    if isinstance(component, (str, int, float)):
-        return str(component)
-    if isinstance(component, (list, tuple)):
-        return " ".join(texts(c) for c in component)
-    return texts(getattr(component, "children", None))
-
-
-def components(component):
-    """Every Dash component in a tree, depth first."""
-    if isinstance(component, (list, tuple)):
-        for c in component:
-            yield from components(c)
-    elif hasattr(component, "to_plotly_json"):
-        yield component
-        yield from components(getattr(component, "children", None))
 
 
 def _suite(tmp_path, fused=None, controls=None, failing=()):
@@ -96,13 +77,13 @@ def test_the_regressions_page_shows_the_gates_verdict_and_nothing_else(name, tmp
     assert ("fails" if code == 1 else "passes") in verdict
     for item in doc["gate"]["failing"]:  # every failing finding in the panel, with the gate's reason
         assert f"gate: {item['note']}" in verdict and item["change"]["commit_hash"][:10] in text
-    findings_shown = [c for c in components(children) if getattr(c, "className", None) in ("finding", "finding accepted")]
+    findings_shown = [c for c in _walk(children) if getattr(c, "className", None) in ("finding", "finding accepted")]
     for item in doc["gate"]["items"]:
         judged = class_of(item)
         if judged is not None:  # the class and evidence, word for word, on the finding's own line
             assert any(judged[1] in texts(li) and any(getattr(b, "className", None) == f"badge class-{judged[0]}"
-                                                      for b in components(li.children)) for li in findings_shown), judged
-    ids = [json.dumps(c.id, sort_keys=True) for c in components(children) if getattr(c, "id", None) is not None]
+                                                      for b in _walk(li.children)) for li in findings_shown), judged
+    ids = [json.dumps(c.id, sort_keys=True) for c in _walk(children) if getattr(c, "id", None) is not None]
     assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})  # Dash refuses a page with twice one id
     if name == "the 76-commit generic history":
         return  # one machine: its verdict is the folder's (and a third judgement of it costs 4 s)
@@ -201,15 +182,6 @@ def test_accepted_json_version_true_and_a_missing_accepted_path_are_refused(tmp_
     missing = tmp_path / "nosuch.json"
     assert gate(["--results", str(history.results_dir), "--accepted", str(missing)]) == 2
     assert f"--accepted {missing}: no such file" in capsys.readouterr().err
-
-
-def _walk(component):
-    if isinstance(component, (list, tuple)):
-        for c in component:
-            yield from _walk(c)
-        return
-    yield component
-    yield from _walk(getattr(component, "children", None) or [])
 
 
 # --- the Overview: the gate's marks and classes, and a failed fused case stays -----------------
@@ -419,7 +391,7 @@ def test_a_case_that_fails_the_gate_in_one_mode_is_marked_in_that_mode_s_panel_o
                verdict="faster")
     table = pd.DataFrame([{**row, "mode": mode} for mode in ("forward", "backward")])
     failing = {(row["case"], "forward"): "fails the gate (forward): library: ..."}
-    graphs = {g.id["mode"]: g.figure for g in components(overview.panels(table, failing, "light"))
+    graphs = {g.id["mode"]: g.figure for g in _walk(overview.panels(table, failing, "light"))
               if getattr(g, "figure", None)}
     marked = {mode: [t for r in f["data"][0]["text"] for t in r if t.startswith("⚠")] for mode, f in graphs.items()}
     assert len(marked["forward"]) == 1 and marked["backward"] == []

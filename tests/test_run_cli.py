@@ -146,16 +146,23 @@ def test_the_default_selection_is_every_timing_but_not_compile_metrics():
     assert not pick.search("bench_compile.KernelResources.track_registers")
 
 
-def test_new_is_every_commit_after_the_machine_s_newest_result(tmp_path):
-    """What CI measures on a push: a run cancelled while pending leaves its commits to the next."""
+def _empty_history(tmp_path, n: int):
+    """A repository of n empty commits: (repo, its first-parent line oldest first, an empty
+    results folder with machine folder m)."""
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
-    for i in range(4):
+    for i in range(n):
         _git(repo, "commit", "-q", "--allow-empty", "-m", f"c{i}")
     line = _git(repo, "rev-list", "--first-parent", "--reverse", "main").split()
     results = tmp_path / "results"
     (results / "m").mkdir(parents=True)
+    return repo, line, results
+
+
+def test_new_is_every_commit_after_the_machine_s_newest_result(tmp_path):
+    """What CI measures on a push: a run cancelled while pending leaves its commits to the next."""
+    repo, line, results = _empty_history(tmp_path, 4)
     assert run.resolve_commits("NEW", repo=repo, results=results, machine="m") == line[-1:]  # none yet: HEAD
     (results / "m" / f"{line[1][:8]}-existing-py.json").write_text("{}")
     (results / "other").mkdir()
@@ -281,14 +288,7 @@ def test_prepared_runs_skip_the_python_check_and_the_registration(tmp_path, monk
 
 
 def test_new_looks_as_far_back_as_asked_and_fills_a_gap_oldest_first(tmp_path):
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    _git(repo, "init", "-q", "-b", "main")
-    for i in range(8):
-        _git(repo, "commit", "-q", "--allow-empty", "-m", f"c{i}")
-    line = _git(repo, "rev-list", "--first-parent", "--reverse", "main").split()
-    results = tmp_path / "results"
-    (results / "m").mkdir(parents=True)
+    repo, line, results = _empty_history(tmp_path, 8)
     (results / "m" / f"{line[1][:8]}-existing-py.json").write_text("{}")  # measured 6 commits back
     assert run.resolve_commits("NEW", repo=repo, results=results, machine="m", look_back=3) == line[-1:]
     assert run.resolve_commits("NEW", repo=repo, results=results, machine="m", look_back=10) == line[2:]
