@@ -99,10 +99,7 @@ def test_benchmarks_json_keeps_what_the_run_did_not_list(tmp_path, monkeypatch):
              "bench_ops.NarrowMLP.track_latency": {"params": [["n"], ["fused"]], "version": "1"}, "version": 2}))
         return 0
 
-    monkeypatch.setattr(run, "check_python", lambda python: None)
-    monkeypatch.setattr(run, "register_machine", lambda python, machine: 0)
-    monkeypatch.setattr(run, "run_asv", fake_asv)
-    monkeypatch.setattr(run, "uncommitted_code_changes", lambda: "")
+    _offline_run(monkeypatch, fake_asv)
     assert run.main(["--machine", "m", "--grid", "tiny", "--config", str(config)]) == 0
     after = json.loads((results / "benchmarks.json").read_text())
     assert after["bench_compile.KernelResources.track_registers"] == before["bench_compile.KernelResources.track_registers"]
@@ -110,6 +107,15 @@ def test_benchmarks_json_keeps_what_the_run_did_not_list(tmp_path, monkeypatch):
     assert after["bench_ops.LinearAct.track_latency"]["params"] == [["default case", "tiny case"], ["fused"]]
     assert "bench_ops.NarrowMLP.track_latency" in after and after["version"] == 2
     assert asked == [["-b", run.TIMINGS_ONLY]]  # no static compile metrics on a runner's time by default
+
+
+def _offline_run(monkeypatch, fake_asv) -> None:
+    """benchmarks.run with the suite check, the machine registration and asv itself replaced
+    (``fake_asv`` stands for run_asv), on a clean tree."""
+    monkeypatch.setattr(run, "check_python", lambda python: None)
+    monkeypatch.setattr(run, "register_machine", lambda python, machine: 0)
+    monkeypatch.setattr(run, "run_asv", fake_asv)
+    monkeypatch.setattr(run, "uncommitted_code_changes", lambda: "")
 
 
 @pytest.mark.parametrize("broken", ['{"bench_ops.LinearAct.track_latency": {', "[]"])
@@ -127,10 +133,7 @@ def test_an_unreadable_benchmarks_json_is_refused_and_left_as_it_is(tmp_path, mo
         (results / "benchmarks.json").write_text(json.dumps({"bench_ops.NarrowMLP.track_latency": {}, "version": 2}))
         return 0
 
-    monkeypatch.setattr(run, "check_python", lambda python: None)
-    monkeypatch.setattr(run, "register_machine", lambda python, machine: 0)
-    monkeypatch.setattr(run, "run_asv", fake_asv)
-    monkeypatch.setattr(run, "uncommitted_code_changes", lambda: "")
+    _offline_run(monkeypatch, fake_asv)
     assert run.main(["--machine", "m", "--grid", "tiny", "--config", str(config)]) == 2
     err = capsys.readouterr().err
     assert f"{results / 'benchmarks.json'} cannot be read" in err and not ran
