@@ -15,16 +15,6 @@ if not torch.cuda.is_available():
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    """A test marked ``alone`` runs with no other test running, under pytest-xdist too
-    (tests/cpu_alone.py); its setup, call and teardown all count."""
-    from tests.cpu_alone import MARK, cpu_share, lock_dir
-
-    with cpu_share(lock_dir(item.config), alone=item.get_closest_marker(MARK) is not None):
-        yield
-
-
 @pytest.fixture
 def device():
     return DEVICE

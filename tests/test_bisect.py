@@ -222,7 +222,7 @@ def _history(repo: Path, n: int, planted_at: int) -> list[str]:
     return commits
 
 
-@pytest.mark.slow  # not 'alone': its calls cost a fixed CPU time, whatever runs beside them
+@pytest.mark.slow  # load-proof: its calls cost a fixed CPU time, whatever runs beside them
 def test_bisect_names_the_planted_commit_from_the_gates_finding(tmp_path):
     """14 commits, the delay planted at the 9th: the history measures the first 6 and the two
     newest; the gate, judging those two as CI judges a push (--base), fails the first; the

@@ -3,9 +3,10 @@ stay together (tests/xdist_scheduling.py); no test sees another's environment (t
 
 import os
 import re
+from collections import OrderedDict
 from pathlib import Path
 
-from tests.xdist_scheduling import TINY_RUN_MODULES, TINY_RUN_SCOPE, SharedRunFileScheduling
+from tests.xdist_scheduling import LONGEST_FIRST, TINY_RUN_MODULES, TINY_RUN_SCOPE, SharedRunFileScheduling
 
 TESTS = Path(__file__).resolve().parent
 
@@ -24,6 +25,32 @@ def test_the_shared_modules_are_one_scope_and_every_other_file_its_own():
     assert scheduling._split_scope("tests/test_ops.py::TestZ::test_w") == "tests/test_ops.py"
 
 
+def test_the_longest_scopes_are_files_that_exist():
+    files = [scope for scope in LONGEST_FIRST if scope != TINY_RUN_SCOPE]
+    assert files and all((TESTS.parent / f).is_file() for f in files)
+
+
+def test_the_longest_scopes_are_handed_out_first_and_the_rest_in_xdists_order():
+    class Node:
+        def __init__(self):
+            self.sent = []
+
+        def send_runtest_some(self, indexes):
+            self.sent.append(indexes)
+
+    scheduling = SharedRunFileScheduling.__new__(SharedRunFileScheduling)
+    scheduling._longest_moved = False
+    ids = ["tests/test_many.py::a", "tests/test_many.py::b", "tests/test_few.py::c", f"{LONGEST_FIRST[1]}::d",
+           "tests/test_asv_suite.py::e"]
+    node = Node()
+    scheduling.registered_collections, scheduling.assigned_work = {node: ids}, {}
+    scheduling.workqueue = OrderedDict((scope, {i: False for i in ids if scheduling._split_scope(i) == scope})
+                                       for scope in dict.fromkeys(scheduling._split_scope(i) for i in ids))
+    while scheduling.workqueue:
+        scheduling._assign_work_unit(node)
+    assert node.sent == [[4], [3], [0, 1], [2]]  # the tiny run, the second longest, then as queued
+
+
 LEAK = "FUSED_MLP_TEST_LEAK"  # no code reads it
 
 
@@ -35,44 +62,3 @@ def test_a_variable_set_without_monkeypatch_is_there_during_the_test():
 def test_the_next_test_starts_without_it():
     """Runs after the one above (same file, same worker): the conftest put the environment back."""
     assert LEAK not in os.environ
-
-
-def _hold(folder, alone, seconds, times, name):
-    import time
-
-    from tests.cpu_alone import cpu_share
-
-    with cpu_share(folder, alone):
-        start = time.monotonic()
-        time.sleep(seconds)
-        times[name] = (start, time.monotonic())
-
-
-def test_an_alone_test_waits_for_running_tests_and_later_ones_wait_for_it(tmp_path):
-    """Three workers: one running a test, then one asking to run alone, then one more test."""
-    import multiprocessing
-    import time
-
-    ctx = multiprocessing.get_context("fork")
-    with ctx.Manager() as manager:
-        times = manager.dict()
-        order = [("running", False, 0.6), ("alone", True, 0.3), ("later", False, 0.1)]
-        procs = []
-        for name, alone, seconds in order:
-            procs.append(ctx.Process(target=_hold, args=(tmp_path, alone, seconds, times, name)))
-            procs[-1].start()
-            time.sleep(0.15)  # each asks after the one before holds its lock
-        for p in procs:
-            p.join(10)
-        got = dict(times)
-    assert got["alone"][0] >= got["running"][1]  # not beside the running test
-    assert got["later"][0] >= got["alone"][1]  # nor did a later one start beside it
-
-
-def test_without_xdist_nothing_is_locked():
-    from tests.cpu_alone import lock_dir
-
-    class Config:  # the controller's or a plain run's config: no workerinput
-        pass
-
-    assert lock_dir(Config()) is None
