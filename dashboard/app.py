@@ -1,7 +1,7 @@
 """The Dash app: a shell (navigation, theme, copy-link) around the pages of dashboard.pages.
 
     app = create_app("results")      # or python -m dashboard --results DIR
-    server = app.server              # WSGI: gunicorn dashboard.wsgi:server (README "Deploying for a team")
+    server = app.server              # WSGI: gunicorn dashboard.wsgi:server (docs/dashboard.md, "Deploying for a team")
 
 Routing and URL state: one ``dcc.Location``. A page is rendered from the path and the query
 string; every control whose id is ``urlstate.qid(page, key)`` writes its value back to the

@@ -1,4 +1,4 @@
-"""The README's plain asv commands, as written, on this machine: torch lives in a venv (this
+"""docs/suite.md's plain asv commands, as written, on this machine: torch lives in a venv (this
 test's Python), asv builds each commit in its own environment (asv.conf.json's
 virtualenv-runner-site, tools/asv_plugins), and nothing reaches a network: every proxy points at
 a closed port. Tiny grid, a few benchmarks (-b), two commits of this repository."""
@@ -60,7 +60,7 @@ def test_readme_asv_commands_run_offline_with_torch_in_a_venv(tmp_path):
         return done
 
     run("machine", "--yes", "--machine", "ci-plain")
-    run("run", f"{parent}^..{head}", "--machine", "ci-plain", "-b", SELECTED)  # README: asv run A..B
+    run("run", f"{parent}^..{head}", "--machine", "ci-plain", "-b", SELECTED)  # docs/suite.md: asv run A..B
     # continuous exits 1 on any significant change: on a shared CPU the copy timing moves by noise,
     # so it compares the constant check only (the run above timed both commits' copies)
     run("continuous", parent, head, "--machine", "ci-plain", "-b", r"^bench_where\.")

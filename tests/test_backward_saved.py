@@ -1,5 +1,5 @@
 """What each op saves for its backward, per token, against eager PyTorch: measured from the
-tensors autograd actually saves (saved_tensors_hooks), and the README's table checked against it.
+tensors autograd actually saves (saved_tensors_hooks), and docs/library.md's table checked against it.
 
 Per-token bytes are the growth of the saved bytes with the token count (two counts), so the
 weights, packed buffers and other fixed-size tensors drop out; a tensor saved twice (one storage)
@@ -18,7 +18,7 @@ from fused_mlp.activations import ACTIVATIONS
 ROOT = Path(__file__).resolve().parents[1]
 K, N, D = 24, 40, 16  # in features, hidden / out features, the gated MLP's output features
 WIDTHS = (16, 32, 32, 8)  # the narrow MLP (padded width 32)
-LLAMA = dict(K=4096, N=14336, D=4096)  # the README's example: a Llama-3-8B MLP in bf16
+LLAMA = dict(K=4096, N=14336, D=4096)  # docs/library.md's example: a Llama-3-8B MLP in bf16
 
 
 def saved_bytes(run) -> int:
@@ -96,7 +96,7 @@ def narrow(impl, activation):
     return make
 
 
-# (op, option, measured run maker, elements per token as the README states them)
+# (op, option, measured run maker, elements per token as docs/library.md states them)
 HIDDEN, PADDED = sum(WIDTHS[1:-1]), 32 * (len(WIDTHS) - 2)
 CASES = [
     ("linear_act", "fused", linear_act("fused", "gelu"), "K + N", K + N),
@@ -122,12 +122,12 @@ NARROW_CASES = [
 
 @pytest.mark.parametrize("op,option,make,formula,elements", CASES + NARROW_CASES,
                          ids=[f"{c[0]}-{c[1]}" for c in CASES + NARROW_CASES])
-def test_saved_bytes_per_token_are_what_the_readme_says(op, option, make, formula, elements):
+def test_saved_bytes_per_token_are_what_the_docs_say(op, option, make, formula, elements):
     assert per_token(make) == elements * 2  # float16
 
 
-def _readme_rows():
-    text = (ROOT / "README.md").read_text()
+def _docs_rows():
+    text = (ROOT / "docs" / "library.md").read_text()
     section = text[text.index("Saved for the backward, per token"):]
     rows = {}
     for line in section.splitlines()[2:]:
@@ -142,8 +142,8 @@ def _readme_rows():
     return rows
 
 
-def test_the_readme_table_lists_every_case_with_its_formula_and_llama_bytes():
-    rows = _readme_rows()
+def test_the_docs_table_lists_every_case_with_its_formula_and_llama_bytes():
+    rows = _docs_rows()
     for op, option, _, formula, _ in CASES:
         assert (op, option) in rows, (op, option, sorted(rows))
         stated_formula, stated_bytes = rows[(op, option)]

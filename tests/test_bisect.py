@@ -243,7 +243,7 @@ def test_bisect_names_the_planted_commit_from_the_gates_finding(tmp_path):
                               text=True, timeout=600)
 
     # Two commits at the new level: with one, a history with slow runs in it (a shared CPU has
-    # them) rightly keeps the gate waiting for a second commit (README, the gate's numbers).
+    # them) rightly keeps the gate waiting for a second commit (docs/regression-gate.md, the gate's numbers).
     measured = commits[:6] + commits[-2:]
     done = py("-m", "benchmarks.run", "--machine", "cpu-bisect", "--grid", "tiny", "--commits", " ".join(measured),
               "-b", only_fused)

@@ -21,7 +21,7 @@ from ._tuning import Exclusion, device_pruner
 from .fp8_linear import linear_act_fp8
 
 _SHARED = fp8.shared_bytes(operand_tiles=2)
-# Measured with python -m fused_mlp.aot --candidates (see the README's FP8 section).
+# Measured with python -m fused_mlp.aot --candidates (see docs/fp8.md).
 # Four fp32 accumulators in W8A8 (gate and up, each promoted from wgmma's imprecise one), two
 # up-cast weight tiles in W8A16: the large tiles spill (erf-GELU epilogue, Triton 3.9).
 _EXCLUDED = (

@@ -20,7 +20,7 @@ from ._tile_loads import load_k_tiles, tile_pointers
 from ._tuning import Exclusion, device_pruner
 
 _SHARED = fp8.shared_bytes(operand_tiles=1)
-# Measured with python -m fused_mlp.aot --candidates (see the README's FP8 section): every
+# Measured with python -m fused_mlp.aot --candidates (see docs/fp8.md): every
 # candidate compiles clean; the persistent ones past the first are held back (see _fp8_common).
 _EXCLUDED: tuple[Exclusion, ...] = fp8.held_back_persistent()
 
