@@ -36,3 +36,16 @@ def _judged(signature, results_dir, asv_conf, base: str, commit: str) -> dict:
     from dashboard.regressions.judgement import verdict_record
 
     return verdict_record(results_dir, asv_conf, base=f"{base}..{commit}")
+
+
+def machine_record(store, data, machine: str) -> dict:
+    """The gate's verdict with ``--machine machine``: what one machine's view shows when the gate
+    over every machine cannot judge (another machine's unreadable file must not blank this one's)."""
+    return _judged_machine(data.signature, data.results_dir, store.asv_conf, machine)
+
+
+@lru_cache(maxsize=RECORDS_KEPT)
+def _judged_machine(signature, results_dir, asv_conf, machine: str) -> dict:
+    from dashboard.regressions.judgement import verdict_record
+
+    return verdict_record(results_dir, asv_conf, machine=machine)

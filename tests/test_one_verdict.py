@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from dashboard import gate_records
 from dashboard.detection import detect_in_worker, FindingsState
 from dashboard.gate_view import GateView, class_of
 from dashboard.load_data import build_data
@@ -448,3 +449,31 @@ def test_the_overview_s_records_for_chosen_bases_are_kept_within_a_bound(monkeyp
     assert len(judged) == gate_records.RECORDS_KEPT + 8 and gate_records._judged.cache_info().currsize == \
         gate_records.RECORDS_KEPT
     gate_records._judged.cache_clear()
+
+
+def test_a_machine_the_whole_folder_cannot_be_judged_for_shows_its_own_verdict(tmp_path, capsys):
+    """Machine b's newest result file is cut: the gate over every machine cannot judge (exit 2),
+    `--machine a` can, and the page filtered to a shows a's verdict, saying why the whole cannot."""
+    results = tmp_path / "results"
+    write_history(results, [SeriesSpec(BENCH, (CASE, "fused"), ("case", "impl"), steps=((NEWEST, 0.4),))],
+                  N, seed=5, machine="a")
+    b = write_history(results, [SeriesSpec(BENCH, (CASE, "fused"), ("case", "impl"))], N, seed=6, machine="b",
+                      merge_benchmarks=True)
+    newest_of_b = next((results / "b").glob(f"{b.commits[NEWEST][:8]}*.json"))
+    newest_of_b.write_text(newest_of_b.read_text()[:100])
+    assert gate(["--results", str(results), "--format", "json"]) == 2
+    assert "cannot be placed before the judged commits" in capsys.readouterr().err
+    machine_code, machine_doc = _gate_json(results, capsys, "--machine", "a")
+    assert machine_code == 1
+    data, state = _page(results)
+    asked = []
+
+    def machine_record(machine):
+        asked.append(machine)
+        return gate_records.machine_record(SimpleNamespace(asv_conf=None), data, machine)
+
+    whole = texts(page.inbox(data, state, None, "regression", [], machine_record=machine_record)[0])
+    assert "Gate: cannot judge" in whole and asked == []  # no machine chosen: the folder's verdict
+    mine = texts(page.inbox(data, state, "a", "regression", [], machine_record=machine_record)[0])
+    assert asked == ["a"] and "The gate over every machine cannot judge" in mine
+    assert f"Gate on the newest commit: {machine_doc['gate']['verdict']}" in mine and "--machine a" in mine

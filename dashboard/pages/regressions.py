@@ -23,6 +23,7 @@ from dashboard.dashboard_data import DashboardData
 from dashboard.detection import FindingsState
 from dashboard.regressions.acceptance import PLACEHOLDERS
 from dashboard.gate_view import FAILING_CLASS, GateView, change_key, class_of
+from dashboard.gate_records import machine_record
 from dashboard.model import ResultsStore
 from dashboard.pages import Page
 from dashboard.regressions.formatting import format_p
@@ -80,10 +81,13 @@ def _page_number(value) -> int:
         return 1
 
 
-def inbox(data: DashboardData, state: FindingsState, machine, direction, only, theme="light", search=None, page=1):
+def inbox(data: DashboardData, state: FindingsState, machine, direction, only, theme="light", search=None, page=1,
+          machine_record=None):
     """(inbox children, polling disabled?). ``search``: words every finding shown contains (in its
     benchmark, parameters or commit), case-insensitive. ``page``: which PAGE_FINDINGS findings
-    (newest first); the gate's verdict and its failing findings head every page."""
+    (newest first); the gate's verdict and its failing findings head every page.
+    ``machine_record(machine)``: the gate's record with ``--machine`` (gate_records.machine_record),
+    shown for the chosen machine when the gate over every machine cannot judge."""
     if state.status == "running":
         return message("Finding changes in every series… (started with this results set; this page updates by "
                        "itself)"), False
@@ -91,6 +95,12 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
         return message(f"The regression detector failed: {state.error}", "error"), True
     only = only or []
     view = GateView(state.verdict)
+    whole_folder = []
+    if machine and view.error and machine_record is not None:
+        whole_folder = [message(f"The gate over every machine cannot judge: {view.error} (exit 2 of `python -m "
+                                f"dashboard.regressions --results {data.results_dir}`). Below: its verdict on "
+                                f"{machine} alone.", "error")]
+        view = GateView(machine_record(machine))
     accepted = acceptances(view, state.findings or [])
     findings = [f for f in state.findings or []
                 if (not machine or f.machine == machine)
@@ -99,7 +109,7 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
                 and ("present" not in only or f.present_at_newest)
                 and ("open" not in only or id(f) not in accepted)
                 and _matches(f, str(search or "").lower().split())]
-    warning = [verdict_panel(data, view, state.findings or [], machine, theme)]
+    warning = whole_folder + [verdict_panel(data, view, state.findings or [], machine, theme)]
     if not findings:
         return warning + [message(f"No {DIRECTIONS.get(direction, 'changes')} found"
                                   f"{' on ' + machine if machine else ''} ({state.seconds or 0:.1f} s to analyse).")], True
@@ -344,7 +354,9 @@ def register(app, store: ResultsStore):
                   Input(qid(SHELL, "theme"), "value"), Input(qid(ID, "q"), "value"), Input(qid(ID, "page"), "value"))
     @guarded(lambda t: message(t, "error"), lambda t: True)
     def _update(_, machine, direction, only, theme, search, page):
-        return inbox(store.get(), store.findings(), machine, direction, only, theme, search, page)
+        data = store.get()
+        return inbox(data, store.findings(), machine, direction, only, theme, search, page,
+                     machine_record=lambda m: machine_record(store, data, m))
 
     @app.callback(Output({"type": f"{ACCEPT}-entry", "index": MATCH}, "children"),
                   Input({"type": ACCEPT, "index": MATCH}, "n_clicks"), prevent_initial_call=True)

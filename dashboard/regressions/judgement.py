@@ -127,17 +127,18 @@ def _too_short_note(lengths, settings: DetectorSettings) -> str:
             "cannot be judged there yet, only a series that started failing")
 
 
-def verdict_record(results: str | Path, asv_conf: Path | None = None, base: str | None = None) -> dict:
+def verdict_record(results: str | Path, asv_conf: Path | None = None, base: str | None = None,
+                   machine: str | None = None) -> dict:
     """What the dashboard keeps of the gate's judgement with the CLI's defaults (``base``: its
-    ``--base``), as plain JSON: {"document": the gate's JSON report, "machines": {machine:
-    {"failed", "verdict"}}} (the verdict of each machine's items, what ``--machine`` gives), or
-    {"error": why it cannot judge}."""
+    ``--base``; ``machine``: its ``--machine``), as plain JSON: {"document": the gate's JSON report,
+    "machines": {machine: {"failed", "verdict"}}} (the verdict of each machine's items, what
+    ``--machine`` gives), or {"error": why it cannot judge}."""
     from dataclasses import replace
 
     from dashboard.regressions.report import verdict_word
 
     try:
-        judgement = judge_folder(results, asv_conf=asv_conf, base=base)
+        judgement = judge_folder(results, asv_conf=asv_conf, base=base, machine=machine)
     except CannotJudge as exc:
         return {"error": str(exc)}
     except Exception as exc:  # a bug in the gate: said on the pages and logged whole, never a blank page
