@@ -1,10 +1,12 @@
 """The gate's judgement a page needs for one run at one commit: the detector worker's (the CLI's
-defaults) for the newest commit against the one before, else the gate run with ``--base
-B..commit``, once per results set (regressions.judgement.verdict_record; nothing judged here)."""
+defaults) for the newest commit against the one before, else the gate run with ``--machine M
+--base B..commit``, once per results set (regressions.judgement.verdict_record; nothing judged here)."""
 
 from __future__ import annotations
 
 from functools import lru_cache
+
+from dashboard.gate_view import WHOLE_FOLDER_ERROR
 
 # Each record is a whole gate report; the Overview's last chosen bases are kept. No lock: two
 # requests for different commits judge side by side (two for the same one may both judge).
@@ -23,29 +25,27 @@ def record_for(store, data, machine, env, commit, base) -> dict | None:
         state = store.findings()
         if state.status == "failed":
             return {"error": f"the detector failed: {state.error}"}
-        return state.verdict if state.status == "done" else None
+        if state.status != "done":
+            return None
+        return machine_record(store, data, machine, state.verdict["error"]) if "error" in state.verdict \
+            else state.verdict
     if base is None:  # the run's first commit: nothing before it to judge against
         return {"error": "the run's first commit: nothing before it to judge against"}
-    return _judged(data.signature, data.results_dir, store.asv_conf, base, commit)
+    return _judged(data.signature, data.results_dir, store.asv_conf, machine, f"{base}..{commit}")
 
 
-@lru_cache(maxsize=RECORDS_KEPT)
-def _judged(signature, results_dir, asv_conf, base: str, commit: str) -> dict:
-    """The gate with ``--base base..commit`` on the results set ``signature`` names (a new set
-    is a new key: what was judged on the old one ages out)."""
-    from dashboard.regressions.judgement import verdict_record
-
-    return verdict_record(results_dir, asv_conf, base=f"{base}..{commit}")
-
-
-def machine_record(store, data, machine: str) -> dict:
+def machine_record(store, data, machine: str, whole_folder_error: str) -> dict:
     """The gate's verdict with ``--machine machine``: what one machine's view shows when the gate
-    over every machine cannot judge (another machine's unreadable file must not blank this one's)."""
-    return _judged_machine(data.signature, data.results_dir, store.asv_conf, machine)
+    over every machine cannot judge (another machine's unreadable file must not blank this one's),
+    with the reason the whole cannot."""
+    return {**_judged(data.signature, data.results_dir, store.asv_conf, machine, None),
+            WHOLE_FOLDER_ERROR: whole_folder_error}
 
 
 @lru_cache(maxsize=RECORDS_KEPT)
-def _judged_machine(signature, results_dir, asv_conf, machine: str) -> dict:
+def _judged(signature, results_dir, asv_conf, machine: str, base: str | None) -> dict:
+    """The gate with ``--machine machine [--base base]`` on the results set ``signature`` names (a
+    new set is a new key: what was judged on the old one ages out)."""
     from dashboard.regressions.judgement import verdict_record
 
-    return verdict_record(results_dir, asv_conf, machine=machine)
+    return verdict_record(results_dir, asv_conf, base=base, machine=machine)

@@ -19,6 +19,10 @@ def change_key(change) -> tuple:
             STATUS if get("kind") == STATUS else "level")
 
 
+# In one machine's record (gate_records.machine_record): why the gate over every machine cannot judge
+WHOLE_FOLDER_ERROR = "whole_folder_error"
+
+
 @dataclass
 class GateView:
     record: dict | None  # None: the detector has not finished
@@ -42,6 +46,11 @@ class GateView:
     def error(self) -> str | None:
         """Why the gate cannot judge (its exit-2 message), or None."""
         return (self.record or {}).get("error")
+
+    @property
+    def whole_folder_error(self) -> str | None:
+        """Set in one machine's ``--machine`` record: why the gate over every machine cannot judge."""
+        return (self.record or {}).get(WHOLE_FOLDER_ERROR)
 
     @property
     def gate(self) -> dict:

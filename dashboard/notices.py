@@ -92,3 +92,13 @@ def load_report_panel(data: DashboardData, open_: bool = False):
 
 def message(text: str, kind: str = "info") -> html.Div:
     return html.Div(text, className=f"message message-{kind}")
+
+
+def whole_folder_note(view, results_dir) -> list:
+    """Above one machine's gate verdict (a GateView) when the gate over every machine cannot
+    judge: that verdict, and why the one CI runs over the whole folder exits 2."""
+    if not view.whole_folder_error:
+        return []
+    return [message(f"The gate over every machine cannot judge: {view.whole_folder_error} (exit 2 of `python -m "
+                    f"dashboard.regressions --results {results_dir}`). Below: its verdict on this machine alone.",
+                    "error")]

@@ -13,6 +13,7 @@ from dashboard import gate_records
 from dashboard.detection import detect_in_worker, FindingsState
 from dashboard.gate_view import GateView, class_of
 from dashboard.load_data import build_data
+from dashboard.pages import overview
 from dashboard.pages import regressions as page
 from dashboard.regressions.cli import main as gate
 from dashboard.synthetic.histories import write_function_history
@@ -203,7 +204,6 @@ def _suite_history(tmp_path, steps=None, fail_newest=()):
 
 
 def _overview(history, verdict, base=None):
-    from dashboard.pages import overview
 
     data = build_data(history.results_dir)
     newest = history.commits[-1]
@@ -250,7 +250,8 @@ def test_the_overview_marks_a_runner_wide_step_as_the_gate_classifies_it(tmp_pat
     # against a chosen commit: the gate's verdict with --base that commit
     chosen = history.commits[NEWEST - 3]
     record = record_for(_Store(state), data, history.machine, history.env_name, history.commits[-1], chosen)
-    _, doc_base = _gate_json(history.results_dir, capsys, "--base", f"{chosen}..{history.commits[-1]}")
+    _, doc_base = _gate_json(history.results_dir, capsys, "--machine", history.machine, "--base",
+                             f"{chosen}..{history.commits[-1]}")
     assert record["document"]["gate"] == doc_base["gate"]
 
 
@@ -385,8 +386,6 @@ def test_hierarchy_carried_in_a_parameter_nests_like_hierarchy_in_the_name():
 def test_a_case_that_fails_the_gate_in_one_mode_is_marked_in_that_mode_s_panel_only():
     import pandas as pd
 
-    from dashboard.pages import overview
-
     row = dict(case="gated_mlp M=8 K=16 N=32 bf16 silu", op="gated_mlp", dtype="bf16", shape="M=8 K=16 N=32",
                activation="silu", speedup=1.2, fused=1e-5, best_baseline=1.2e-5, baseline_impl="eager",
                verdict="faster")
@@ -441,11 +440,12 @@ def test_the_overview_s_records_for_chosen_bases_are_kept_within_a_bound(monkeyp
     from dashboard.regressions import judgement
 
     judged = []
-    monkeypatch.setattr(judgement, "verdict_record", lambda results, conf, base: judged.append(base) or {"base": base})
+    monkeypatch.setattr(judgement, "verdict_record",
+                        lambda results, conf, base, machine: judged.append(base) or {"base": base, "machine": machine})
     gate_records._judged.cache_clear()
     for i in range(gate_records.RECORDS_KEPT + 8):
-        assert gate_records._judged("sig", "results", None, f"b{i}", "head") == {"base": f"b{i}..head"}
-    assert gate_records._judged("sig", "results", None, f"b{gate_records.RECORDS_KEPT + 7}", "head")  # kept
+        assert gate_records._judged("sig", "results", None, "m", f"b{i}..head") == {"base": f"b{i}..head", "machine": "m"}
+    assert gate_records._judged("sig", "results", None, "m", f"b{gate_records.RECORDS_KEPT + 7}..head")  # kept
     assert len(judged) == gate_records.RECORDS_KEPT + 8 and gate_records._judged.cache_info().currsize == \
         gate_records.RECORDS_KEPT
     gate_records._judged.cache_clear()
@@ -468,12 +468,18 @@ def test_a_machine_the_whole_folder_cannot_be_judged_for_shows_its_own_verdict(t
     data, state = _page(results)
     asked = []
 
-    def machine_record(machine):
+    def machine_record(machine, why):
         asked.append(machine)
-        return gate_records.machine_record(SimpleNamespace(asv_conf=None), data, machine)
+        return gate_records.machine_record(_Store(state), data, machine, why)
 
     whole = texts(page.inbox(data, state, None, "regression", [], machine_record=machine_record)[0])
     assert "Gate: cannot judge" in whole and asked == []  # no machine chosen: the folder's verdict
     mine = texts(page.inbox(data, state, "a", "regression", [], machine_record=machine_record)[0])
-    assert asked == ["a"] and "The gate over every machine cannot judge" in mine
+    assert asked == ["a"] and "The gate over every machine cannot judge: " + state.verdict["error"] in mine
     assert f"Gate on the newest commit: {machine_doc['gate']['verdict']}" in mine and "--machine a" in mine
+    # the Overview of machine a: its own verdict too, under the same note
+    run = data.runs[("a", next(env for m, env in data.runs if m == "a"))]
+    record = gate_records.record_for(_Store(state), data, "a", run.env_name, run.commits["commit_hash"].iloc[-1], None)
+    assert record["document"]["gate"] == machine_doc["gate"]
+    card = texts(overview.gate_card(GateView(record), run, None, run.commits["commit_hash"].iloc[-1], results))
+    assert "The gate over every machine cannot judge" in card and f"The gate: {machine_doc['gate']['verdict']}" in card

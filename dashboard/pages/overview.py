@@ -17,7 +17,7 @@ from dashboard.callback_guards import guarded
 from dashboard.commit_choice import commit_of, commit_options
 from dashboard.facet_widgets import facet_controls, register_facet_counts
 from dashboard.gate_view import GateView, class_of
-from dashboard.notices import message
+from dashboard.notices import message, whole_folder_note
 from dashboard.run_selector import register_run_controls, run_controls, run_of
 from dashboard.widgets import dropdown, labelled
 from dashboard.figures.heatmap import (FAILED, build_speedup_panel_figure, color_span, speedup_legend_stops,
@@ -190,7 +190,7 @@ def gate_card(view: GateView, run, base, commit, results_dir) -> list:
                               html.Span("fails the gate" if view.is_failing(item) else "not failed",
                                         className="bad" if view.is_failing(item) else "hint"),
                               html.Small(f" · {judged[1] if judged else item['note']}", className="evidence")]))
-    return [html.H3(f"The gate: {view.word(run.machine)}", id="overview-gate"),
+    return [*whole_folder_note(view, results_dir), html.H3(f"The gate: {view.word(run.machine)}", id="overview-gate"),
             html.P(["As ", html.Code(command), " judges it."], className="hint"),
             html.Ul(items, className="changes", id="overview-gate-list") if items
             else html.P("The gate judged no finding of this run at this commit.")]

@@ -17,7 +17,7 @@ from dash import MATCH, Input, Output, dcc, html, no_update
 
 from dashboard import commit_messages, metrics, static_metrics
 from dashboard.callback_guards import guarded
-from dashboard.notices import message
+from dashboard.notices import message, whole_folder_note
 from dashboard.widgets import dropdown, labelled
 from dashboard.dashboard_data import DashboardData
 from dashboard.detection import FindingsState
@@ -86,8 +86,8 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
     """(inbox children, polling disabled?). ``search``: words every finding shown contains (in its
     benchmark, parameters or commit), case-insensitive. ``page``: which PAGE_FINDINGS findings
     (newest first); the gate's verdict and its failing findings head every page.
-    ``machine_record(machine)``: the gate's record with ``--machine`` (gate_records.machine_record),
-    shown for the chosen machine when the gate over every machine cannot judge."""
+    ``machine_record(machine, why)``: the gate's record with ``--machine`` (gate_records.machine_record),
+    shown for the chosen machine when the gate over every machine cannot judge (``why``)."""
     if state.status == "running":
         return message("Finding changes in every series… (started with this results set; this page updates by "
                        "itself)"), False
@@ -95,12 +95,8 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
         return message(f"The regression detector failed: {state.error}", "error"), True
     only = only or []
     view = GateView(state.verdict)
-    whole_folder = []
     if machine and view.error and machine_record is not None:
-        whole_folder = [message(f"The gate over every machine cannot judge: {view.error} (exit 2 of `python -m "
-                                f"dashboard.regressions --results {data.results_dir}`). Below: its verdict on "
-                                f"{machine} alone.", "error")]
-        view = GateView(machine_record(machine))
+        view = GateView(machine_record(machine, view.error))
     accepted = acceptances(view, state.findings or [])
     findings = [f for f in state.findings or []
                 if (not machine or f.machine == machine)
@@ -109,7 +105,7 @@ def inbox(data: DashboardData, state: FindingsState, machine, direction, only, t
                 and ("present" not in only or f.present_at_newest)
                 and ("open" not in only or id(f) not in accepted)
                 and _matches(f, str(search or "").lower().split())]
-    warning = whole_folder + [verdict_panel(data, view, state.findings or [], machine, theme)]
+    warning = [verdict_panel(data, view, state.findings or [], machine, theme)]
     if not findings:
         return warning + [message(f"No {DIRECTIONS.get(direction, 'changes')} found"
                                   f"{' on ' + machine if machine else ''} ({state.seconds or 0:.1f} s to analyse).")], True
@@ -312,6 +308,7 @@ def verdict_panel(data: DashboardData, view: GateView, findings, machine, theme)
         return html.Div([html.H2("Gate: cannot judge"), message(f"the gate cannot judge, so nothing is shown as accepted or classified: {view.error} (exit 2 of "
                                  f"`{command}`)", "error")],
                         id="regressions-verdict", className="card verdict")
+    whole_folder = whole_folder_note(view, data.results_dir)
     failing = view.failing(machine)
     word = view.word(machine)
     runs = [f"{r['machine']} / {r['env_name']}: " + (", ".join(c[:8] for c in r["commits"]) or "nothing new")
@@ -336,6 +333,7 @@ def verdict_panel(data: DashboardData, view: GateView, findings, machine, theme)
             others[item["category"]] = others.get(item["category"], 0) + 1
     listed = ", ".join(f"{n} {c}" for c, n in sorted(others.items()))
     return html.Div([
+        *whole_folder,
         html.H2([f"Gate on the newest commit: {word}",
                  html.Span("fails" if view.failed(machine) else "passes",
                            className=f"badge {'bad' if view.failed(machine) else 'good'}")]),
@@ -356,7 +354,7 @@ def register(app, store: ResultsStore):
     def _update(_, machine, direction, only, theme, search, page):
         data = store.get()
         return inbox(data, store.findings(), machine, direction, only, theme, search, page,
-                     machine_record=lambda m: machine_record(store, data, m))
+                     machine_record=lambda m, why: machine_record(store, data, m, why))
 
     @app.callback(Output({"type": f"{ACCEPT}-entry", "index": MATCH}, "children"),
                   Input({"type": ACCEPT, "index": MATCH}, "n_clicks"), prevent_initial_call=True)
