@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.data import STATUS_OK
-from dashboard.regressions.covariate import AS_MUCH, SIGMA_WINDOW, WINDOW, CovariateTest, covariate_test
+from dashboard.regressions.covariate import AS_MUCH, SIGMA_WINDOW, WINDOW, covariate_test
 from dashboard.regressions.formatting import format_change
 from dashboard.regressions.noise_model import MIN_MODE_RUNS, robust_sigma, series_noise
 
@@ -108,26 +108,57 @@ def classify(finding, frame: pd.DataFrame, states: Mapping[str, Mapping[str, obj
     split = _split_dates(frame, finding)
     step = _log_ratio(finding.before, finding.after)
     fused = rows.get(finding.params)
-    if fused is not None and _spread_grew(fused, split, step):
+    controls = {c: rows[with_impl(finding.params, c)] for c in CONTROLS if with_impl(finding.params, c) in rows}
+    moves = tuple(m for m in (_control_move(r, c, split, step) for c, r in controls.items()) if m is not None)
+    why = LIBRARY
+    if fused is not None:
+        dates = fused["date"]
+        before = np.flatnonzero((dates < split[0]).to_numpy())
+        after = np.flatnonzero((dates >= split[1]).to_numpy())
+        why = series_class(np.log(fused["value"].to_numpy(dtype=float)),
+                           _aligned(fused, [controls[m.impl] for m in moves]), before, after, step)
+    if why == SPREAD:
         return Classification(NOISE, f"the spread grew after {finding.commit_hash[:8]}, not the level ("
                                      f"{format_change(finding.relative_change)} within {NOISE_SIGMAS:g}x the spread after)"
                                      + said, state_changes=changed)
-    if fused is not None and _second_level(fused, split, step):
+    if why == SECOND_LEVEL:
         return Classification(NOISE, f"a bimodal runner: the history shows a second level "
                                      f"{format_change(finding.relative_change)} away, and the newest run(s) lie on it"
                                      + said, state_changes=changed)
-    controls = {c: rows[with_impl(finding.params, c)] for c in CONTROLS if with_impl(finding.params, c) in rows}
-    moves = tuple(m for m in (_control_move(r, c, split, step) for c, r in controls.items()) if m is not None)
     if not moves:
         return Classification(LIBRARY, "no control measured either side of the change" + said,
                               state_changes=changed)
     listed = ", ".join(f"{m.impl} {format_change(m.relative_change)}" for m in moves)
-    test = _covariate(fused, [controls[m.impl] for m in moves], split, step) if fused is not None else None
-    if test is not None and test.controls_explain:
+    if why == ENVIRONMENT:
         return Classification(ENVIRONMENT, f"the controls moved too ({listed}; fused {format_change(finding.relative_change)})"
                                            + said, moves, changed)
     return Classification(LIBRARY, f"the controls did not move as much ({listed}; fused "
                                    f"{format_change(finding.relative_change)})" + said, moves, changed)
+
+
+SPREAD, SECOND_LEVEL = "spread", "second level"  # the two ways a change is noise
+
+
+def series_class(fused: np.ndarray, controls: np.ndarray, before: np.ndarray, after: np.ndarray,
+                 step: float) -> str:
+    """Why a fused change is what it is, on arrays: SPREAD or SECOND_LEVEL (noise), ENVIRONMENT
+    (the covariate test: the controls explain it) or LIBRARY. ``fused``: log values per commit;
+    ``controls``: (n_controls, n) log values aligned with it, NaN where missing; ``before`` /
+    ``after``: positions before the change may have come and after it surely came; ``step``:
+    the finding's log change. The gate (classify) and tools/measure_classification.py use it."""
+    if _spread_grew(fused[before[-SPREAD_WINDOW:]], fused[after[:SPREAD_WINDOW]], step):
+        return SPREAD
+    if _second_level(fused[before[-SIGMA_WINDOW:]], fused[after]):
+        return SECOND_LEVEL
+    test = covariate_test(fused, controls, before, after, step) if len(controls) else None
+    return ENVIRONMENT if test is not None and test.controls_explain else LIBRARY
+
+
+def _aligned(fused: pd.DataFrame, controls: list[pd.DataFrame]) -> np.ndarray:
+    """The controls' log values at the fused series' commits, (n_controls, n), NaN where missing."""
+    commits = fused["commit_hash"].astype(str).tolist()
+    by_commit = [dict(zip(r["commit_hash"].astype(str), np.log(r["value"].to_numpy(dtype=float)))) for r in controls]
+    return np.array([[d.get(c, np.nan) for c in commits] for d in by_commit]).reshape(len(controls), len(commits))
 
 
 def _own_pass_throttled(finding, states: Mapping) -> str:
@@ -205,33 +236,20 @@ def _control_move(rows: pd.DataFrame, impl: str, split, step: float) -> ControlM
     return ControlMove(impl, math.expm1(moved_by), sigma, bool(step != 0 and moved_by / step >= AS_MUCH))
 
 
-def _covariate(fused: pd.DataFrame, controls: list[pd.DataFrame], split, step: float) -> CovariateTest | None:
-    """The covariate test (covariate.py) of the fused change against its controls, per commit."""
-    commits = fused["commit_hash"].astype(str).tolist()
-    by_commit = [dict(zip(r["commit_hash"].astype(str), np.log(r["value"].to_numpy(dtype=float)))) for r in controls]
-    control_logs = np.array([[d.get(c, np.nan) for c in commits] for d in by_commit])
-    dates = fused["date"]
-    before = np.flatnonzero((dates < split[0]).to_numpy())
-    after = np.flatnonzero((dates >= split[1]).to_numpy())
-    return covariate_test(np.log(fused["value"].to_numpy(dtype=float)), control_logs, before, after, step)
-
-
-def _second_level(rows: pd.DataFrame, split, step: float) -> bool:
+def _second_level(before: np.ndarray, after: np.ndarray) -> bool:
     """A bimodal runner (noise_model.py): the history before shows a second level and the newest
     commits (fewer than MIN_MODE_RUNS after the change: a longer stretch there is a level) lie on it."""
-    before, after = _sides(rows, split, SIGMA_WINDOW)
-    if len(after) >= MIN_MODE_RUNS or len(before) < WINDOW:
+    if not 0 < len(after) < MIN_MODE_RUNS or len(before) < WINDOW:
         return False
     noise = series_noise(before)
     level = float(np.median(before))
     return all(noise.explains(float(v) - level) for v in after)
 
 
-def _spread_grew(rows: pd.DataFrame, split, step: float) -> bool:
+def _spread_grew(before: np.ndarray, after: np.ndarray, step: float) -> bool:
     """The standard deviation (log values; it sees a runner turned bimodal, a MAD of a few
     commits may not) of up to SPREAD_WINDOW commits after the change is SPREAD_GROWTH times the
     one before, and the change lies within NOISE_SIGMAS of it."""
-    before, after = _sides(rows, split, SPREAD_WINDOW)
     if len(before) < 3 or len(after) < 3:
         return False
     spread_before, spread_after = float(np.std(before, ddof=1)), float(np.std(after, ddof=1))

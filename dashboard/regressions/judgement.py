@@ -66,6 +66,8 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
     read every result it judges and the folder did not change while it read them.
     ``warn(line)``: told each warning as it comes (the CLI prints them on stderr, also before a
     CannotJudge). CannotJudge when it cannot judge."""
+    # ``rerun``: benchmarks.rerun's files; the verdict is then the final one (rerun_verdict.py)
+    reruns = [r for path in rerun for r in _read_reruns(path)] if rerun else None
     loaded_state = folder_state(results)
     try:
         loaded = load_results(results, machine=machine)
