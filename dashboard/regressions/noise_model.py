@@ -7,8 +7,8 @@ comes from the history of log values:
 - ``sigma``: the spread of one run, robustly from successive differences (MAD of the first
   differences / sqrt 2: a level step moves one difference, not the estimate);
 - the noise *class*: a runner that turned bimodal (a share of its runs land on a second level,
-  ``gap`` away) is a kind of noise, not a level. It shows as a cluster of runs well outside the
-  robust spread, all on one side and close to each other. A newest run that lands on that
+  ``gap`` away) is a kind of noise, not a level. It shows as two groups of runs far apart
+  against the spread within each (series_noise). A newest run that lands on that
   other level is explained by the noise class (:meth:`SeriesNoise.explains`).
 """
 
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 MAD_TO_SIGMA = 1.4826  # a normal sigma from a median absolute deviation
-OUTSIDE_SIGMAS = 3.0  # a run this far from the level (robust sigmas) is off the main level
+SEPARATION_SIGMAS = 4.0  # bimodal: the two levels' centres this many within-level sigmas apart
 MIN_MODE_SHARE = 0.1  # bimodal: at least this share of the runs off the main level, on one side
 MIN_MODE_RUNS = 3  # ... and at least this many
 MODE_SIGMAS = 3.0  # a run within this many sigmas of the second level is explained by it
@@ -54,21 +54,29 @@ def robust_sigma(logs: np.ndarray) -> float:
 
 
 def series_noise(logs: np.ndarray) -> SeriesNoise:
-    """The noise model of one stretch of a series at one level (log values, oldest first)."""
+    """The noise model of one stretch of a series at one level (log values, oldest first).
+
+    Bimodal: the best split of the sorted values in two (least within-group squares, as 1-D
+    two-means) leaves a minority of at least MIN_MODE_SHARE (and MIN_MODE_RUNS runs) whose centre
+    lies SEPARATION_SIGMAS of the within-group sigma from the other's; one normal level split so
+    gives about 2.7. The sigma is then the within-group one (successive differences across the
+    two levels would inflate it)."""
     x = np.asarray(logs, dtype=float)
     sigma = robust_sigma(x)
-    if not sigma > 0:
-        return SeriesNoise(sigma, max(len(x) - 1, 0))
-    # the main level and its spread from the runs near it (a second mode pulls a plain MAD)
-    level = float(np.median(x))
-    r = x - level
-    gap, share = 0.0, 0.0
-    for side in (1.0, -1.0):
-        off = r[side * r > OUTSIDE_SIGMAS * sigma]
-        if len(off) >= MIN_MODE_RUNS and len(off) >= MIN_MODE_SHARE * len(x):
-            centre = float(np.median(off))
-            # a second level: its runs close to each other, not a tail of slow runs
-            if float(np.median(np.abs(off - centre))) * MAD_TO_SIGMA <= max(2 * sigma, abs(centre) / 4):
-                if len(off) / len(x) > share:
-                    gap, share = centre, len(off) / len(x)
-    return SeriesNoise(sigma, len(x) - 1, gap, share)
+    n = len(x)
+    if not sigma > 0 or n < 2 * MIN_MODE_RUNS:
+        return SeriesNoise(sigma, max(n - 1, 0))
+    xs = np.sort(x)
+    j = np.arange(1, n)
+    c1, c2 = np.cumsum(xs)[:-1], np.cumsum(xs ** 2)[:-1]
+    t1, t2 = xs.sum() - c1, (xs ** 2).sum() - c2
+    within = (c2 - c1 ** 2 / j) + (t2 - t1 ** 2 / (n - j))
+    best = int(np.argmin(within))
+    left, right = xs[:best + 1], xs[best + 1:]
+    minority = min(len(left), len(right))
+    spread = math.sqrt(float(within[best]) / max(n - 2, 1))
+    centre_gap = float(right.mean() - left.mean())
+    if minority < max(MIN_MODE_RUNS, MIN_MODE_SHARE * n) or not centre_gap >= SEPARATION_SIGMAS * spread:
+        return SeriesNoise(sigma, n - 1)
+    other = right if len(right) < len(left) else left
+    return SeriesNoise(spread, n - 1, float(other.mean() - np.median(x)), len(other) / n)
