@@ -5,8 +5,8 @@
     python -m dashboard.regressions --rerun rerun.json               # the final verdict
 
 The candidates (dashboard.regressions.rerun_candidates: findings at the judged commits the
-first verdict decided on thin evidence; at most 5 a push) are each measured at the base commit
-(A, the last one before the change) and the newest (B, the first at the new level), interleaved
+first verdict decided on thin evidence; at most 5 a push) are each measured at the base (A, the
+last commit surely before the change) and the series' newest commit (B), interleaved
 A B A B ..., the fused series and its eager and compile controls together (one asv run per side
 and round, through the bisect's machinery: benchmarks.run --commits, HEAD's suite against each
 commit's library). Rounds go on while the finding's budget (--seconds, 60) allows another pair,
@@ -45,24 +45,26 @@ def impl_params(params: str, impl: str) -> str:
     return ", ".join(f"{k}={repr(impl) if k == 'impl' else v}" for k, v in pairs)
 
 
-def series_of(params: str) -> dict[str, str]:
+def series_of(params: str, controls: Sequence[str] = CONTROLS) -> dict[str, str]:
     """{impl: params key} of the finding's series and, when it has an impl, its controls."""
     impls = dict(bisect.parse_params_key(params))
     if "impl" not in impls:
         return {"fused": params}
-    return {"fused": params, **{c: impl_params(params, c) for c in CONTROLS}}
+    return {"fused": params, **{c: impl_params(params, c) for c in controls}}
 
 
 def session(candidate, measure: Callable[[str], dict[str, float]], seconds: float, rounds: int,
             clock=time.monotonic) -> dict:
     """One candidate's interleaved rounds: measure(commit) -> {impl: value} for one side. A B
-    pairs while the budget allows one more (the last pair's time stands for the next)."""
+    pairs while the budget allows one more (the last pair's time stands for the next): the
+    first pair always runs, and a session of one pair is inconclusive (rerun_judgement)."""
     out = {"benchmark": candidate.benchmark, "params": candidate.params, "machine": candidate.machine,
-           "commit_hash": candidate.commit_hash, "base_commit": candidate.base_commit, "rounds": [], "problem": ""}
+           "commit_hash": candidate.commit_hash, "base_commit": candidate.base_commit,
+           "newest_commit": candidate.newest_commit, "rounds": [], "problem": ""}
     start = clock()
     for _ in range(rounds):
         pair_start = clock()
-        for side, commit in (("A", candidate.base_commit), ("B", candidate.commit_hash)):
+        for side, commit in (("A", candidate.base_commit), ("B", candidate.newest_commit)):
             values = measure(commit)
             if "fused" not in values:
                 out["problem"] = f"no value for the fused series at {commit[:12]} (see above)"
@@ -77,11 +79,12 @@ def session(candidate, measure: Callable[[str], dict[str, float]], seconds: floa
     return out
 
 
-def measure_candidate(candidate, options: Options) -> Callable[[str], dict[str, float]]:
+def measure_candidate(candidate, options: Options, controls: Sequence[str] = CONTROLS
+                      ) -> Callable[[str], dict[str, float]]:
     """measure(commit): one asv run at that commit for the candidate's series and controls."""
-    series = series_of(candidate.params)
+    series = series_of(candidate.params, controls)
     target = Target(candidate.benchmark, candidate.params, candidate.machine, candidate.base_commit,
-                    candidate.commit_hash)
+                    candidate.newest_commit)
     regex = "|".join(bisect.benchmark_regex(candidate.benchmark, p) for p in series.values())
     run = bisect.suite_runner(target, options, regex)
 
@@ -129,6 +132,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--at-most", type=int, default=None, help="findings re-run at most (default 5)")
     p.add_argument("--seconds", type=float, default=None, help="budget per finding, seconds (default 60)")
     p.add_argument("--rounds", type=int, default=ROUNDS, help=f"A B pairs at most (default {ROUNDS})")
+    p.add_argument("--controls", default=",".join(CONTROLS),
+                   help="the controls measured beside each fused series, comma-separated, or 'none' (default "
+                        f"{','.join(CONTROLS)}; the CPU rehearsal uses none: there the controls' CPU time is mostly noise)")
     p.add_argument("--config", type=Path, default=bisect.REPO / "asv.conf.json")
     p.add_argument("--results", type=Path, help="results folder (default: the config's results_dir)")
     p.add_argument("--python", default=sys.executable, help="the Python with torch, triton and asv")
@@ -150,6 +156,9 @@ def main(argv: Sequence[str] | None = None, measure_for=None) -> int:
         p.error(f"--seconds {seconds:g}: expected more than 0 and at most {SECONDS_EACH} (GPU seconds per finding)")
     if args.rounds < 2:
         p.error(f"--rounds {args.rounds}: expected at least 2 (A B A B)")
+    controls = () if args.controls == "none" else tuple(c.strip() for c in args.controls.split(","))
+    if not set(controls) <= set(CONTROLS) or not all(controls):
+        p.error(f"--controls {args.controls!r}: expected some of {','.join(CONTROLS)}, or none")
     try:
         results = args.results or bisect._results_dir(args.config)
         if not results.is_dir():
@@ -167,14 +176,15 @@ def main(argv: Sequence[str] | None = None, measure_for=None) -> int:
     options = Options(results, args.config, args.python, args.grid)
     reruns = []
     for c in chosen:
-        print(f"re-run {c.benchmark}({c.params}) on {c.machine}: A {c.base_commit[:12]}, B {c.commit_hash[:12]} "
+        print(f"re-run {c.benchmark}({c.params}) on {c.machine}: A {c.base_commit[:12]}, B {c.newest_commit[:12]} "
               f"(first verdict: {c.category})", flush=True)
         try:
             with kept_history(results, c.machine):
-                entry = session(c, (measure_for or measure_candidate)(c, options), seconds, args.rounds)
+                entry = session(c, (measure_for or measure_candidate)(c, options, controls), seconds, args.rounds)
         except BisectInputError as exc:
             entry = {"benchmark": c.benchmark, "params": c.params, "machine": c.machine, "commit_hash": c.commit_hash,
-                     "base_commit": c.base_commit, "rounds": [], "problem": str(exc), "seconds": 0.0}
+                     "base_commit": c.base_commit, "newest_commit": c.newest_commit, "rounds": [], "problem": str(exc),
+                     "seconds": 0.0}
         reruns.append(entry)
     args.out.write_text(json.dumps({"version": 1, "reruns": reruns}, indent=2))
     print(f"{len(reruns)} finding(s) re-run{' (none were candidates)' if not reruns else ''}: {args.out}")

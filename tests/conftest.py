@@ -14,6 +14,8 @@ if not torch.cuda.is_available():
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
+from tests.planted_history import measured_history  # noqa: E402,F401 (one measured history a session)
+
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):

@@ -130,7 +130,7 @@ def test_a_rerun_without_controls_judges_the_series_alone(rng):
 def _finding(commit="b" * 40, impl="fused", confirmed=False, change=0.1, case="c"):
     return Finding("bench_ops.LinearAct.track_latency", f"case='{case}', impl='{impl}'", "m", "env", "seconds",
                    commit, "a" * 40, pd.Timestamp("2026-01-02", tz="UTC"), 1.0, 1.0 + change, change, "regression",
-                   "lower", "step", confirmed, 1e-4, 5.0, True, commit, commit, commit, 1, True)
+                   "lower", "step", confirmed, 1e-4, 5.0, True, "n" * 40, commit, commit, 1, True, "0" * 40)
 
 
 def _doc(items, judged=("b" * 40,)):
@@ -145,7 +145,8 @@ def test_candidates_are_thin_findings_at_the_judged_commits_failing_ones_first()
              ("regression", _finding(case="old", commit="c" * 40)), ("accepted", _finding(case="acc"))]
     chosen = candidates(_doc(items))
     assert [c.params.split("'")[1] for c in chosen] == ["r2", "r1", "s", "e"]
-    assert (chosen[0].base_commit, chosen[0].commit_hash) == ("a" * 40, "b" * 40)
+    # A: before the change's first plausible commit; B: the series' newest commit
+    assert (chosen[0].base_commit, chosen[0].commit_hash, chosen[0].newest_commit) == ("0" * 40, "b" * 40, "n" * 40)
     many = [("regression", _finding(case=f"x{i}")) for i in range(9)]
     assert len(candidates(_doc(many))) == AT_MOST
 
@@ -153,7 +154,7 @@ def test_candidates_are_thin_findings_at_the_judged_commits_failing_ones_first()
 def _session(finding, fused_step):
     rounds = _rounds(np.random.default_rng(SEED), fused_step)
     return Rerun(finding.benchmark, finding.params, finding.machine, finding.commit_hash, finding.previous_commit,
-                 tuple(rounds), "")
+                 finding.series_last_commit, tuple(rounds), "")
 
 
 def test_the_final_verdict_moves_what_the_rerun_judged_and_nothing_else():
@@ -175,7 +176,7 @@ def test_the_final_verdict_moves_what_the_rerun_judged_and_nothing_else():
 @pytest.mark.parametrize("doc, said", [([], "\"version\": 1"), ({"version": 1, "reruns": [3]}, "reruns[0] is int"),
                                        ({"version": 1, "reruns": [{"benchmark": "b"}]}, "reruns[0].params"),
                                        ({"version": 1, "reruns": [{k: "x" for k in ("benchmark", "params", "machine",
-                                        "commit_hash", "base_commit", "problem")} | {"rounds": [{"side": "C"}]}]},
+                                        "commit_hash", "base_commit", "newest_commit", "problem")} | {"rounds": [{"side": "C"}]}]},
                                         "rounds[0]")])
 def test_a_rerun_file_of_another_shape_is_named(doc, said):
     with pytest.raises(RerunFileError, match=said.replace("[", r"\[").replace("]", r"\]")):

@@ -92,11 +92,13 @@ def case_of(params: str) -> str:
     return params.split("case='", 1)[1].split("'", 1)[0]
 
 
-def simulated_rerun(case: Case, finding: Finding, index: int, rng, share: float) -> Rerun:
-    """ROUNDS interleaved A B pairs at the change's previous commit (A) and its commit (B)."""
+def simulated_rerun(case: Case, finding: Finding, index: dict, rng, share: float) -> Rerun:
+    """ROUNDS interleaved A B pairs at the commit before the change's first plausible one (A) and
+    the series' newest (B), as rerun_candidates chooses them."""
     rounds = []
+    a, b = index[finding.before_earliest or finding.previous_commit], index[finding.series_last_commit]
     for _ in range(ROUNDS):
-        for side, at in (("A", index - 1), ("B", index)):
+        for side, at in (("A", a), ("B", b)):
             values = {}
             for impl in IMPLS:
                 step = case.steps[impl]
@@ -108,8 +110,8 @@ def simulated_rerun(case: Case, finding: Finding, index: int, rng, share: float)
                 samples = run * np.exp(rng.normal(0, SAMPLE_NOISE, SAMPLES))
                 values[impl] = 1e-4 * level * float(np.median(samples))
             rounds.append({"side": side, "values": values})
-    return Rerun(finding.benchmark, finding.params, finding.machine, finding.commit_hash, finding.previous_commit,
-                 tuple(rounds), "")
+    return Rerun(finding.benchmark, finding.params, finding.machine, finding.commit_hash,
+                 finding.before_earliest or finding.previous_commit, finding.series_last_commit, tuple(rounds), "")
 
 
 def classified(item, case: Case, index: dict, k: int):
@@ -155,7 +157,7 @@ def measure(seed: int, reps: int, n_commits: int, share: float) -> dict:
                 item, _ = classified(item, case, index, k)
                 if is_candidate(item.category, item.change.confirmed, item.change.params,
                                 item.change.commit_hash in judged):
-                    runs.append(simulated_rerun(case, item.change, index[item.change.commit_hash], rerun_rng, share))
+                    runs.append(simulated_rerun(case, item.change, index, rerun_rng, share))
                     reruns[case.kind] += 1
             items.append(item)
         first_v = replace(verdict, items=items)

@@ -6,6 +6,9 @@ on that thin evidence: a regression (fails), suspected (fails only with --strict
 classification moved to environment or noise. Only series that change with the library
 (impl fused, or a series without controls) are re-run. At most AT_MOST per push, the failing
 ones first, then the suspected, then the excused; larger changes first within each.
+
+The re-run compares the commit before the change's first plausible commit (A) with the series'
+newest (B): a change the detector placed a commit late (noise) still lies between them.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ class Candidate:
     params: str
     machine: str
     env_name: str
-    base_commit: str  # A: the last commit before the change
-    commit_hash: str  # B: the first commit at the new level (a judged commit)
+    base_commit: str  # A: the last commit surely before the change (before its first plausible commit)
+    commit_hash: str  # the finding's commit (a judged commit), which names it
+    newest_commit: str  # B: the series' newest commit, surely after it
     category: str  # the first verdict's category
     relative_change: float
 
@@ -50,7 +54,8 @@ def candidates(gate_doc: Mapping, at_most: int = AT_MOST) -> list[Candidate]:
             continue
         at_judged = c["commit_hash"] in judged.get((c["machine"], c["env_name"]), ())
         if is_candidate(item["category"], bool(c["confirmed"]), c["params"], at_judged):
-            found.append(Candidate(c["benchmark"], c["params"], c["machine"], c["env_name"], c["previous_commit"],
-                                   c["commit_hash"], item["category"], float(c["relative_change"])))
+            found.append(Candidate(c["benchmark"], c["params"], c["machine"], c["env_name"],
+                                   c.get("before_earliest") or c["previous_commit"], c["commit_hash"],
+                                   c["series_last_commit"], item["category"], float(c["relative_change"])))
     found.sort(key=lambda c: (ORDER.index(c.category), -abs(c.relative_change)))
     return found[:at_most]

@@ -37,8 +37,9 @@ class Rerun:
     benchmark: str
     params: str
     machine: str
-    commit_hash: str
-    base_commit: str
+    commit_hash: str  # the finding's commit (which names it)
+    base_commit: str  # A
+    newest_commit: str  # B
     rounds: tuple  # ({"side": "A" | "B", "values": {impl: value}}, ...)
     problem: str  # why it could not measure ("" when it did)
 
@@ -53,7 +54,7 @@ def parse_reruns(doc: object) -> list[Rerun]:
         where = f"reruns[{i}]"
         if not isinstance(entry, dict):
             raise RerunFileError(f"{where} is {type(entry).__name__}, expected an object")
-        for key in ("benchmark", "params", "machine", "commit_hash", "base_commit", "problem"):
+        for key in ("benchmark", "params", "machine", "commit_hash", "base_commit", "newest_commit", "problem"):
             if not isinstance(entry.get(key), str):
                 raise RerunFileError(f"{where}.{key} is {entry.get(key)!r}, expected a string")
         rounds = entry.get("rounds")
@@ -67,7 +68,7 @@ def parse_reruns(doc: object) -> list[Rerun]:
                 if not (v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))):
                     raise RerunFileError(f"{where}.rounds[{j}].values.{impl} is {v!r}, expected a number or null")
         out.append(Rerun(entry["benchmark"], entry["params"], entry["machine"], entry["commit_hash"],
-                         entry["base_commit"], tuple(rounds), entry["problem"]))
+                         entry["base_commit"], entry["newest_commit"], tuple(rounds), entry["problem"]))
     return out
 
 
