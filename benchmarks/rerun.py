@@ -9,8 +9,9 @@ first verdict decided on thin evidence; at most 5 a push) are each measured at t
 last commit surely before the change) and the series' newest commit (B), interleaved
 A B A B ..., the fused series and its eager and compile controls together (one asv run per side
 and round, through the bisect's machinery: benchmarks.run --commits, HEAD's suite against each
-commit's library). Rounds go on while the finding's budget (--seconds, 60) allows another pair,
-up to --rounds. The history's result files of this machine are put back afterwards: the
+commit's library). Two A B pairs always run; more while the finding's budget (--seconds, 60, of
+the session's wall time, which includes asv's start-up: more than the GPU's share) allows
+another pair, up to --rounds. The history's result files of this machine are put back afterwards: the
 re-run's values go to --out only, and the gate judges them (rerun_judgement.py).
 
 Exit status: 0 the re-runs were written (a finding that could not be measured says why in the
@@ -36,6 +37,7 @@ from .bisect import BisectInputError, Options, Target
 
 CONTROLS = ("eager", "compile")
 ROUNDS = 4  # A B pairs at most
+MIN_PAIRS = 2  # A B pairs always measured, whatever the budget
 BAD_INPUT = 2
 
 
@@ -56,13 +58,13 @@ def series_of(params: str, controls: Sequence[str] = CONTROLS) -> dict[str, str]
 def session(candidate, measure: Callable[[str], dict[str, float]], seconds: float, rounds: int,
             clock=time.monotonic) -> dict:
     """One candidate's interleaved rounds: measure(commit) -> {impl: value} for one side. A B
-    pairs while the budget allows one more (the last pair's time stands for the next): the
-    first pair always runs, and a session of one pair is inconclusive (rerun_judgement)."""
+    pairs: always MIN_PAIRS (A B A B: one pair has no within-session spread to judge against),
+    then more while the budget allows one (the last pair's time stands for the next)."""
     out = {"benchmark": candidate.benchmark, "params": candidate.params, "machine": candidate.machine,
            "commit_hash": candidate.commit_hash, "base_commit": candidate.base_commit,
            "newest_commit": candidate.newest_commit, "rounds": [], "problem": ""}
     start = clock()
-    for _ in range(rounds):
+    for n in range(rounds):
         pair_start = clock()
         for side, commit in (("A", candidate.base_commit), ("B", candidate.newest_commit)):
             values = measure(commit)
@@ -73,7 +75,7 @@ def session(candidate, measure: Callable[[str], dict[str, float]], seconds: floa
         if out["problem"]:
             break
         pair = clock() - pair_start
-        if clock() - start + pair > seconds:
+        if n + 1 >= MIN_PAIRS and clock() - start + pair > seconds:
             break
     out["seconds"] = round(clock() - start, 1)
     return out

@@ -32,6 +32,17 @@ def test_a_session_interleaves_base_and_newest_and_stops_within_its_budget():
     assert [r["side"] for r in out["rounds"]] == list("ABABAB") and out["problem"] == "" and out["seconds"] == 60
 
 
+def test_two_pairs_always_run_one_pair_has_no_spread_to_judge_against():
+    now = [0.0]
+
+    def measure(commit):
+        now[0] += 25.0  # a pair takes 50 s: a second one overruns a 60 s budget, and still runs
+        return {"fused": 1.0}
+
+    out = rerun.session(_candidate(), measure, seconds=60, rounds=4, clock=lambda: now[0])
+    assert [r["side"] for r in out["rounds"]] == list("ABAB") and out["seconds"] == 100
+
+
 def test_a_side_without_a_fused_value_ends_the_session_and_says_why():
     out = rerun.session(_candidate(), lambda commit: {} if commit.startswith("b") else {"fused": 1.0}, 60, 4)
     assert out["problem"].startswith("no value for the fused series at bbbbbbbbbbbb") and len(out["rounds"]) == 1

@@ -127,24 +127,25 @@ def test_a_rerun_without_controls_judges_the_series_alone(rng):
 
 # --- candidates and the final verdict ----------------------------------------------------
 
-def _finding(commit="b" * 40, impl="fused", confirmed=False, change=0.1, case="c"):
+def _finding(commit="b" * 40, impl="fused", confirmed=False, change=0.1, case="c", newest="n" * 40):
     return Finding("bench_ops.LinearAct.track_latency", f"case='{case}', impl='{impl}'", "m", "env", "seconds",
                    commit, "a" * 40, pd.Timestamp("2026-01-02", tz="UTC"), 1.0, 1.0 + change, change, "regression",
-                   "lower", "step", confirmed, 1e-4, 5.0, True, "n" * 40, commit, commit, 1, True, "0" * 40)
+                   "lower", "step", confirmed, 1e-4, 5.0, True, newest, commit, commit, 1, True, "0" * 40)
 
 
-def _doc(items, judged=("b" * 40,)):
+def _doc(items, judged=("n" * 40,)):
     return {"gate": {"judged": [{"machine": "m", "env_name": "env", "base_commit": "a" * 40, "commits": list(judged)}],
                      "items": [{"category": cat, "change": {**f.__dict__, "commit_date": "x"}} for cat, f in items]}}
 
 
-def test_candidates_are_thin_findings_at_the_judged_commits_failing_ones_first():
+def test_candidates_are_thin_findings_of_series_measured_at_the_judged_commits_failing_ones_first():
     items = [("suspected", _finding(case="s", change=0.3)), ("regression", _finding(case="r1", change=0.1)),
              ("regression", _finding(case="r2", change=0.2)), ("environment", _finding(case="e")),
              ("regression", _finding(case="confirmed", confirmed=True)), ("regression", _finding(impl="eager")),
-             ("regression", _finding(case="old", commit="c" * 40)), ("accepted", _finding(case="acc"))]
+             ("regression", _finding(case="not measured now", newest="c" * 40)), ("accepted", _finding(case="acc")),
+             ("regression", _finding(case="made clear", commit="c" * 40, change=0.05))]
     chosen = candidates(_doc(items))
-    assert [c.params.split("'")[1] for c in chosen] == ["r2", "r1", "s", "e"]
+    assert [c.params.split("'")[1] for c in chosen] == ["r2", "r1", "made clear", "s", "e"]
     # A: before the change's first plausible commit; B: the series' newest commit
     assert (chosen[0].base_commit, chosen[0].commit_hash, chosen[0].newest_commit) == ("0" * 40, "b" * 40, "n" * 40)
     many = [("regression", _finding(case=f"x{i}")) for i in range(9)]

@@ -156,7 +156,7 @@ def measure(seed: int, reps: int, n_commits: int, share: float) -> dict:
                 case = cases[case_of(item.change.params)]
                 item, _ = classified(item, case, index, k)
                 if is_candidate(item.category, item.change.confirmed, item.change.params,
-                                item.change.commit_hash in judged):
+                                item.change.series_last_commit in judged):
                     runs.append(simulated_rerun(case, item.change, index, rerun_rng, share))
                     reruns[case.kind] += 1
             items.append(item)

@@ -1,8 +1,8 @@
 """Which of the gate's findings to measure again in an A/B re-run (pure; no Dash, no torch).
 
-A candidate is a level change at the judged commits that its first commits decide: not yet
-confirmed (fewer than min_after commits at the new level), in a category the first verdict gave
-on that thin evidence: a regression (fails), suspected (fails only with --strict), or one the
+A candidate is a level change in a series measured at the judged commits (its newest commit is
+one of them) that its first commits decide: not yet confirmed (fewer than min_after commits at
+the new level), in a category the first verdict gave on that thin evidence: a regression (fails), suspected (fails only with --strict), or one the
 classification moved to environment or noise. Only series that change with the library
 (impl fused, or a series without controls) are re-run. At most AT_MOST per push, the failing
 ones first, then the suspected, then the excused; larger changes first within each.
@@ -31,14 +31,14 @@ class Candidate:
     machine: str
     env_name: str
     base_commit: str  # A: the last commit surely before the change (before its first plausible commit)
-    commit_hash: str  # the finding's commit (a judged commit), which names it
+    commit_hash: str  # the finding's commit, which names it
     newest_commit: str  # B: the series' newest commit, surely after it
     category: str  # the first verdict's category
     relative_change: float
 
 
 def is_candidate(category: str, confirmed: bool, params: str, judged: bool) -> bool:
-    """The rule above, for one gate item (``judged``: its commit is one of the judged commits)."""
+    """The rule above, for one gate item (``judged``: its series' newest commit is a judged commit)."""
     return category in ORDER and judged and not confirmed and impl_of(params) in (None, FUSED)
 
 
@@ -52,7 +52,7 @@ def candidates(gate_doc: Mapping, at_most: int = AT_MOST) -> list[Candidate]:
         c = item["change"]
         if "before" not in c:  # a benchmark that started failing: nothing to re-measure
             continue
-        at_judged = c["commit_hash"] in judged.get((c["machine"], c["env_name"]), ())
+        at_judged = c["series_last_commit"] in judged.get((c["machine"], c["env_name"]), ())
         if is_candidate(item["category"], bool(c["confirmed"]), c["params"], at_judged):
             found.append(Candidate(c["benchmark"], c["params"], c["machine"], c["env_name"],
                                    c.get("before_earliest") or c["previous_commit"], c["commit_hash"],
