@@ -136,7 +136,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=ROUNDS, help=f"A B pairs at most (default {ROUNDS})")
     p.add_argument("--controls", default=",".join(CONTROLS),
                    help="the controls measured beside each fused series, comma-separated, or 'none' (default "
-                        f"{','.join(CONTROLS)}; the CPU rehearsal uses none: there the controls' CPU time is mostly noise)")
+                        f"{','.join(CONTROLS)}; the CPU rehearsal uses none: there the controls' CPU time is "
+                        "mostly noise)")
     p.add_argument("--config", type=Path, default=bisect.REPO / "asv.conf.json")
     p.add_argument("--results", type=Path, help="results folder (default: the config's results_dir)")
     p.add_argument("--python", default=sys.executable, help="the Python with torch, triton and asv")
@@ -169,8 +170,8 @@ def main(argv: Sequence[str] | None = None, measure_for=None) -> int:
         try:
             chosen = candidates(doc, at_most=AT_MOST)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise BisectInputError(f"--from-gate {args.from_gate}: not the gate's JSON output "
-                                   f"(python -m dashboard.regressions --format json): {type(exc).__name__} {exc}") from None
+            raise BisectInputError(f"--from-gate {args.from_gate}: not the gate's JSON output (python -m "
+                                   f"dashboard.regressions --format json): {type(exc).__name__} {exc}") from None
     except BisectInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return BAD_INPUT

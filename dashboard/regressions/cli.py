@@ -84,7 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     judgement = judge_folder(args.results, machine=args.machine, threshold=args.threshold, base=args.base,
                              strict=args.strict, fail_on=args.fail_on, accepted=args.accepted, since=args.since,
-                             asv_conf=args.asv_conf, rerun=args.rerun, warn=lambda line: print(f"warning: {line}", file=sys.stderr))
+                             asv_conf=args.asv_conf, rerun=args.rerun,
+                             warn=lambda line: print(f"warning: {line}", file=sys.stderr))
     j = judgement
     if args.format == "json":
         text = render_json(j.findings, j.status_changes, j.verdict, j.report, j.header, j.settings)

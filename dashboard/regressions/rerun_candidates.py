@@ -2,8 +2,9 @@
 
 A candidate is a level change in a series measured at the judged commits (its newest commit is
 one of them) that its first commits decide: not yet confirmed (fewer than min_after commits at
-the new level), in a category the first verdict gave on that thin evidence: a regression (fails), suspected (fails only with --strict), or one the
-classification moved to environment or noise. Only series that change with the library
+the new level), in a category the first verdict gave on that thin evidence: a regression
+(fails), suspected (fails only with --strict), or one the classification moved to environment
+or noise. Only series that change with the library
 (impl fused, or a series without controls) are re-run. At most AT_MOST per push, the failing
 ones first, then the suspected, then the excused; larger changes first within each.
 
