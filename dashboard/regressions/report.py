@@ -141,7 +141,8 @@ def render_text(findings: Sequence[Finding], status_changes: Sequence[StatusChan
     lines = [header, "", "Gate: judged commits", *_judged_line(verdict)]
     sections = ((REGRESSION_ITEM, "fails the gate"), (SUSPECTED, "fails only with --strict"),
                 (ENVIRONMENT, "the controls moved too: not failed, --fail-on all fails it"),
-                (NOISE, "the spread grew, not the level: not failed, --fail-on all fails it"),
+                (NOISE, "the spread grew, not the level (--fail-on all fails it), or an A/B re-run did not "
+                          "reproduce it: not failed"),
                 (ACCEPTED, "accepted in accepted.json"))
     for category, meaning in sections:
         items = verdict.of(category)
