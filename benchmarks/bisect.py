@@ -214,11 +214,26 @@ class Options:
 
 def measure_with_suite(target: Target, options: Options) -> Callable[[list[str]], dict[str, float]]:
     """measure(commits): what `benchmarks.run --commits` does on those commits, this benchmark's
-    case only. The Python is checked and the machine registered once, before the first
-    measurement, not once per bisection step (each costs a torch import: ~5 s on the GPU runner)."""
+    case only (suite_runner), and the target's values at those commits."""
+    run = suite_runner(target, options, benchmark_regex(target.benchmark, target.params))
+
+    def measure(commits: list[str]) -> dict[str, float]:
+        if not commits:
+            return {}
+        run(commits)
+        got = series_values(options.results, target)
+        return {c: got[c] for c in commits if c in got}
+
+    return measure
+
+
+def suite_runner(target: Target, options: Options, regex: str) -> Callable[[list[str]], None]:
+    """run(commits): `benchmarks.run --commits` on those commits for the benchmarks ``regex``
+    selects (the bisect's, or a re-run's series and controls). The Python is checked and the
+    machine registered once, before the first run, not once per step (each costs a torch
+    import: ~5 s on the GPU runner)."""
     from .harness.grids import GRID_ENV, GRIDS
 
-    regex = benchmark_regex(target.benchmark, target.params)
     grid = options.grid or grid_of(target.params) or os.environ.get(GRID_ENV, "default")
     prepared = []
 
@@ -231,18 +246,16 @@ def measure_with_suite(target: Target, options: Options) -> Callable[[list[str]]
             raise BisectInputError(f"asv could not register machine {target.machine!r} (see above)")
         prepared.append(True)
 
-    def measure(commits: list[str]) -> dict[str, float]:
+    def run(commits: list[str]) -> None:
         if not commits:
-            return {}
+            return
         if not prepared:
             prepare()
         print(f"-- measuring {len(commits)} commit(s): {' '.join(c[:12] for c in commits)}", flush=True)
         # a commit where asv did not run simply has no value (said by the caller)
         suite_run.measure_commits(options.python, options.config, target.machine, commits, regex)
-        got = series_values(options.results, target)
-        return {c: got[c] for c in commits if c in got}
 
-    return measure
+    return run
 
 
 def grid_of(params: str) -> str | None:

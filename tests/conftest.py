@@ -14,6 +14,8 @@ if not torch.cuda.is_available():
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
+pytest_plugins = ["tests.planted_history"]  # its measured_history fixture: one measured history a session
+
 
 @pytest.fixture
 def device():

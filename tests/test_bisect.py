@@ -2,18 +2,12 @@
 history of this project with a planted delay in the fused launcher (slow: real asv runs)."""
 
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from benchmarks import bisect
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.planted_history import BENCHMARK, MACHINE
 
 
 def test_params_key_round_trips_values_with_commas():
@@ -138,123 +132,22 @@ def test_bad_input_exits_2_with_a_message(tmp_path, capsys):
     assert exc.value.code == 2
 
 
-# --- end to end ---------------------------------------------------------------------------
-
-# The throw-away history's first commit: the fused launcher's cost becomes a fixed CPU time, and
-# a runner that got slower between the history's runs and the bisect's is played for real.
-# - Fixed cost: the interpreted kernel's own CPU time (~0.4-0.7 s a call) moved with what else
-#   the machine ran, by up to 1.6x between two asv runs of one bisect session, so a neutral
-#   commit measured halfway between the levels and the search rightly said "not one step". A
-#   loop on process_time costs the same CPU time whatever runs beside it; the output is torch's
-#   (the suite still checks it against its float64 reference).
-# - Drift: with $BISECT_TEST_DRIFT=0.1 every fused call costs 10 % more (CI's shared CPU once
-#   drifted ~8 % between the two, and the gate then pinned the step one commit early); unset,
-#   nothing changes.
-DRIFT = """
-
-# Planted by tests/test_bisect.py: a fused call costs a fixed CPU time, times the machine's
-# drift ($BISECT_TEST_DRIFT), at every commit.
-import os as _os
-import time as _time
-
-_CALL_CPU_SECONDS = 0.15
-
-
-def _spend_cpu_until(start, seconds):
-    while _time.process_time() - start < seconds:
-        pass
-
-
-def linear_act(x, weight, bias=None, activation="gelu_tanh", recompute=False):
-    start = _time.process_time()
-    z = x @ weight.T
-    out = ACTIVATIONS[activation].torch_fn(z if bias is None else z + bias)
-    _spend_cpu_until(start, _CALL_CPU_SECONDS * (1 + float(_os.environ.get("BISECT_TEST_DRIFT") or 0)))
-    return out
-"""
-# The regression: 0.6 s more CPU time a call, a step of 5x over the 0.15 s call: the gate calls it
-# clear and the bisect places every commit at one level or the other.
-PLANT = """
-
-# Planted by tests/test_bisect.py: the fused launcher got slower at this commit.
-_planted_linear_act = linear_act
-
-
-def linear_act(*args, **kwargs):
-    _spend_cpu_until(_time.process_time(), 0.6)
-    return _planted_linear_act(*args, **kwargs)
-"""
-BENCHMARK = "bench_ops.LinearAct.track_latency"
-
-
-def _git(repo, *args, date=None):
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
-    if date:
-        env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
-    return subprocess.run(["git", "-C", str(repo), *args], env=env, capture_output=True, text=True,
-                          check=True).stdout.strip()
-
-
-def _history(repo: Path, n: int, planted_at: int) -> list[str]:
-    """A copy of this project with n commits: the drift knob first, then neutral ones and one
-    that plants the delay."""
-    for part in ("fused_mlp", "benchmarks", "dashboard", "tools/asv_plugins"):  # asv.conf.json names the plugin
-        shutil.copytree(ROOT / part, repo / part, ignore=shutil.ignore_patterns("__pycache__"))
-    for part in ("asv.conf.json", "pyproject.toml"):
-        shutil.copy(ROOT / part, repo / part)
-    (repo / ".gitignore").write_text("results/\n.asv/\n__pycache__/\n")
-    _git(repo, "init", "-q", "-b", "main")
-    init = repo / "fused_mlp" / "__init__.py"
-    init.write_text(init.read_text() + DRIFT)
-    commits = []
-    for i in range(n):
-        if i == planted_at:
-            init.write_text(init.read_text() + PLANT)
-            subject = "slower fused launcher"
-        else:
-            with open(repo / "NOTES.md", "a") as notes:
-                notes.write(f"neutral change {i}\n")
-            subject = f"neutral change {i}"
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-q", "-m", subject, date=f"2026-01-{i + 1:02d}T12:00:00+00:00")
-        commits.append(_git(repo, "rev-parse", "HEAD"))
-    return commits
-
+# --- end to end (the measured history: tests/planted_history.py) ---------------------------
 
 @pytest.mark.slow  # load-proof: its calls cost a fixed CPU time, whatever runs beside them
-def test_bisect_names_the_planted_commit_from_the_gates_finding(tmp_path):
+def test_bisect_names_the_planted_commit_from_the_gates_finding(measured_history, tmp_path):
     """14 commits, the delay planted at the 9th: the history measures the first 6 and the two
     newest; the gate, judging those two as CI judges a push (--base), fails the first; the
     bisect, on a machine now 10 % slower, measures the interval's two ends again and 3 of its 6
     commits (the midpoint, then the two before it at once), and the detector over the filled-in
     history (5 old, 3 drifted, then the step) agrees."""
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    commits = _history(repo, 14, planted_at=8)
-    env = {**os.environ, "HOME": str(tmp_path / "home"), "TRITON_INTERPRET": "1"}
-    env.pop("BISECT_TEST_DRIFT", None)
-    (tmp_path / "home").mkdir()
-    case = "linear_act M=64 K=128 N=256 fp32 gelu_tanh bias"  # the tiny grid's case
-    only_fused = bisect.benchmark_regex(BENCHMARK, f"case='{case}', impl='fused'")
-
-    def py(*args, **extra_env):
-        return subprocess.run([sys.executable, *args], cwd=repo, env={**env, **extra_env}, capture_output=True,
-                              text=True, timeout=600)
-
-    # Two commits at the new level: with one, a history with slow runs in it (a shared CPU has
-    # them) rightly keeps the gate waiting for a second commit (docs/regression-gate.md, the gate's numbers).
-    measured = commits[:6] + commits[-2:]
-    done = py("-m", "benchmarks.run", "--machine", "cpu-bisect", "--grid", "tiny", "--commits", " ".join(measured),
-              "-b", only_fused)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    gate = py("-m", "dashboard.regressions", "--results", "results", "--format", "json", "--base", commits[5])
-    assert gate.returncode == 1, gate.stdout[-3000:] + gate.stderr[-3000:]
-    (tmp_path / "gate.json").write_text(gate.stdout)
-    failing = json.loads(gate.stdout)["gate"]["failing"]
+    history = measured_history.copy_of(tmp_path)
+    commits, repo = history.commits, history.repo
+    failing = json.loads(history.gate_json)["gate"]["failing"]
     assert [i["change"]["commit_hash"] for i in failing] == [commits[-2]]
+    (tmp_path / "gate.json").write_text(history.gate_json)
 
-    out = py("-m", "benchmarks.bisect", "--from-gate", str(tmp_path / "gate.json"), BISECT_TEST_DRIFT="0.1")
+    out = history.py("-m", "benchmarks.bisect", "--from-gate", str(tmp_path / "gate.json"), BISECT_TEST_DRIFT="0.1")
     print(out.stdout)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert f"introduced at {commits[8]} (slower fused launcher)" in out.stdout
@@ -264,5 +157,5 @@ def test_bisect_names_the_planted_commit_from_the_gates_finding(tmp_path):
     assert inside == 6 and ends == 2 and runs < inside
     # The bisect's measurements are ordinary asv results beside the history's (the ends measured
     # again replace theirs).
-    files = {p.name.split("-")[0] for p in (repo / "results" / "cpu-bisect").glob("*-existing-*.json")}
-    assert len(files) == len(measured) + runs - ends
+    files = {p.name.split("-")[0] for p in (repo / "results" / MACHINE).glob("*-existing-*.json")}
+    assert len(files) == len(history.measured) + runs - ends

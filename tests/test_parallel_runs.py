@@ -6,7 +6,8 @@ import re
 from collections import OrderedDict
 from pathlib import Path
 
-from tests.xdist_scheduling import LONGEST_FIRST, TINY_RUN_MODULES, TINY_RUN_SCOPE, SharedRunFileScheduling
+from tests.xdist_scheduling import (HISTORY_MODULES, HISTORY_SCOPE, LONGEST_FIRST, TINY_RUN_MODULES, TINY_RUN_SCOPE,
+                                    SharedRunFileScheduling)
 
 TESTS = Path(__file__).resolve().parent
 
@@ -17,16 +18,22 @@ def test_the_shared_modules_are_those_that_call_run_tiny_suite():
     assert callers == set(TINY_RUN_MODULES)
 
 
+def test_the_modules_sharing_the_measured_history_are_those_that_take_it():
+    """A new user of the measured_history fixture must join the list, or a second worker measures it again."""
+    users = {p.name for p in TESTS.glob("test_*.py") if re.search(r"def test_\w+\([^)]*\bmeasured_history\b", p.read_text())}
+    assert users == set(HISTORY_MODULES)
+
+
 def test_the_shared_modules_are_one_scope_and_every_other_file_its_own():
     scheduling = SharedRunFileScheduling.__new__(SharedRunFileScheduling)  # the scope rule needs no workers
-    scopes = {m: scheduling._split_scope(f"tests/{m}::test_x[a::b]") for m in TINY_RUN_MODULES}
-    assert set(scopes.values()) == {TINY_RUN_SCOPE}
+    for modules, scope in ((TINY_RUN_MODULES, TINY_RUN_SCOPE), (HISTORY_MODULES, HISTORY_SCOPE)):
+        assert {scheduling._split_scope(f"tests/{m}::test_x[a::b]") for m in modules} == {scope}
     assert scheduling._split_scope("tests/test_ops.py::test_y") == "tests/test_ops.py"
     assert scheduling._split_scope("tests/test_ops.py::TestZ::test_w") == "tests/test_ops.py"
 
 
 def test_the_longest_scopes_are_files_that_exist():
-    files = [scope for scope in LONGEST_FIRST if scope != TINY_RUN_SCOPE]
+    files = [scope for scope in LONGEST_FIRST if scope not in (TINY_RUN_SCOPE, HISTORY_SCOPE)]
     assert files and all((TESTS.parent / f).is_file() for f in files)
 
 

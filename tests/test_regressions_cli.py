@@ -257,14 +257,9 @@ def test_module_entry_point_runs(tmp_path):
 
 
 def _measurement_tool():
-    import importlib.util
+    from tests.tool_modules import load_tool
 
-    path = Path(__file__).resolve().parents[1] / "tools" / "measure_regression_detection.py"
-    spec = importlib.util.spec_from_file_location("measure_regression_detection", path)
-    tool = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = tool  # dataclasses look their module up there
-    spec.loader.exec_module(tool)
-    return tool
+    return load_tool("measure_regression_detection")
 
 
 def test_measurement_scores_both_detectors_by_the_same_interval_rule():

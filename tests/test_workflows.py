@@ -173,3 +173,22 @@ def test_the_compile_metrics_look_back_reaches_the_committed_history():
     measured = {p.name.split("-", 1)[0] for p in (ROOT / "results").glob("compile-sm_90-*/*-*.json")}
     distance = next((i for i, sha in enumerate(line) if sha[:8] in measured), None)
     assert distance is not None and distance < look_back, (distance, look_back)
+
+
+def test_the_gates_first_verdict_is_rerun_on_each_gpu_machine_and_the_final_verdict_fails_the_run():
+    jobs = workflow(PUSH)["jobs"]
+    _, shards = _shards()
+    rerun = jobs["rerun"]
+    assert rerun["needs"] == ["publish-and-gate"] and "${{ matrix.host }}" in rerun["runs-on"]
+    machines = {(m["machine"], m["host"], m["gpu"]) for m in rerun["strategy"]["matrix"]["include"]}
+    assert machines == {(f"{s['host']}-gpu{s['gpu']}", s["host"], s["gpu"]) for s in shards}  # every bench machine
+    assert rerun["env"]["CUDA_VISIBLE_DEVICES"] == "${{ matrix.gpu }}"
+    steps = "\n".join(s.get("run", "") for s in rerun["steps"])
+    assert '-m benchmarks.rerun --from-gate gate.json --machine "$MACHINE"' in steps
+    first = "\n".join(s.get("run", "") for s in jobs["publish-and-gate"]["steps"])
+    # the first verdict fails the job only when it cannot judge; the final one decides
+    assert '"$status" -eq 2' in first and 'exit "$status"' not in first
+    final = jobs["final-gate"]
+    assert final["needs"] == ["publish-and-gate", "rerun"]
+    script = "\n".join(s.get("run", "") for s in final["steps"])
+    assert 'args+=(--rerun "$file")' in script and 'exit "$status"' in script and '--base "$BEFORE..$GITHUB_SHA"' in script

@@ -6,12 +6,12 @@ a fused series is read beside the same case's controls at the same commits:
 
 - ``library``: the fused series moved and its controls did not move as much (or there are no
   controls to ask: a series of another suite is judged as before);
-- ``environment``: the controls moved too: on average at least half the fused change, the same
-  way, and the fused series did not move clearly beyond them (fused minus the controls' mean,
-  judged against that difference's own noise); the evidence names what the run's recorded
-  state changed between the two commits (driver 570 -> 575, clocks, throttling, a version);
-- ``noise``: the series' spread grew, not its level: the change is small against the spread
-  the commits after it show.
+- ``environment``: the controls moved too, beyond their own noise, and the fused series did not
+  move clearly beyond them (covariate.py: log fused minus the controls' mean, judged against
+  that difference's own noise); the evidence names what the run's recorded state changed
+  between the two commits (driver 570 -> 575, clocks, throttling, a version);
+- ``noise``: the series' spread grew, not its level, or a bimodal runner's newest run(s) landed
+  on the second level its history shows (noise_model.py).
 
 A finding in a control or peer series itself (impl other than fused) is ``environment``: that
 code does not change with the library.
@@ -28,16 +28,14 @@ import numpy as np
 import pandas as pd
 
 from dashboard.data import STATUS_OK
+from dashboard.regressions.covariate import AS_MUCH, SIGMA_WINDOW, WINDOW, covariate_test
 from dashboard.regressions.formatting import format_change
+from dashboard.regressions.noise_model import MIN_MODE_RUNS, robust_sigma, series_noise
 
 LIBRARY, ENVIRONMENT, NOISE = "library", "environment", "noise"
 CLASSES = (LIBRARY, ENVIRONMENT, NOISE)
 FUSED = "fused"
 CONTROLS = ("eager", "compile")
-WINDOW = 5  # commits either side of the change that give a level
-AS_MUCH = 0.5  # the controls moved "as much" when on average at least this share of the fused change
-CONTROL_SIGMAS = 3.0  # fused beyond the controls by this many standard errors: still the library
-SIGMA_WINDOW = 20  # commits before the change that give a control's run-to-run noise
 SPREAD_WINDOW = 10  # commits either side that give a spread
 SPREAD_GROWTH = 2.0  # noise: the spread after is at least this many times the spread before
 NOISE_SIGMAS = 2.0  # ... and the change is within this many of the spread after
@@ -110,21 +108,57 @@ def classify(finding, frame: pd.DataFrame, states: Mapping[str, Mapping[str, obj
     split = _split_dates(frame, finding)
     step = _log_ratio(finding.before, finding.after)
     fused = rows.get(finding.params)
-    if fused is not None and _spread_grew(fused, split, step):
+    controls = {c: rows[with_impl(finding.params, c)] for c in CONTROLS if with_impl(finding.params, c) in rows}
+    moves = tuple(m for m in (_control_move(r, c, split, step) for c, r in controls.items()) if m is not None)
+    why = LIBRARY
+    if fused is not None:
+        dates = fused["date"]
+        before = np.flatnonzero((dates < split[0]).to_numpy())
+        after = np.flatnonzero((dates >= split[1]).to_numpy())
+        why = series_class(np.log(fused["value"].to_numpy(dtype=float)),
+                           _aligned(fused, [controls[m.impl] for m in moves]), before, after, step)
+    if why == SPREAD:
         return Classification(NOISE, f"the spread grew after {finding.commit_hash[:8]}, not the level ("
                                      f"{format_change(finding.relative_change)} within {NOISE_SIGMAS:g}x the spread after)"
                                      + said, state_changes=changed)
-    controls = {c: rows[with_impl(finding.params, c)] for c in CONTROLS if with_impl(finding.params, c) in rows}
-    moves = tuple(m for m in (_control_move(r, c, split, step) for c, r in controls.items()) if m is not None)
+    if why == SECOND_LEVEL:
+        return Classification(NOISE, f"a bimodal runner: the history shows a second level "
+                                     f"{format_change(finding.relative_change)} away, and the newest run(s) lie on it"
+                                     + said, state_changes=changed)
     if not moves:
         return Classification(LIBRARY, "no control measured either side of the change" + said,
                               state_changes=changed)
     listed = ", ".join(f"{m.impl} {format_change(m.relative_change)}" for m in moves)
-    if fused is not None and _controls_explain(fused, [controls[m.impl] for m in moves], split, step):
+    if why == ENVIRONMENT:
         return Classification(ENVIRONMENT, f"the controls moved too ({listed}; fused {format_change(finding.relative_change)})"
                                            + said, moves, changed)
     return Classification(LIBRARY, f"the controls did not move as much ({listed}; fused "
                                    f"{format_change(finding.relative_change)})" + said, moves, changed)
+
+
+SPREAD, SECOND_LEVEL = "spread", "second level"  # the two ways a change is noise
+
+
+def series_class(fused: np.ndarray, controls: np.ndarray, before: np.ndarray, after: np.ndarray,
+                 step: float) -> str:
+    """Why a fused change is what it is, on arrays: SPREAD or SECOND_LEVEL (noise), ENVIRONMENT
+    (the covariate test: the controls explain it) or LIBRARY. ``fused``: log values per commit;
+    ``controls``: (n_controls, n) log values aligned with it, NaN where missing; ``before`` /
+    ``after``: positions before the change may have come and after it surely came; ``step``:
+    the finding's log change. The gate (classify) and tools/measure_classification.py use it."""
+    if _spread_grew(fused[before[-SPREAD_WINDOW:]], fused[after[:SPREAD_WINDOW]], step):
+        return SPREAD
+    if _second_level(fused[before[-SIGMA_WINDOW:]], fused[after]):
+        return SECOND_LEVEL
+    test = covariate_test(fused, controls, before, after, step) if len(controls) else None
+    return ENVIRONMENT if test is not None and test.controls_explain else LIBRARY
+
+
+def _aligned(fused: pd.DataFrame, controls: list[pd.DataFrame]) -> np.ndarray:
+    """The controls' log values at the fused series' commits, (n_controls, n), NaN where missing."""
+    commits = fused["commit_hash"].astype(str).tolist()
+    by_commit = [dict(zip(r["commit_hash"].astype(str), np.log(r["value"].to_numpy(dtype=float)))) for r in controls]
+    return np.array([[d.get(c, np.nan) for c in commits] for d in by_commit]).reshape(len(controls), len(commits))
 
 
 def _own_pass_throttled(finding, states: Mapping) -> str:
@@ -192,55 +226,30 @@ def _sides(rows: pd.DataFrame, split, window: int = WINDOW) -> tuple[np.ndarray,
     return before, after
 
 
-def _sigma(logs: np.ndarray) -> float:
-    """Commit-to-commit noise: MAD of first differences, as a normal sigma of one run."""
-    d = np.diff(logs)
-    if len(d) < 2:
-        return float("nan")
-    return float(np.median(np.abs(d - np.median(d))) * 1.4826 / math.sqrt(2))
-
-
 def _control_move(rows: pd.DataFrame, impl: str, split, step: float) -> ControlMove | None:
     """How far a control moved across the fused change (medians of WINDOW commits either side)."""
     before, after = _sides(rows, split)
     if not len(before) or not len(after):
         return None
     moved_by = float(np.median(after) - np.median(before))
-    sigma = _sigma(_sides(rows, split, SIGMA_WINDOW)[0])
+    sigma = robust_sigma(_sides(rows, split, SIGMA_WINDOW)[0])
     return ControlMove(impl, math.expm1(moved_by), sigma, bool(step != 0 and moved_by / step >= AS_MUCH))
 
 
-def _controls_explain(fused: pd.DataFrame, controls: list[pd.DataFrame], split, step: float) -> bool:
-    """Whether the controls account for the fused change: on average they moved at least AS_MUCH
-    of it, the same way, and what the fused series moved beyond them (the step of fused minus
-    the controls' mean, per commit) is not CONTROL_SIGMAS standard errors clear of that
-    difference's own run-to-run noise. Averaging the controls and judging the difference, not
-    each control alone, keeps one control's noisy run from deciding either way."""
-    by_commit = [dict(zip(r["commit_hash"].astype(str), np.log(r["value"].to_numpy(dtype=float)))) for r in controls]
-    common = [c for c in fused["commit_hash"].astype(str) if all(c in d for d in by_commit)]
-    if not common:
+def _second_level(before: np.ndarray, after: np.ndarray) -> bool:
+    """A bimodal runner (noise_model.py): the history before shows a second level and the newest
+    commits (fewer than MIN_MODE_RUNS after the change: a longer stretch there is a level) lie on it."""
+    if not 0 < len(after) < MIN_MODE_RUNS or len(before) < WINDOW:
         return False
-    rows = fused[fused["commit_hash"].astype(str).isin(common)]
-    mean_control = np.array([np.mean([d[c] for d in by_commit]) for c in rows["commit_hash"].astype(str)])
-    ratio = rows.assign(value=np.exp(np.log(rows["value"].to_numpy(dtype=float)) - mean_control))
-    control_mean = rows.assign(value=np.exp(mean_control))
-    cb, ca = _sides(control_mean, split)
-    rb, ra = _sides(ratio, split)
-    if not len(cb) or not len(ca) or step == 0:
-        return False
-    moved = float(np.median(ca) - np.median(cb))
-    excess = float(np.median(ra) - np.median(rb)) * math.copysign(1.0, step)
-    sigma = _sigma(_sides(ratio, split, SIGMA_WINDOW)[0])
-    # 1.2533: a median's standard error relative to a mean's (normal noise)
-    stderr = 1.2533 * sigma * math.sqrt(1 / len(rb) + 1 / len(ra)) if sigma > 0 else 0.0
-    return moved / step >= AS_MUCH and not excess >= CONTROL_SIGMAS * stderr
+    noise = series_noise(before)
+    level = float(np.median(before))
+    return all(noise.explains(float(v) - level) for v in after)
 
 
-def _spread_grew(rows: pd.DataFrame, split, step: float) -> bool:
+def _spread_grew(before: np.ndarray, after: np.ndarray, step: float) -> bool:
     """The standard deviation (log values; it sees a runner turned bimodal, a MAD of a few
     commits may not) of up to SPREAD_WINDOW commits after the change is SPREAD_GROWTH times the
     one before, and the change lies within NOISE_SIGMAS of it."""
-    before, after = _sides(rows, split, SPREAD_WINDOW)
     if len(before) < 3 or len(after) < 3:
         return False
     spread_before, spread_after = float(np.std(before, ddof=1)), float(np.std(after, ddof=1))

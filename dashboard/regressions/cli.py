@@ -58,6 +58,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--accepted", type=Path,
                    help="accepted regressions (default: accepted.json in the results directory, if there)")
     p.add_argument("--since", help="list only changes at this commit or later in the history (the gate is unchanged)")
+    p.add_argument("--rerun", type=Path, metavar="FILE", action="append",
+                   help="the A/B re-run's measurements (python -m benchmarks.rerun --out FILE; repeat for one file "
+                        "per runner): the final verdict, with the re-run's judgement of each finding it measured again")
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     p.add_argument("--asv-conf", type=Path,
                    help="the project's asv.conf.json, whose repository puts the commits in order, as the dashboard "
@@ -81,7 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     judgement = judge_folder(args.results, machine=args.machine, threshold=args.threshold, base=args.base,
                              strict=args.strict, fail_on=args.fail_on, accepted=args.accepted, since=args.since,
-                             asv_conf=args.asv_conf, warn=lambda line: print(f"warning: {line}", file=sys.stderr))
+                             asv_conf=args.asv_conf, rerun=args.rerun,
+                             warn=lambda line: print(f"warning: {line}", file=sys.stderr))
     j = judgement
     if args.format == "json":
         text = render_json(j.findings, j.status_changes, j.verdict, j.report, j.header, j.settings)

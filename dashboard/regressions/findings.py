@@ -49,6 +49,8 @@ class Finding:
     # Clear enough to fail a gate: confirmed, or clear from its first one or two commits
     # (asv's compare rule and far outside the noise the history shows; newest.py).
     clear: bool = False
+    # The last commit measured before earliest_commit: surely at the old level (an A/B re-run's A).
+    before_earliest: str = ""
 
     def status(self) -> str:
         """Kind, confirmation, presence and position in a few words, for reports and the inbox."""
@@ -155,7 +157,8 @@ def find_changes(
                 better=better, kind=c.kind, confirmed=c.confirmed, p_value=c.p_value, score=c.score,
                 present_at_newest=c.present_at_newest, series_last_commit=commits[hi - 1],
                 earliest_commit=commits[lo + low], latest_commit=commits[lo + high],
-                plausible_commits=high - low + 1, clear=c.clear))
+                plausible_commits=high - low + 1, clear=c.clear,
+                before_earliest=commits[lo + low - 1] if low >= 1 else ""))
     findings.sort(key=lambda f: (f.commit_date, f.commit_hash, f.benchmark, f.params), reverse=True)
     return findings
 

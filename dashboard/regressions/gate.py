@@ -50,6 +50,8 @@ class GateItem:
     acceptance: Acceptance | None = None
     # library / environment / noise, with its evidence (classify.py); None: not classified
     classification: object | None = None
+    # what the A/B re-run said (rerun_verdict.py): a RerunJudgement, or why it could not measure; None: not re-run
+    rerun: object | None = None
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,8 @@ from dashboard.regressions.failures import StatusChange, find_status_changes
 from dashboard.regressions.findings import Finding, find_changes, resolve_commit
 from dashboard.regressions.gate import GateVerdict, judge, judged_runs
 from dashboard.regressions.recorded_state import recorded_states
+from dashboard.regressions.rerun_verdict import RerunFileError, parse_reruns, with_reruns
+from dashboard.safe_read import read_json
 from dashboard.regressions.statistics import DetectorSettings
 
 
@@ -57,12 +60,14 @@ class Judgement:
 def judge_folder(results: str | Path, *, machine: str | None = None, threshold: float = 0.05,
                  base: str | None = None, strict: bool = False, fail_on: str = LIBRARY,
                  accepted: Path | None = None, since: str | None = None, asv_conf: Path | None = None,
-                 warn=None) -> Judgement:
+                 warn=None, rerun: list[Path] | None = None) -> Judgement:
     """The gate's judgement (the CLI's options as keywords, their defaults the CLI's). The CLI and
     the dashboard (verdict_record) get the same completeness check: CannotJudge unless the gate
     read every result it judges and the folder did not change while it read them.
     ``warn(line)``: told each warning as it comes (the CLI prints them on stderr, also before a
     CannotJudge). CannotJudge when it cannot judge."""
+    # ``rerun``: benchmarks.rerun's files; the verdict is then the final one (rerun_verdict.py)
+    reruns = [r for path in rerun for r in _read_reruns(path)] if rerun else None
     loaded_state = folder_state(results)
     try:
         loaded = load_results(results, machine=machine)
@@ -105,6 +110,8 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
                     strict=strict, benchmarks_meta=loaded.benchmarks)
     verdict = classified_verdict(verdict, frame, lambda: recorded_states(results, frame, per_benchmark=True),
                                  fail_on=fail_on)
+    if reruns is not None:
+        verdict = with_reruns(verdict, reruns, settings.threshold)
     listed, listed_status = findings, status_changes
     if since:
         start = _commit_date(frame, since, "--since")
@@ -115,6 +122,18 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
               f"{frame['commit_hash'].nunique()} commits, {order_note(project.commit_rank, project.repo)}"
               + (f", listed since {since}" if since else "") + ")" + _too_short_note(lengths, settings))
     return Judgement(verdict, listed, listed_status, report, header, settings, warnings)
+
+
+def _read_reruns(path: Path) -> list:
+    """The re-run's measurements (benchmarks.rerun's --out), through the one reader; CannotJudge
+    naming the problem."""
+    doc, reason = read_json(Path(path), Path(os.path.realpath(path)).parent)  # the file named, wherever it lies
+    try:
+        if reason is not None:
+            raise RerunFileError(reason)
+        return parse_reruns(doc)
+    except RerunFileError as exc:
+        raise CannotJudge(f"--rerun {path}: {exc}") from None
 
 
 def _too_short_note(lengths, settings: DetectorSettings) -> str:

@@ -141,7 +141,8 @@ def render_text(findings: Sequence[Finding], status_changes: Sequence[StatusChan
     lines = [header, "", "Gate: judged commits", *_judged_line(verdict)]
     sections = ((REGRESSION_ITEM, "fails the gate"), (SUSPECTED, "fails only with --strict"),
                 (ENVIRONMENT, "the controls moved too: not failed, --fail-on all fails it"),
-                (NOISE, "the spread grew, not the level: not failed, --fail-on all fails it"),
+                (NOISE, "the spread grew, not the level (--fail-on all fails it), or an A/B re-run did not "
+                          "reproduce it: not failed"),
                 (ACCEPTED, "accepted in accepted.json"))
     for category, meaning in sections:
         items = verdict.of(category)
@@ -236,6 +237,8 @@ def render_json(findings: Sequence[Finding], status_changes: Sequence[StatusChan
             out["classification"] = {"class": c.kind, "evidence": c.evidence, "state_changes": list(c.state_changes),
                                      "controls": [{k: (None if isinstance(v, float) and not math.isfinite(v) else v)
                                                    for k, v in dataclasses.asdict(m).items()} for m in c.controls]}
+        if i.rerun is not None:
+            out["rerun"] = _rerun_dict(i.rerun)
         return out
 
     doc = {
@@ -244,6 +247,7 @@ def render_json(findings: Sequence[Finding], status_changes: Sequence[StatusChan
         "gate": {"failed": verdict.failed, "strict": verdict.strict, "verdict": verdict_word(verdict),
                  "judged": [dataclasses.asdict(r) for r in verdict.runs],
                  "failing": [item_dict(i) for i in verdict.failing],
+                 "rerun": [item_dict(i) for i in verdict.items if i.rerun is not None],
                  "items": [item_dict(i) for i in verdict.items],
                  "accepted_elsewhere": [{"change": change_dict(c), "accepted": dataclasses.asdict(e)}
                                         for c, e in verdict.accepted_elsewhere]},
@@ -255,6 +259,14 @@ def render_json(findings: Sequence[Finding], status_changes: Sequence[StatusChan
                         "problems": report.problems},
     }
     return json.dumps(doc, indent=2)
+
+
+def _rerun_dict(rerun) -> dict:
+    """A re-run's judgement (rerun_judgement.RerunJudgement) or the reason it could not measure."""
+    if isinstance(rerun, str):
+        return {"outcome": "not measured", "problem": rerun}
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in dataclasses.asdict(rerun).items()}
 
 
 def _report_lines(report: LoadReport) -> list[str]:

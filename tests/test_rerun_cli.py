@@ -1,0 +1,99 @@
+"""python -m benchmarks.rerun and the gate's --rerun: bad input exits 2 with a message naming it;
+the session interleaves A B A B within its budget (fake measurements; the real asv run is in
+tests/test_rerun_rehearsal.py)."""
+
+import json
+
+import pytest
+
+from benchmarks import rerun
+from dashboard.regressions import cli
+from dashboard.regressions.rerun_candidates import Candidate
+
+FUSED = "case='linear_act M=64 K=128 N=256 fp32 gelu_tanh bias', impl='fused'"
+
+
+def _candidate():
+    return Candidate("bench_ops.LinearAct.track_latency", FUSED, "m", "env", "a" * 40, "c" * 40, "b" * 40, "suspected",
+                     0.1)
+
+
+def test_a_session_interleaves_base_and_newest_and_stops_within_its_budget():
+    now = [0.0]
+    calls = []
+
+    def measure(commit):
+        calls.append(commit[0])
+        now[0] += 10.0  # 10 s per side: a pair takes 20 s
+        return {"fused": 1.0, "eager": 1.0}
+
+    out = rerun.session(_candidate(), measure, seconds=60, rounds=5, clock=lambda: now[0])
+    assert calls == list("abababab"[:6])  # a fourth pair would end at 80 s > 60 s
+    assert [r["side"] for r in out["rounds"]] == list("ABABAB") and out["problem"] == "" and out["seconds"] == 60
+
+
+def test_two_pairs_always_run_one_pair_has_no_spread_to_judge_against():
+    now = [0.0]
+
+    def measure(commit):
+        now[0] += 25.0  # a pair takes 50 s: a second one overruns a 60 s budget, and still runs
+        return {"fused": 1.0}
+
+    out = rerun.session(_candidate(), measure, seconds=60, rounds=4, clock=lambda: now[0])
+    assert [r["side"] for r in out["rounds"]] == list("ABAB") and out["seconds"] == 100
+
+
+def test_a_side_without_a_fused_value_ends_the_session_and_says_why():
+    out = rerun.session(_candidate(), lambda commit: {} if commit.startswith("b") else {"fused": 1.0}, 60, 4)
+    assert out["problem"].startswith("no value for the fused series at bbbbbbbbbbbb") and len(out["rounds"]) == 1
+
+
+def test_the_controls_are_the_same_case_with_another_impl():
+    assert rerun.series_of(FUSED) == {"fused": FUSED, "eager": FUSED.replace("'fused'", "'eager'"),
+                                      "compile": FUSED.replace("'fused'", "'compile'")}
+    assert rerun.series_of("size=3") == {"fused": "size=3"}
+    assert rerun.series_of(FUSED, ()) == {"fused": FUSED}
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--at-most", "9"], "--at-most 9: expected 1 to 5"),
+    (["--seconds", "0"], "--seconds 0: expected more than 0 and at most 60"),
+    (["--seconds", "90"], "--seconds 90"),
+    (["--rounds", "1"], "--rounds 1: expected at least 2"),
+    (["--controls", "eager,peer"], "--controls 'eager,peer': expected some of eager,compile, or none"),
+])
+def test_bad_arguments_exit_2_with_the_reason(tmp_path, capsys, args, said):
+    with pytest.raises(SystemExit) as exc:
+        rerun.main(["--from-gate", "g.json", "--out", str(tmp_path / "r.json"), *args])
+    assert exc.value.code == 2 and said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, said", [('{"summary": "x"}', "not the gate's JSON output"),
+                                           ("[1, 2]", "top level is list"), ("{", "")])
+def test_a_gate_file_that_is_not_the_gates_json_exits_2(tmp_path, capsys, content, said):
+    (tmp_path / "gate.json").write_text(content)
+    code = rerun.main(["--from-gate", str(tmp_path / "gate.json"), "--out", str(tmp_path / "r.json"),
+                       "--results", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: --from-gate") and said in err and "Traceback" not in err
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_a_missing_results_folder_exits_2(tmp_path, capsys):
+    code = rerun.main(["--from-gate", "g.json", "--out", str(tmp_path / "r.json"), "--results", str(tmp_path / "no")])
+    assert code == 2 and "no such folder" in capsys.readouterr().err
+
+
+def test_no_candidates_writes_an_empty_rerun(tmp_path):
+    (tmp_path / "gate.json").write_text(json.dumps({"gate": {"judged": [], "items": []}}))
+    assert rerun.main(["--from-gate", str(tmp_path / "gate.json"), "--out", str(tmp_path / "r.json"),
+                       "--results", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "r.json").read_text()) == {"version": 1, "reruns": []}
+
+
+@pytest.mark.parametrize("content, said", [("{}", "expected benchmarks.rerun's JSON"), ("", "empty")])
+def test_the_gate_refuses_a_rerun_file_it_cannot_read(tmp_path, capsys, content, said):
+    (tmp_path / "rerun.json").write_text(content)
+    assert cli.main(["--results", str(tmp_path), "--rerun", str(tmp_path / "rerun.json")]) == 2
+    err = capsys.readouterr().err
+    assert f"--rerun {tmp_path / 'rerun.json'}" in err and said in err
