@@ -181,7 +181,7 @@ def _compile_example(form: str):
 
 KERNELS = (
     KernelSpec("gated_up_fp8", "w8a8", _KERNELS["w8a8"], fp8.candidates("w8a8", operand_tiles=2),
-               _compile_example("w8a8"), _SHARED, _EXCLUDED, dtypes=("fp8",), archs=("sm_90",)),
+               _compile_example("w8a8"), _SHARED, _EXCLUDED, dtypes=("fp8",), needs=("fp8",)),
     KernelSpec("gated_up_fp8", "w8a16", _KERNELS["w8a16"], fp8.candidates("w8a16", operand_tiles=2),
                _compile_example("w8a16"), _SHARED, _EXCLUDED, dtypes=("bf16", "fp16")),
 )

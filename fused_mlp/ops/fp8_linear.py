@@ -248,9 +248,9 @@ def _compile_example(form: str):
 
 KERNELS = (
     KernelSpec("linear_act_fp8", "w8a8", _KERNELS["w8a8"], fp8.candidates("w8a8"), _compile_example("w8a8"),
-               _SHARED, _EXCLUDED, dtypes=("fp8",), archs=("sm_90",)),
+               _SHARED, _EXCLUDED, dtypes=("fp8",), needs=("fp8",)),
     KernelSpec("linear_act_fp8", "w8a8-persistent", _KERNELS["w8a8"], fp8.persistent_candidates(),
-               _compile_example("w8a8"), _SHARED, _EXCLUDED, dtypes=("fp8",), archs=("sm_90",)),
+               _compile_example("w8a8"), _SHARED, _EXCLUDED, dtypes=("fp8",), needs=("tma", "fp8")),
     KernelSpec("linear_act_fp8", "w8a16", _KERNELS["w8a16"], fp8.candidates("w8a16"), _compile_example("w8a16"),
                _SHARED, _EXCLUDED, dtypes=("bf16", "fp16")),
 )
