@@ -22,6 +22,10 @@ class Arch:
     # name it. An unmeasured arch is offered only the first fitting config per variant and dtype:
     # the one that the compile check compiles there clean, until a GPU or --candidates says more.
     measured: bool = True
+    # Checked archs whose measured exclusions prune this one too until it is measured itself:
+    # sm_100 has Hopper's 255 registers per thread, sm_120 Ampere's mma.sync (a spill there is
+    # likely here); the first fitting config left is then compiled here.
+    pruned_like: tuple[str, ...] = ()
     devices: str = ""
 
     @property
@@ -32,8 +36,9 @@ class Arch:
 ARCHS: dict[str, Arch] = {a.name: a for a in (
     Arch("sm_90", 90, 227 * 1024, "wgmma", tma=True, fp8_format="e4m3fn", devices="H100 / H200"),
     Arch("sm_80", 80, 163 * 1024, "mma", devices="A100"),
-    Arch("sm_100", 100, 227 * 1024, "tcgen05", tma=True, fp8_format="e4m3fn", measured=False, devices="B200 / GB200"),
-    Arch("sm_120", 120, 99 * 1024, "mma", tma=True, fp8_format="e4m3fn", measured=False,
+    Arch("sm_100", 100, 227 * 1024, "tcgen05", tma=True, fp8_format="e4m3fn", measured=False, pruned_like=("sm_90",),
+         devices="B200 / GB200"),
+    Arch("sm_120", 120, 99 * 1024, "mma", tma=True, fp8_format="e4m3fn", measured=False, pruned_like=("sm_90", "sm_80"),
          devices="RTX 50 / RTX PRO 6000"),
     Arch("gfx942", None, 64 * 1024, "mfma", vendor="amd", fp8_format="e4m3fnuz", measured=False,
          devices="MI300X / MI325X"),

@@ -21,7 +21,7 @@ from .build import config_dict, config_label
 # (heading, width) of the table's columns; the last one (status) is not padded
 # smem KB: shared memory (NVIDIA) or LDS (AMD); tc: tensor-core instructions (wgmma, tcgen05,
 # mma.sync or MFMA) and the most used one; instrs: SASS or AMDGCN instructions.
-COLUMNS = (("kernel", 10), ("variant", 9), ("arch", 6), ("dtype", 5), ("activation", 10), ("config", 19),
+COLUMNS = (("kernel", 10), ("variant", 9), ("arch", 6), ("dtype", 5), ("activation", 10), ("config", 29),
            ("regs", 4), ("spill B", 7), ("smem KB", 7), ("tc", 4), ("tensor-core instruction", 23), ("instrs", 6),
            ("s", 5), ("", 0))
 

@@ -77,7 +77,7 @@ def config_dict(config) -> dict:
 
 
 _PTX_TENSOR_CORE_OPS = {"wgmma": "wgmma.mma_async.", "tcgen05": "tcgen05.mma.", "mma": "mma.sync.aligned."}
-_PTX_INSTRUCTION = re.compile(r"^\s*((?:wgmma\.mma_async|tcgen05\.mma|mma\.sync\.aligned)[\w.:]*)", re.MULTILINE)
+_PTX_INSTRUCTION = re.compile(r"^\s*(?:@!?%\w+\s+)?((?:wgmma\.mma_async|tcgen05\.mma|mma\.sync\.aligned)[\w.:]*)", re.MULTILINE)
 _TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "tf32": "float32", "fp8": "float8_e4m3fn"}
 _RESOURCES = re.compile(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
 _PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")

@@ -70,8 +70,10 @@ class Exclusion:
     why: str
     constexprs: tuple[tuple[str, object], ...] = ()  # only for launches with these, e.g. (("WIDTH", 128),)
 
-    def applies(self, arch: str, dtype: str, key: tuple, constexprs: dict) -> bool:
-        return (key == self.key and arch in self.archs and dtype in self.dtypes
+    def applies(self, arch: str | tuple[str, ...], dtype: str, key: tuple, constexprs: dict) -> bool:
+        """For `arch` (a name, or the names an arch is pruned as), `dtype`, config `key` and a launch's constexprs."""
+        names = (arch,) if isinstance(arch, str) else arch
+        return (key == self.key and any(a in self.archs for a in names) and dtype in self.dtypes
                 and all(constexprs.get(name) == value for name, value in self.constexprs))
 
 
@@ -198,7 +200,11 @@ def not_offered_because(config: triton.Config, arch: Arch, dtype: str, constexpr
     if is_persistent(config) and dtype not in PERSISTENT_DTYPES + PERSISTENT_FP8_DTYPES:
         return "persistent variant in IEEE fp32: spills or overflows shared memory (every candidate, measured)"
     key = config_key(config)
-    return next((rule.why for rule in excluded if rule.applies(arch.name, dtype, key, constexprs)), None)
+    own = next((rule.why for rule in excluded if rule.applies(arch.name, dtype, key, constexprs)), None)
+    if own is not None or not arch.pruned_like:
+        return own
+    like = next((rule for rule in excluded if rule.applies(arch.pruned_like, dtype, key, constexprs)), None)
+    return like and f"{like.why} (measured on {'/'.join(like.archs)}; {arch.name} is pruned like it until measured)"
 
 
 def unmeasured_because(arch: Arch) -> str:
