@@ -43,12 +43,17 @@ print("RESULT", json.dumps(out))
 '''
 
 
-@pytest.fixture(scope="module")
-def compiled():
-    done = run_python(COMPILE_ONE)
+def result_of(code: str) -> dict:
+    """What `code` printed as "RESULT <json>", run without TRITON_INTERPRET (run_python)."""
+    done = run_python(code)
     assert done.returncode == 0, done.stderr[-3000:]
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
     return json.loads(line.removeprefix("RESULT "))
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    return result_of(COMPILE_ONE)
 
 
 def test_the_known_hopper_tile_uses_wgmma_and_big_shared_memory(compiled):

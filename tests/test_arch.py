@@ -138,8 +138,8 @@ def test_an_unmeasured_architecture_is_offered_the_first_fitting_config_of_each_
 
 def test_every_kernel_variant_runs_somewhere_on_every_architecture_and_dtype():
     """Pruning never leaves a launch with nothing: per architecture and dtype, every kernel
-    variant is offered a config, or (sm_120's 99 KB: the persistent variant in tf32) its tile
-    variant is, which the same autotuner then keeps."""
+    variant is offered a config, or (sm_120's 99 KB: the persistent variant in tf32, W8A8's) its
+    tile variant is, which the same autotuner then keeps."""
     from fused_mlp.aot import plan
 
     offered = {(KERNELS[t.kernel_index].name, KERNELS[t.kernel_index].variant, t.arch, t.dtype)
@@ -149,7 +149,7 @@ def test_every_kernel_variant_runs_somewhere_on_every_architecture_and_dtype():
             for dtype in spec.dtypes:
                 if dtype == "tf32" and not ARCHS[arch].tf32:
                     continue
-                tile = spec.variant.replace("persistent", "tile")
+                tile = spec.variant.replace("-persistent", "").replace("persistent", "tile")  # w8a8-persistent: w8a8
                 assert {(spec.name, spec.variant, arch, dtype), (spec.name, tile, arch, dtype)} & offered, \
                     (spec.name, spec.variant, arch, dtype)
 

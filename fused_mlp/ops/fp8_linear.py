@@ -22,7 +22,10 @@ from ._tuning import Exclusion, device_pruner
 _SHARED = fp8.shared_bytes(operand_tiles=1)
 # Measured with python -m fused_mlp.aot --candidates (see the README's FP8 section): every
 # candidate compiles clean; the persistent ones past the first are held back (see _fp8_common).
-_EXCLUDED: tuple[Exclusion, ...] = fp8.held_back_persistent()
+_EXCLUDED: tuple[Exclusion, ...] = fp8.held_back_persistent() + (
+    Exclusion(("gfx950",), ("bf16", "fp16"), (16, 64, 256, 4, 2, "wpe2", "nk16", "kp1"),
+              "W8A16 spills on gfx950 (24 B at 173 VGPRs, Triton 3.9)"),
+)
 
 
 @triton.jit
