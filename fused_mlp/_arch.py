@@ -3,9 +3,12 @@ which of them a device follows. The limits and their sources: docs/architectures
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import re
-import warnings
 from dataclasses import dataclass
+
+LOG = logging.getLogger("fused_mlp")
 
 
 @dataclass(frozen=True)
@@ -53,11 +56,11 @@ _warned: set[str] = set()
 
 
 def _say_nearest(device: str, arch: Arch) -> None:
-    """Once per device kind: it is tuned as a checked architecture it is not."""
+    """Once per device kind, on the "fused_mlp" logger: it is tuned as a checked architecture it is not."""
     if device not in _warned:
         _warned.add(device)
-        warnings.warn(f"{device} is not a checked architecture; it is tuned and pruned as {arch.name} "
-                      f"({arch.devices}), the nearest checked one", stacklevel=3)
+        LOG.warning("%s is not a checked architecture; it is tuned and pruned as %s (%s), the nearest checked one",
+                    device, arch.name, arch.devices)
 
 
 def cuda_arch(capability: int) -> Arch:
@@ -97,14 +100,22 @@ def rocm_arch(gcn_arch_name: str) -> Arch:
     return arch
 
 
+FP8_MIN_CAPABILITY = 89  # FP8 tensor cores: Ada (sm_89) and newer
+
+
 def device_arch(device) -> Arch:
-    """The checked architecture the GPU behind a torch device follows (ROCm builds: by gfx name)."""
+    """The checked architecture the GPU behind a torch device follows (ROCm builds: by gfx name),
+    with the device's own FP8 tensor cores: an sm_89 follows sm_80's tuning and runs W8A8."""
     import torch
 
     if torch.version.hip:
         return rocm_arch(torch.cuda.get_device_properties(device).gcnArchName)
     major, minor = torch.cuda.get_device_capability(device)
-    return cuda_arch(10 * major + minor)
+    capability = 10 * major + minor
+    arch = cuda_arch(capability)
+    if arch.fp8_format is None and capability >= FP8_MIN_CAPABILITY:
+        arch = dataclasses.replace(arch, fp8_format="e4m3fn")
+    return arch
 
 
 def tuning_arch(capability: int) -> Arch:

@@ -1,8 +1,8 @@
 """The six architectures: which one a device follows, its FP8 format, and the config rules per
 architecture (fused_mlp._arch, ops._tuning). Nothing compiles here (tests/test_aot_archs.py does)."""
 
+import logging
 import types
-import warnings
 
 import pytest
 import torch
@@ -21,12 +21,11 @@ def fresh_warnings(monkeypatch):
     (80, "sm_80", False), (86, "sm_80", True), (89, "sm_80", True), (90, "sm_90", False),
     (100, "sm_100", False), (103, "sm_100", True), (120, "sm_120", False), (121, "sm_120", True), (75, "sm_80", True),
 ])
-def test_a_cuda_capability_maps_to_its_own_architecture_or_says_which_it_follows(capability, expected, nearest):
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
+def test_a_cuda_capability_maps_to_its_own_architecture_or_says_which_it_follows(capability, expected, nearest, caplog):
+    with caplog.at_level(logging.WARNING, logger="fused_mlp"):
         assert cuda_arch(capability).name == expected
         assert cuda_arch(capability).name == expected  # a second device of the kind: said once only
-    said = [str(w.message) for w in seen]
+    said = [r.getMessage() for r in caplog.records]
     if nearest:
         assert len(said) == 1 and f"sm_{capability} is not a checked architecture" in said[0] and expected in said[0]
     else:
@@ -37,11 +36,18 @@ def test_a_cuda_capability_maps_to_its_own_architecture_or_says_which_it_follows
     ("gfx942:sramecc+:xnack-", "gfx942", False), ("gfx942", "gfx942", False), ("gfx950:sramecc+:xnack-", "gfx950", False),
     ("gfx90a:sramecc+:xnack-", "gfx942", True), ("gfx1201", "gfx950", True),
 ])
-def test_a_rocm_device_maps_by_its_gfx_name(name, expected, nearest):
-    with warnings.catch_warnings(record=True) as seen:
-        warnings.simplefilter("always")
+def test_a_rocm_device_maps_by_its_gfx_name(name, expected, nearest, caplog):
+    with caplog.at_level(logging.WARNING, logger="fused_mlp"):
         assert rocm_arch(name).name == expected
-    assert len(seen) == (1 if nearest else 0)
+    assert len(caplog.records) == (1 if nearest else 0)
+
+
+def test_an_ada_gpu_follows_sm_80_and_keeps_its_fp8_tensor_cores(monkeypatch):
+    monkeypatch.setattr(torch.version, "hip", None)
+    for capability, fp8 in (((8, 9), "e4m3fn"), ((8, 6), None), ((8, 0), None)):
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None, c=capability: c)
+        arch = _arch.device_arch(torch.device("cuda", 0))
+        assert (arch.name, arch.fp8_format) == ("sm_80", fp8), capability
 
 
 def test_a_gfx_name_that_is_not_one_is_refused_by_name():

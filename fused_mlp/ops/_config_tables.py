@@ -86,6 +86,8 @@ BACKWARD_EXCLUDED = (
     Exclusion(("sm_120",), ("fp32",), (32, 64, 32, 4, 3), "spills in IEEE fp32 on sm_120 (dX gated 4 B)", _TWO_PRODUCTS),
     Exclusion(("gfx950",), ("fp32",), (128, 128, 64, 8, 2, "wpe2", "nk16", "kp1"),
               "spills in IEEE fp32 on gfx950 (dX gated 108 B)", _TWO_PRODUCTS),
+    Exclusion(("gfx950",), ("fp32",), (64, 128, 64, 4, 2, "wpe2", "nk16", "kp1"),
+              "spills in IEEE fp32 on gfx950 (dX gated 16 B)", _TWO_PRODUCTS),
 )
 PAIR_EXCLUDED = (
     Exclusion(("sm_90", "sm_80"), ("fp32",), (64, 64, 32, 4, 3), "spills in IEEE fp32 (16 B sm_90, 704-1160 B sm_80)"),
