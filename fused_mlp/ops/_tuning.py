@@ -69,6 +69,9 @@ class Exclusion:
     key: tuple  # config_key
     why: str
     constexprs: tuple[tuple[str, object], ...] = ()  # only for launches with these, e.g. (("WIDTH", 128),)
+    # a choice (held back from the autotuner), not a measured failure: an arch pruned like these
+    # archs (Arch.pruned_like) does not inherit it
+    policy: bool = False
 
     def applies(self, arch: str | tuple[str, ...], dtype: str, key: tuple, constexprs: dict) -> bool:
         """For `arch` (a name, or the names an arch is pruned as), `dtype`, config `key` and a launch's constexprs."""
@@ -109,10 +112,10 @@ def _gemm_config(bm, bn, bk, stages, warps, **variant) -> triton.Config:
                          num_stages=stages, num_warps=warps)
 
 
-def _persistent(subtile: int, warp_specialize: bool = True) -> dict:
+def _persistent(subtile: int) -> dict:
     # warp_specialize compiles to the very same PTX on sm_90 (Triton 3.6 and 3.9, measured); it is
     # on so that the Blackwell parts, which specialise, get tutorial 09's form.
-    return {"PERSISTENT": True, "EPILOGUE_SUBTILE": subtile, "WARP_SPECIALIZE": warp_specialize}
+    return {"PERSISTENT": True, "EPILOGUE_SUBTILE": subtile, "WARP_SPECIALIZE": True}
 
 
 def gemm_candidates(operand_tiles: int = 1) -> list[triton.Config]:
@@ -122,12 +125,8 @@ def gemm_candidates(operand_tiles: int = 1) -> list[triton.Config]:
 
 
 def persistent_candidates(operand_tiles: int = 1) -> list[triton.Config]:
-    """Every persistent-variant config a GEMM kernel may be offered (BLOCK_N <= 128 for two accumulators).
-    Two accumulators (gated_up) are not warp-specialized: on sm_100 Triton 3.9's automatic warp
-    specialization fails to verify that loop (VerifyWarpSpecializationPartitions: "does not
-    compile", measured), so gated_up's persistent variant is the software-pipelined one there."""
-    return [_gemm_config(*t[:5], **_persistent(t[5], warp_specialize=operand_tiles == 1))
-            for t in PERSISTENT_TILES if operand_tiles == 1 or t[1] <= 128]
+    """Every persistent-variant config a GEMM kernel may be offered (BLOCK_N <= 128 for two accumulators)."""
+    return [_gemm_config(*t[:5], **_persistent(t[5])) for t in PERSISTENT_TILES if operand_tiles == 1 or t[1] <= 128]
 
 
 # Under the interpreter: one mid-size config per variant. The persistent one splits its epilogue,
@@ -207,7 +206,8 @@ def not_offered_because(config: triton.Config, arch: Arch, dtype: str, constexpr
     own = next((rule.why for rule in excluded if rule.applies(arch.name, dtype, key, constexprs)), None)
     if own is not None or not arch.pruned_like:
         return own
-    like = next((rule for rule in excluded if rule.applies(arch.pruned_like, dtype, key, constexprs)), None)
+    like = next((rule for rule in excluded if not rule.policy and rule.applies(arch.pruned_like, dtype, key, constexprs)),
+                None)
     return like and f"{like.why} (measured on {'/'.join(like.archs)}; {arch.name} is pruned like it until measured)"
 
 
