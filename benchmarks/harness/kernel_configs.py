@@ -170,6 +170,7 @@ KERNEL_CONFIGS = (
     "linear_act_fp8/w8a8 64x256x128 w8 s3",
     "linear_act_fp8/w8a8 64x64x128 w4 s4",
     "linear_act_fp8/w8a8-persistent 128x128x128 w8 s4 tma sub2",
+    "linear_act_fp8/w8a8-persistent 16x32x256 w4 s6 tma",  # sm_120 (99 KB)
     # narrow_mlp: the whole MLP in one kernel, per padded width
     "narrow_mlp/width=128 128 w8 s2",
     "narrow_mlp/width=128 32 w4 s2",
