@@ -1,9 +1,10 @@
-"""Static compile metrics: what every kernel config of the library costs on sm_90 — registers,
+"""Static compile metrics: what every kernel config of the library costs on sm_90 (or the
+architecture $FUSED_MLP_COMPILE_ARCH names: sm_100, sm_120, gfx942, gfx950) — registers,
 spill bytes, shared memory and SASS instructions — from the library's compile check
 (`python -m fused_mlp.aot`). No GPU is needed and nothing is timed: the values change only when
 a kernel or its configs do, so the history shows such a change at the commit that made it.
 Lower is better for each, as for every metric asv stores. They are recorded on a machine of
-their own (compile-sm_90-triton-<version>), never on a GPU runner's time (benchmarks.run leaves
+their own (compile-<arch>-triton-<version>; benchmarks.run sets the variable from that name), never on a GPU runner's time (benchmarks.run leaves
 this module out unless asked with -b).
 
 The params are the suite's fixed list (harness.kernel_configs), not the library's: a config a
@@ -17,7 +18,7 @@ value as a failure (setup_cache raises). Nothing here imports fused_mlp at impor
 import sys
 
 from .common import grid_name, skip
-from .harness.kernel_configs import ARCH, KERNEL_CONFIGS, params, series_name
+from .harness.kernel_configs import COMPILE_ARCHS, KERNEL_CONFIGS, compile_arch, params, series_name
 from .harness.library import compile_check
 
 
@@ -33,7 +34,10 @@ class KernelResources:
             return {"skip": reason}
         if aot.INTERPRETER:
             return {"skip": "TRITON_INTERPRET is set: the kernels are interpreted and cannot be compiled for a GPU"}
-        records = aot.check(**compile_request(aot, *self.params))
+        arch = compile_arch()
+        if arch not in aot.ARCHS:  # an older commit: its library does not know this architecture
+            return {"skip": f"fused_mlp at this commit does not know {arch} (its compile check: {sorted(aot.ARCHS)})"}
+        records = aot.check(**compile_request(aot, *self.params, arch=arch))
         return {"records": {(series_name(r.kernel, r.variant, r.config_label), r.dtype): r.to_dict()
                             for r in records}}
 
@@ -42,9 +46,9 @@ class KernelResources:
             skip(cache["skip"])
         record = cache["records"].get((kernel_config, dtype))
         if record is None:
-            skip(f"{kernel_config} is not offered for {dtype} on {ARCH} by the library at this commit")
+            skip(f"{kernel_config} is not offered for {dtype} on {compile_arch()} by the library at this commit")
         if record[field] is None:
-            raise RuntimeError(f"{kernel_config} {dtype} did not compile for {ARCH}: {record['problem']}")
+            raise RuntimeError(f"{kernel_config} {dtype} did not compile for {compile_arch()}: {record['problem']}")
         return record[field]
 
     def track_registers(self, cache, kernel_config, dtype):
@@ -68,21 +72,22 @@ class KernelResources:
     track_sass_instructions.unit = "instructions"
 
 
-def compile_request(aot, configs: list[str], dtypes: list[str]) -> dict:
-    """aot.check's (and aot.plan's) arguments for the listed configs: the kernels the commit has,
-    the suite's dtypes it knows, offered configs only (no candidates=True), the costliest epilogue."""
+def compile_request(aot, configs: list[str], dtypes: list[str], arch: str = "sm_90") -> dict:
+    """aot.check's (and aot.plan's) arguments for the listed configs on `arch`: the kernels the
+    commit has, the suite's dtypes it knows, offered configs only (no candidates=True), the
+    costliest epilogue."""
     kernels = tuple(sorted({name.split("/", 1)[0] for name in configs}))
-    known = {spec_name for spec_name, _, _ in aot.offered_series(ARCH)}
-    return {"archs": (ARCH,), "dtypes": tuple(d for d in dtypes if d in aot.DTYPES),
+    known = {spec_name for spec_name, _, _ in aot.offered_series(arch)}
+    return {"archs": (arch,), "dtypes": tuple(d for d in dtypes if d in aot.DTYPES),
             "kernels": tuple(k for k in kernels if k in known), "activations": (aot.COSTLIEST_ACTIVATION,)}
 
 
 def missing_configs() -> list[str]:
-    """Configs HEAD's library offers on ARCH that harness.kernel_configs does not list."""
+    """Configs HEAD's library offers on any of COMPILE_ARCHS that harness.kernel_configs does not list."""
     aot, reason = compile_check()
     if aot is None:
         raise RuntimeError(reason)
-    return sorted({series_name(*s) for s in aot.offered_series(ARCH)} - set(KERNEL_CONFIGS))
+    return sorted({series_name(*s) for arch in COMPILE_ARCHS for s in aot.offered_series(arch)} - set(KERNEL_CONFIGS))
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ from . import skip_reasons
 from .harness import runner_state
 from .harness.companion_files import move_old_companions
 from .harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV
+from .harness.kernel_configs import ARCH_ENV, arch_of_machine
 from .harness.safe_read import parse_json, read_json, read_json_text
 
 REPO = Path(__file__).resolve().parents[1]
@@ -271,6 +272,9 @@ def main(argv=None) -> int:
                          "measure other code; commit or stash them first (or use --commits)")
         commits = [_git("rev-parse", "HEAD")]
 
+    arch = arch_of_machine(args.machine)
+    if arch is not None:  # a compile-metrics machine: bench_compile records its architecture
+        os.environ[ARCH_ENV] = arch
     if args.prepared:
         os.environ[GRID_ENV] = args.grid
     elif not prepare_machine(args.python, args.machine, args.grid):

@@ -29,7 +29,7 @@ import pkgutil
 import sys
 from dataclasses import dataclass, field
 
-from .harness import fp8_dtypes
+from .harness import device_specs, fp8_dtypes
 
 # (value, source). H200 numbers are from the runner measurements in docs/design.md.
 INPUTS = {
@@ -371,6 +371,17 @@ def _row(grid, caches, name, c: Cost, bold=False) -> str:
             f"{c.max_autotune_gemms} | {c.autotune_keys} / {c.autotune_configs} | {c.triton_compiles} | {parts} | {seconds} |")
 
 
+def on_device(name: str) -> None:
+    """INPUTS' ceilings carried from the H200 to device `name` (device_specs.scaled). A dtype the
+    device has no peak for keeps no ceiling: the model refuses it by name."""
+    copy, source = INPUTS["copy_gbps"]
+    INPUTS["copy_gbps"] = (device_specs.scaled(copy, "memory", "H200", name),
+                           f"{source}, carried to the {name} at the same fraction of its datasheet bandwidth")
+    tflops, source = INPUTS["tflops"]
+    INPUTS["tflops"] = ({d: device_specs.scaled(t, d, "H200", name) for d, t in tflops.items()},
+                        f"{source}; carried to the {name} at the same fraction of its datasheet peak per dtype")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.suite_cost", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -378,7 +389,12 @@ def main(argv=None) -> int:
     parser.add_argument("--caches", choices=("cold", "warm", "both"), default="both")
     parser.add_argument("--pessimistic", action="store_true",
                         help="the guessed torch.compile and max-autotune times at their pessimistic ends (PESSIMISTIC)")
+    parser.add_argument("--device", choices=sorted(device_specs.SPECS), default="H200",
+                        help="model the GPU work on this device: the H200's measured ceilings at the same fraction "
+                             "of this device's datasheet peaks (harness/device_specs.py)")
     args = parser.parse_args(argv)
+    if args.device != "H200":
+        on_device(args.device)
     if args.pessimistic:
         for name, seconds in PESSIMISTIC.items():
             INPUTS[name] = (seconds, f"pessimistic guess (--pessimistic); the model's own: {INPUTS[name][0]:g} s")

@@ -1,6 +1,7 @@
 """Static compile metrics: the asv series of benchmarks/bench_compile.py (no Dash here).
 
-What each kernel config the autotuner is offered costs on sm_90 (registers, spill bytes, shared
+What each kernel config the autotuner is offered costs on an architecture (sm_90, and one
+compile-metrics machine each for sm_100, sm_120, gfx942, gfx950: registers, spill bytes, shared
 memory, SASS instructions), read from the compiler by the library's compile check. asv stores
 them like any benchmark, but nothing is timed: a value changes only when a kernel, its configs or
 the compiler do. So they never share a view with timings; the Kernels page shows them, and the
@@ -9,10 +10,13 @@ other pages leave them out.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from benchmarks.harness.kernel_configs import arch_of_machine
 
 BENCHMARK_PREFIX = "bench_compile.KernelResources."
 
@@ -103,3 +107,46 @@ def with_previous(current: pd.DataFrame, previous: pd.DataFrame) -> pd.DataFrame
     merged["gone_here"] = merged["_merge"] == "right_only"
     merged["changed"] = changed
     return merged.drop(columns="_merge")
+
+
+# The device a compile-metrics machine's architecture stands for on the Kernels page.
+ARCH_DEVICES = {"sm_90": "H200", "sm_100": "B200", "sm_120": "RTX 50", "gfx942": "MI300", "gfx950": "MI355X",
+                "sm_80": "A100"}
+# What tells configs apart across architectures: the tile, warps and persistent flags. The stage
+# count and AMD's knobs (wpe2 nk16 kp2) are each backend's own form of the same config.
+_BACKEND_FORM = re.compile(r"^(s\d+|wpe\d+|nk\d+|kp\d+)$")
+
+
+def config_family(config: str) -> str:
+    """'128x128x64 w8 s2 wpe2 nk16 kp2' and '128x128x64 w8 s3' -> '128x128x64 w8'."""
+    return " ".join(token for token in str(config).split() if not _BACKEND_FORM.match(token))
+
+
+def arch_column(machine: str) -> str | None:
+    """'compile-gfx942-triton-3.6.0' -> 'MI300 (gfx942)'; None for a machine of no known architecture."""
+    arch = arch_of_machine(machine)
+    return None if arch is None else f"{ARCH_DEVICES.get(arch, arch)} ({arch})"
+
+
+def arch_of_column(column: str) -> str:
+    """'MI300 (gfx942)' -> 'gfx942' (the column's id in a table)."""
+    return column.rpartition("(")[2].rstrip(")")
+
+
+def across_machines(newest: dict[str, pd.DataFrame], kernel: str, variant: str, family: str, dtype: str) -> pd.DataFrame:
+    """One config on every architecture side by side: ``newest`` maps a machine to its table of
+    resources_at at its newest commit that compiled the config; rows are the config label there
+    and each metric (in its shown unit), columns the machines' architectures in ARCH_DEVICES order."""
+    order = {arch: i for i, arch in enumerate(ARCH_DEVICES)}
+    columns = {}
+    for machine in sorted(newest, key=lambda m: order.get(arch_of_machine(m), len(order))):
+        column, table = arch_column(machine), newest[machine]
+        if column is None or table.empty:
+            continue
+        hit = table[(table["kernel"] == kernel) & (table["variant"] == variant) & (table["dtype"] == dtype)
+                    & (table["config"].map(config_family) == family)]
+        if hit.empty:
+            continue
+        row = hit.iloc[0]
+        columns[column] = {"config": row["config"], **{m.label: m.shown(row[m.column]) for m in METRICS}}
+    return pd.DataFrame(columns, index=["config", *(m.label for m in METRICS)])

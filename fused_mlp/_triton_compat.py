@@ -75,8 +75,9 @@ def ensure_allocator() -> None:
         triton.set_allocator(_scratch)
 
 
-def compile_for_gpu(jit_fn, args: tuple, kwargs: dict, capability: int):
-    """Compile `jit_fn` for a CUDA GPU of `capability` (e.g. 90) without one being present,
+def compile_for_gpu(jit_fn, args: tuple, kwargs: dict, backend_name: str, arch: int | str, warp_size: int = 32):
+    """Compile `jit_fn` for a GPU without one being present: backend "cuda" with a capability
+    (e.g. 90) or "hip" with a gfx name ("gfx942", warp size 64),
     specialised exactly as a launch with these arguments would be: the runtime's own binder
     decides which ints are 1, which pointers and ints are divisible by 16, and what is constexpr.
     `kwargs` holds the constexprs and the launch options (num_warps, num_stages, ...).
@@ -88,7 +89,7 @@ def compile_for_gpu(jit_fn, args: tuple, kwargs: dict, capability: int):
     from triton.compiler import ASTSource, make_backend
     from triton.runtime.jit import create_function_from_signature
 
-    target = GPUTarget("cuda", capability, 32)
+    target = GPUTarget(backend_name, arch, warp_size)
     backend = make_backend(target)
     binder = create_function_from_signature(jit_fn.signature, jit_fn.params, backend)
     bound_args, specialization, options = binder(*args, **kwargs)

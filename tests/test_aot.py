@@ -43,12 +43,17 @@ print("RESULT", json.dumps(out))
 '''
 
 
-@pytest.fixture(scope="module")
-def compiled():
-    done = run_python(COMPILE_ONE)
+def result_of(code: str) -> dict:
+    """What `code` printed as "RESULT <json>", run without TRITON_INTERPRET (run_python)."""
+    done = run_python(code)
     assert done.returncode == 0, done.stderr[-3000:]
     line = next(x for x in done.stdout.splitlines() if x.startswith("RESULT "))
     return json.loads(line.removeprefix("RESULT "))
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    return result_of(COMPILE_ONE)
 
 
 def test_the_known_hopper_tile_uses_wgmma_and_big_shared_memory(compiled):
@@ -108,7 +113,7 @@ def test_every_kernel_has_an_offered_config_for_every_arch_and_dtype_it_runs_in(
     offered = {(KERNELS[t.kernel_index].name, KERNELS[t.kernel_index].variant, t.arch, t.dtype)
                for t in plan(("sm_90", "sm_80")) if t.offered}
     for spec in KERNELS:
-        for arch in spec.archs:
+        for arch in (a for a in spec.archs if a in ("sm_90", "sm_80")):  # the others: tests/test_arch.py
             for dtype in spec.dtypes:
                 assert (spec.name, spec.variant, arch, dtype) in offered, (spec.name, spec.variant, arch, dtype)
 
@@ -222,7 +227,7 @@ def test_the_plan_compiles_every_config_a_training_forward_is_offered(op):
         assert constexprs["STORE_PRE"] is True
         out_index = 3  # x, weight(s), out, then the pre-activation buffer(s)
         assert all(a is not args[out_index] for a in args[out_index + 1:out_index + 3] if isinstance(a, torch.Tensor))
-        for arch in spec.archs:
+        for arch in (a for a in spec.archs if a in ("sm_90", "sm_80")):  # measured: every passing config offered
             for dtype in spec.dtypes:
                 offered = {c for c, config in enumerate(spec.candidates)
                            if not_offered_because(config, ARCHS[arch], dtype, constexprs, spec.shared_estimate,

@@ -44,7 +44,7 @@ def _fake_aot(offered, compiled_fields):
                                 to_dict=lambda f=fields: dict(f))
                 for (k, v, c), d, fields in compiled_fields if k in kernels and d in dtypes]
 
-    aot = SimpleNamespace(INTERPRETER=False, DTYPES=("bf16", "fp32"), COSTLIEST_ACTIVATION="gelu",
+    aot = SimpleNamespace(INTERPRETER=False, DTYPES=("bf16", "fp32"), COSTLIEST_ACTIVATION="gelu", ARCHS={"sm_90": None},
                           offered_series=lambda arch: offered, check=check)
     return aot, calls
 
@@ -106,11 +106,33 @@ def test_every_listed_config_the_library_offers_is_planned_in_the_suite_s_dtypes
 
     def label(task):
         spec = kernels[task.kernel_index]
-        return kernel_configs.series_name(spec.name, spec.variant,
-                                          build.config_label(build.config_dict(spec.candidates[task.config_index])))
+        return kernel_configs.series_name(spec.name, spec.variant, build.config_label(build.config_dict(aot.task_config(task))))
 
     configs, dtypes = kernel_configs.params("default")
-    planned = {label(t) for t in aot.plan(**bench_compile.compile_request(aot, configs, dtypes)) if t.offered}
-    offered = {kernel_configs.series_name(*s) for s in aot.offered_series(kernel_configs.ARCH)}
-    never = sorted((set(configs) & offered) - planned)
-    assert never == [], f"listed and offered on {kernel_configs.ARCH}, but never compiled by the suite: {never}"
+    for arch in kernel_configs.COMPILE_ARCHS:
+        planned = {label(t) for t in aot.plan(**bench_compile.compile_request(aot, configs, dtypes, arch)) if t.offered}
+        offered = {kernel_configs.series_name(*s) for s in aot.offered_series(arch)}
+        never = sorted((set(configs) & offered) - planned)
+        assert never == [], f"listed and offered on {arch}, but never compiled by the suite: {never}"
+
+
+def test_a_commit_whose_library_lacks_the_architecture_skips_with_that_reason(monkeypatch):
+    """The histories of sm_100, sm_120, gfx942 and gfx950 start where the library learnt them:
+    every older commit is a skip that says why."""
+    aot, _ = _fake_aot([], [])
+    aot.ARCHS = {"sm_90": None, "sm_80": None}
+    monkeypatch.setattr(bench_compile, "compile_check", lambda: (aot, None))
+    monkeypatch.setenv(kernel_configs.ARCH_ENV, "gfx942")
+    bench = bench_compile.KernelResources()
+    cache = bench.setup_cache()
+    with pytest.raises(NotImplementedError, match="does not know gfx942"):
+        bench.track_registers(cache, "linear_act/tile 128x128x64 w8 s2 wpe2 nk16 kp2", "bf16")
+
+
+def test_the_machine_name_selects_the_architecture(monkeypatch):
+    assert kernel_configs.arch_of_machine("compile-sm_100-triton-3.6.0") == "sm_100"
+    assert kernel_configs.arch_of_machine("compile-gfx950-triton-3.9.0") == "gfx950"
+    assert kernel_configs.arch_of_machine("h200-a-gpu0") is None
+    monkeypatch.setenv(kernel_configs.ARCH_ENV, "sm_75")
+    with pytest.raises(ValueError, match="sm_75"):
+        kernel_configs.compile_arch()

@@ -107,13 +107,13 @@ def test_shards_cover_every_timing_benchmark_once_and_balance_its_gpu_time():
 def test_no_pushed_commit_goes_unmeasured_and_compile_metrics_run_on_a_cpu():
     doc = workflow(PUSH)
     assert doc["concurrency"]["cancel-in-progress"] is False
-    for job in ("bench", "compile-metrics"):  # every commit since the machine's last result
+    for job in ("bench", "bench-beyond-hopper", "compile-metrics"):  # every commit since the machine's last result
         assert "--commits NEW" in " ".join(step.get("run", "") for step in doc["jobs"][job]["steps"]), job
     compile_job = doc["jobs"]["compile-metrics"]
     assert compile_job["runs-on"] == "ubuntu-latest"
     steps = " ".join(step.get("run", "") for step in compile_job["steps"])
     assert "-b KernelResources" in steps and "compile_check.sh" in steps
-    assert doc["jobs"]["publish-and-gate"]["needs"] == ["bench", "compile-metrics"]
+    assert doc["jobs"]["publish-and-gate"]["needs"] == ["bench", "bench-beyond-hopper", "compile-metrics"]
 
 
 def test_a_labelled_pull_request_is_timed_and_judged_by_the_project_s_gate():
@@ -192,3 +192,18 @@ def test_the_gates_first_verdict_is_rerun_on_each_gpu_machine_and_the_final_verd
     assert final["needs"] == ["publish-and-gate", "rerun"]
     script = "\n".join(s.get("run", "") for s in final["steps"])
     assert 'args+=(--rerun "$file")' in script and 'exit "$status"' in script and '--base "$BEFORE..$GITHUB_SHA"' in script
+
+
+def test_blackwell_and_amd_runners_have_labels_and_a_compile_history_each():
+    """B200, RTX PRO 6000, MI300X and MI355X hosts run the suite; each new architecture has its
+    own compile-metrics machine (bench_compile reads the architecture from that name)."""
+    doc = workflow(PUSH)
+    hosts = [s["host"] for s in doc["jobs"]["bench-beyond-hopper"]["strategy"]["matrix"]["include"]]
+    assert hosts == ["b200-a", "rtxpro6000-a", "mi300x-a", "mi355x-a"]
+    labels = yaml.safe_load((ROOT / ".github/actionlint.yaml").read_text())["self-hosted-runner"]["labels"]
+    assert set(hosts) <= set(labels)
+    compile_job = doc["jobs"]["compile-metrics"]
+    assert compile_job["strategy"]["matrix"]["arch"] == ["sm_90", "sm_100", "sm_120", "gfx942", "gfx950"]
+    from benchmarks.harness.kernel_configs import COMPILE_ARCHS
+
+    assert tuple(compile_job["strategy"]["matrix"]["arch"]) == COMPILE_ARCHS

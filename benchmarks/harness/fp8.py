@@ -54,9 +54,25 @@ def fp8_tensor_cores_missing(device: str) -> str | None:
 
     if torch.device(device).type != "cuda" or not torch.cuda.is_available():  # not here: a modelled one (suite_cost)
         return None
+    if torch.version.hip:  # ROCm reports capability 9.4 for an MI300: the gfx name says what it computes
+        return fnuz_only(torch.cuda.get_device_properties(device).gcnArchName)
     major, minor = torch.cuda.get_device_capability(device)
     if 10 * major + minor < 89:
         return f"W8A8 needs FP8 tensor cores (sm_89 or newer); this GPU is sm_{major}{minor}"
+    return None
+
+
+# AMD architectures whose FP8 tensor cores take only the fnuz encodings (CDNA 3: MI300X/MI325X)
+FNUZ_ONLY_GFX = ("gfx940", "gfx941", "gfx942")
+
+
+def fnuz_only(gcn_arch_name: str) -> str | None:
+    """Why the suite's FP8 Cases (OCP e4m3fn) cannot run on this AMD GPU, or None (gfx950 and
+    newer compute e4m3fn)."""
+    gfx = gcn_arch_name.split(":", 1)[0]
+    if gfx in FNUZ_ONLY_GFX:
+        return (f"the W8A8 Cases are OCP e4m3fn; {gfx} (MI300) computes e4m3fnuz only: torch._scaled_mm refuses "
+                "e4m3fn there and fused_mlp's W8A8 would run it through fp16 MFMAs (emulated)")
     return None
 
 

@@ -9,11 +9,34 @@ a config a commit does not offer (or no longer offers) is skipped with that reas
 One entry per kernel config, named as `python -m fused_mlp.aot` labels it: "<kernel>/<variant>
 <config label>". To record a new kernel or config (a backward kernel, an FP8 variant), add its
 entries here (`python -m benchmarks.bench_compile --missing` prints the ones HEAD's library
-offers on sm_90 that are not listed yet; tests/test_bench_compile.py fails until they are).
+offers on an architecture that are not listed yet; tests/test_bench_compile.py fails until they
+are). One list for every architecture (asv's benchmarks.json is one per results folder): AMD's
+configs carry their knobs in the label (wpe2 nk16 kp2), so they are entries of their own.
 Removing an entry hides its history from `asv publish`: leave old configs in.
 """
 
-ARCH = "sm_90"
+import os
+
+ARCH = "sm_90"  # the default: the history of machine compile-sm_90-triton-<version>
+# Every architecture a compile-metrics machine may record, one machine each
+# (compile-<arch>-triton-<version>); benchmarks.run sets ARCH_ENV from that name.
+COMPILE_ARCHS = ("sm_90", "sm_100", "sm_120", "gfx942", "gfx950")
+ARCH_ENV = "FUSED_MLP_COMPILE_ARCH"
+
+
+def compile_arch() -> str:
+    """The architecture this process records (ARCH_ENV, default ARCH); an unknown one raises."""
+    arch = os.environ.get(ARCH_ENV, ARCH)
+    if arch not in COMPILE_ARCHS:
+        raise ValueError(f"{ARCH_ENV}={arch!r} is not one of {list(COMPILE_ARCHS)}")
+    return arch
+
+
+def arch_of_machine(machine: str) -> str | None:
+    """'compile-gfx942-triton-3.6.0' -> 'gfx942'; None for a machine that is not a compile-metrics one."""
+    head, _, rest = machine.partition("-")
+    arch = rest.split("-triton-", 1)[0] if head == "compile" and "-triton-" in rest else None
+    return arch if arch in COMPILE_ARCHS else None
 # fp8: e4m3 x and W, the only dtype the W8A8 kernels (linear_act_fp8/w8a8*, gated_up_fp8/w8a8) compile in
 DTYPES = ("bf16", "fp16", "fp32", "tf32", "fp8")
 
@@ -147,6 +170,7 @@ KERNEL_CONFIGS = (
     "linear_act_fp8/w8a8 64x256x128 w8 s3",
     "linear_act_fp8/w8a8 64x64x128 w4 s4",
     "linear_act_fp8/w8a8-persistent 128x128x128 w8 s4 tma sub2",
+    "linear_act_fp8/w8a8-persistent 16x32x256 w4 s6 tma",  # sm_120 (99 KB)
     # narrow_mlp: the whole MLP in one kernel, per padded width
     "narrow_mlp/width=128 128 w8 s2",
     "narrow_mlp/width=128 32 w4 s2",
@@ -167,6 +191,72 @@ KERNEL_CONFIGS = (
     "narrow_mlp_backward/wgrad width=64 128 w8 s2",
     "narrow_mlp_backward/wgrad width=64 32 w4 s2",
     "narrow_mlp_backward/wgrad width=64 64 w8 s2",
+    # AMD Instinct (gfx942: kp2, gfx950: kp1): the same tiles in the AMD backend's form, with its knobs
+    "backward_elementwise/dact 32x128 w4 s1 wpe2 nk16 kp1",
+    "backward_elementwise/dact 32x128 w4 s1 wpe2 nk16 kp2",
+    "backward_elementwise/dgated 32x128 w4 s1 wpe2 nk16 kp1",
+    "backward_elementwise/dgated 32x128 w4 s1 wpe2 nk16 kp2",
+    "backward_gemm/dact 128x128x64 w8 s2 wpe2 nk16 kp1",
+    "backward_gemm/dact 128x128x64 w8 s2 wpe2 nk16 kp2",
+    "backward_gemm/dact 64x64x32 w4 s2 wpe2 nk16 kp2",
+    "backward_gemm/dgated 128x128x64 w8 s2 wpe2 nk16 kp1",
+    "backward_gemm/dgated 128x128x64 w8 s2 wpe2 nk16 kp2",
+    "backward_gemm/dgated 64x64x32 w4 s2 wpe2 nk16 kp2",
+    "backward_gemm/dw 128x128x64 w8 s2 wpe2 nk16 kp1",
+    "backward_gemm/dw 128x128x64 w8 s2 wpe2 nk16 kp2",
+    "backward_gemm/dw 64x64x32 w4 s2 wpe2 nk16 kp2",
+    "backward_gemm/dx 128x128x64 w8 s2 wpe2 nk16 kp1",
+    "backward_gemm/dx 128x128x64 w8 s2 wpe2 nk16 kp2",
+    "backward_gemm/dx 64x64x32 w4 s2 wpe2 nk16 kp2",
+    "backward_gemm/dx_gated 128x128x64 w8 s2 wpe2 nk16 kp1",
+    "backward_gemm/dx_gated 128x128x64 w8 s2 wpe2 nk16 kp2",
+    "backward_gemm/dx_gated 64x128x64 w4 s2 wpe2 nk16 kp1",
+    "backward_gemm/dx_gated 64x64x32 w4 s2 wpe2 nk16 kp1",
+    "backward_gemm/dx_gated 64x64x32 w4 s2 wpe2 nk16 kp2",
+    "backward_gemm_pair/dw 128x128x64 w8 s2 wpe2 nk16 kp1",
+    "backward_gemm_pair/dw 64x64x32 w4 s2 wpe2 nk16 kp1",
+    "backward_gemm_pair/dw 64x64x32 w4 s2 wpe2 nk16 kp2",
+    "backward_gemm_pair/recompute 128x128x64 w8 s2 wpe2 nk16 kp1",
+    "backward_gemm_pair/recompute 64x64x32 w4 s2 wpe2 nk16 kp1",
+    "backward_gemm_pair/recompute 64x64x32 w4 s2 wpe2 nk16 kp2",
+    "gated_up/tile 128x128x32 w8 s2 wpe2 nk16 kp1",
+    "gated_up/tile 128x128x32 w8 s2 wpe2 nk16 kp2",
+    "gated_up/tile 128x128x64 w8 s2 wpe2 nk16 kp1",
+    "gated_up/tile 64x64x32 w4 s2 wpe2 nk16 kp2",
+    "gated_up/tile-train 128x128x32 w8 s2 wpe2 nk16 kp1",
+    "gated_up/tile-train 128x128x32 w8 s2 wpe2 nk16 kp2",
+    "gated_up/tile-train 128x128x64 w8 s2 wpe2 nk16 kp1",
+    "gated_up/tile-train 64x64x32 w4 s2 wpe2 nk16 kp2",
+    "gated_up_fp8/w8a16 16x128x128 w4 s2 wpe2 nk16 kp1",
+    "gated_up_fp8/w8a16 16x32x256 w4 s2 wpe2 nk16 kp1",
+    "gated_up_fp8/w8a16 16x32x256 w4 s2 wpe2 nk16 kp2",
+    "gated_up_fp8/w8a8 128x128x128 w8 s2 wpe2 nk16 kp1",
+    "gated_up_fp8/w8a8 128x64x128 w8 s2 wpe2 nk16 kp2",
+    "linear_act/tile 128x128x32 w8 s2 wpe2 nk16 kp2",
+    "linear_act/tile 128x128x64 w8 s2 wpe2 nk16 kp1",
+    "linear_act/tile 128x128x64 w8 s2 wpe2 nk16 kp2",
+    "linear_act/tile 128x256x64 w8 s2 wpe2 nk16 kp1",
+    "linear_act/tile-train 128x128x32 w8 s2 wpe2 nk16 kp2",
+    "linear_act/tile-train 128x128x64 w8 s2 wpe2 nk16 kp1",
+    "linear_act/tile-train 128x128x64 w8 s2 wpe2 nk16 kp2",
+    "linear_act/tile-train 128x256x64 w8 s2 wpe2 nk16 kp1",
+    "linear_act_fp8/w8a16 16x32x256 w4 s2 wpe2 nk16 kp1",
+    "linear_act_fp8/w8a16 16x64x256 w4 s2 wpe2 nk16 kp2",
+    "linear_act_fp8/w8a16 32x64x128 w4 s2 wpe2 nk16 kp1",
+    "linear_act_fp8/w8a8 128x128x128 w8 s2 wpe2 nk16 kp1",
+    "linear_act_fp8/w8a8 128x128x128 w8 s2 wpe2 nk16 kp2",
+    "narrow_mlp/width=128 32 w4 s2 wpe2 nk16 kp1",
+    "narrow_mlp/width=128 32 w4 s2 wpe2 nk16 kp2",
+    "narrow_mlp/width=64 32 w4 s2 wpe2 nk16 kp1",
+    "narrow_mlp/width=64 32 w4 s2 wpe2 nk16 kp2",
+    "narrow_mlp_backward/dz width=128 32 w4 s2 wpe2 nk16 kp1",
+    "narrow_mlp_backward/dz width=128 32 w4 s2 wpe2 nk16 kp2",
+    "narrow_mlp_backward/dz width=64 32 w4 s2 wpe2 nk16 kp1",
+    "narrow_mlp_backward/dz width=64 32 w4 s2 wpe2 nk16 kp2",
+    "narrow_mlp_backward/wgrad width=128 32 w4 s2 wpe2 nk16 kp1",
+    "narrow_mlp_backward/wgrad width=128 32 w4 s2 wpe2 nk16 kp2",
+    "narrow_mlp_backward/wgrad width=64 32 w4 s2 wpe2 nk16 kp1",
+    "narrow_mlp_backward/wgrad width=64 32 w4 s2 wpe2 nk16 kp2",
 )
 
 # The CPU pipeline check (tiny grid) compiles one kernel in one dtype.

@@ -132,6 +132,11 @@ def software_versions(nvml=None) -> dict:
 def _torch_cuda() -> str:
     """The CUDA torch was built with, read from torch/version.py without importing torch (an
     import costs seconds per snapshot on the runner)."""
+    return _torch_version_field("cuda")
+
+
+def _torch_version_field(name: str) -> str:
+    """torch/version.py's `name` ("cuda", "hip") without importing torch; 'none' if None or absent."""
     import importlib.util
     import re
 
@@ -141,7 +146,7 @@ def _torch_cuda() -> str:
             text = (Path(folder) / "version.py").read_text()
         except OSError:
             continue
-        m = re.search(r"^cuda\s*(?::\s*\S+)?\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
+        m = re.search(rf"^{name}\s*(?::\s*\S+)?\s*=\s*['\"]([^'\"]+)['\"]", text, re.M)
         return m.group(1) if m else "none"
     return "none"
 
@@ -155,10 +160,29 @@ def _dist_version(*names: str) -> str:
     return "none"
 
 
-def snapshot(nvml_loader=load_nvml) -> dict:
-    """This machine's state now (see the module docstring). ``nvml_loader``: the boundary a
-    test replaces with a fake NVML."""
+def _torch_hip() -> str:
+    """The ROCm (HIP) version torch was built with, 'none' for a CUDA or CPU build (from
+    torch/version.py, as _torch_cuda)."""
+    return _torch_version_field("hip")
+
+
+def _amd_snapshot(taken: str, versions: bool, amd_loader=None) -> dict:
+    """A ROCm build's snapshot: AMD SMI's GPU state in the NVML snapshot's keys (amd_state)."""
+    from . import amd_state
+
+    gpus, driver, why = amd_state.read(amd_loader or amd_state.load_amdsmi)
+    out = {"recorded": gpus is not None, "taken_at": taken}
+    if versions:
+        out["software"] = {**software_versions(), "driver": driver or "none", "hip": _torch_hip()}
+    return {**out, "gpus": gpus} if gpus is not None else {**out, "reason": why}
+
+
+def snapshot(nvml_loader=load_nvml, amd_loader=None) -> dict:
+    """This machine's state now (see the module docstring); on a ROCm build of torch through AMD
+    SMI instead of NVML. ``nvml_loader``/``amd_loader``: the boundaries a test replaces."""
     taken = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    if _torch_hip() != "none":
+        return _amd_snapshot(taken, versions=True, amd_loader=amd_loader)
     nvml, why = nvml_loader()
     if nvml is None:
         return {"recorded": False, "reason": why, "taken_at": taken, "software": software_versions()}
@@ -172,11 +196,14 @@ def snapshot(nvml_loader=load_nvml) -> dict:
         _ask(nvml.nvmlShutdown)
 
 
-def gpu_snapshot(nvml_loader=None) -> dict:
+def gpu_snapshot(nvml_loader=None, amd_loader=None) -> dict:
     """The GPUs' state now, without the software versions (the run's snapshot has those): NVML
-    queries only, cheap enough around every measuring pass. {"recorded": false, "reason": ...}
-    without NVML, as snapshot(). ``nvml_loader``: load_nvml (the boundary a test replaces)."""
+    (AMD SMI on a ROCm build) queries only, cheap enough around every measuring pass.
+    {"recorded": false, "reason": ...} without them, as snapshot(). ``nvml_loader``: load_nvml
+    (the boundary a test replaces)."""
     taken = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="milliseconds")
+    if _torch_hip() != "none":
+        return _amd_snapshot(taken, versions=False, amd_loader=amd_loader)
     nvml, why = (nvml_loader or load_nvml)()
     if nvml is None:
         return {"recorded": False, "reason": why, "taken_at": taken}

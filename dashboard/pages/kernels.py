@@ -1,9 +1,13 @@
 """Kernels: static compile metrics per commit — registers, spill bytes, shared memory and SASS
-instructions of every kernel config offered on sm_90, as the library's compile check reads them
+instructions of every kernel config offered on an architecture (one machine each), as the library's compile check reads them
 from the compiler (dashboard.static_metrics). A table at one commit with the change since the
 commit before, and one metric's history. Nothing here is a timing, and no timing is shown here.
 
-URL keys: machine, commit, kernel, dtype, metric, changed.
+"Across architectures" puts one config's numbers on every compile-metrics machine side by side
+(H200 sm_90, B200 sm_100, RTX 50 sm_120, MI300 gfx942, MI355X gfx950), each at its newest commit
+that compiled it.
+
+URL keys: machine, commit, kernel, dtype, metric, changed, config.
 """
 
 from __future__ import annotations
@@ -126,9 +130,10 @@ def datatable() -> dash_table.DataTable:
 def intro(data: DashboardData, run: Run) -> html.P:
     identity = data.machine_identity(run.machine)
     triton = f" with Triton {identity['triton']}" if "triton" in identity else ""
+    arch = static_metrics.arch_of_machine(run.machine) or "sm_90"
     return html.P([
         html.B("Static compile metrics, not timings. "),
-        f"Every kernel config the autotuner is offered on sm_90, compiled for it{triton} without a GPU by the "
+        f"Every kernel config the autotuner is offered on {arch}, compiled for it{triton} without a GPU by the "
         "compile check (", html.Code("python -m fused_mlp.aot"), "), as ", html.Code("asv run"),
         " recorded it per commit (", html.Code("benchmarks/bench_compile.py"), "). A value moves only when a "
         "kernel, its configs or the compiler change; lower is better for each. Spills and a smaller tile's "
@@ -145,6 +150,8 @@ def layout(data: DashboardData, query: Query):
             "No static compile metrics in these results. `python -m benchmarks.run --machine NAME -b "
             "KernelResources` records them on any machine (no GPU needed).")])
     kernels, dtypes = kernel_names(run), dtypes_of(run)
+    configs = config_choices(data)
+    default_config = next((c for c in configs if c.startswith("linear_act/tile 128x128x64 w8")), configs[0] if configs else None)
     return html.Div([
         html.H1("Kernels"),
         intro(data, run),
@@ -172,7 +179,60 @@ def layout(data: DashboardData, query: Query):
                                               clearable=False), "16rem")], className="controls"),
         html.Div(id="kernels-lines-note", className="hint"),
         graph(ID, "figure"),
+        html.H2("Across architectures"),
+        html.P("One config on every architecture's compile-metrics machine, each at its newest commit that compiled "
+               "it (the dtype above; bf16 for all). A spill on one of them is a finding on its machine like any "
+               "other.", className="hint"),
+        html.Div([labelled("Config", dropdown(ID, "config", [{"label": c, "value": c} for c in configs],
+                                              query.one("config", default_config, allowed=configs) if configs else None,
+                                              clearable=False), "26rem")], className="controls"),
+        styled_datatable("kernels-arch-table", [], [
+            {"if": {"filter_query": f'{{what}} contains "Spill" && {{{arch}}} > 0', "column_id": arch}, **WORSE_CELL}
+            for arch in static_metrics.ARCH_DEVICES], page_size=10),
     ])
+
+
+def config_choices(data: DashboardData) -> list[str]:
+    """'kernel/variant family' of every config some compile-metrics machine compiled, e.g.
+    'linear_act/tile 128x128x64 w8' (stages and AMD knobs are each backend's form of it)."""
+    found = set()
+    for run in data.static_runs.values():
+        s = run.series
+        found |= {f"{k}/{v} {static_metrics.config_family(c)}" for k, v, c in zip(s["kernel"], s["variant"], s["config"])}
+    return sorted(found)
+
+
+def _newest_with(run: Run, kernel: str, variant: str, family: str, dtype: str) -> pd.DataFrame:
+    """resources_at of the newest commit of `run` that compiled the config (empty if none did)."""
+    fields = run.series[["metric", *static_metrics.ROW_KEY]]
+    for commit in reversed(run.commits["commit_hash"].tolist()):
+        table = static_metrics.resources_at(run.at_commit(commit, samples=False), fields)
+        hit = ((table["kernel"] == kernel) & (table["variant"] == variant) & (table["dtype"] == dtype)
+               & (table["config"].map(static_metrics.config_family) == family))
+        if hit.any():
+            return table[hit]
+    return pd.DataFrame(columns=[*static_metrics.ROW_KEY])
+
+
+def across_architectures(data: DashboardData, choice: str | None, dtype: str | None) -> tuple[list[dict], list[dict]]:
+    """(records, columns) of the side-by-side table: a row per metric, a column per architecture."""
+    if not choice:
+        return [], []
+    head, _, family = choice.partition(" ")
+    kernel, _, variant = head.partition("/")
+    dtype = dtype if dtype and dtype != ALL else "bf16"
+    newest = {machine: _newest_with(run, kernel, variant, family, dtype) for (machine, _), run in data.static_runs.items()}
+    table = static_metrics.across_machines(newest, kernel, variant, family, dtype)
+    columns = [{"name": "", "id": "what"}] + [{"name": c, "id": static_metrics.arch_of_column(c)} for c in table.columns]
+    records = [{"what": f"{what} ({_unit_of(what)})" if _unit_of(what) else what,
+                **{static_metrics.arch_of_column(c): (v if isinstance(v, str) else None if pd.isna(v) else round(float(v), 1))
+                   for c, v in row.items()}} for what, row in table.iterrows()]
+    return records, columns
+
+
+def _unit_of(label: str) -> str:
+    metric = next((m for m in static_metrics.METRICS if m.label == label), None)
+    return metric.shown_unit if metric is not None and metric.shown_unit in ("B", "KiB") else ""
 
 
 def update_table(data: DashboardData, machine, commit, kernel, dtype, changed):
@@ -227,6 +287,12 @@ def register(app, store: ResultsStore):
     @guarded(lambda t: [], message)
     def _table(machine, commit, kernel, dtype, changed):
         return update_table(store.get(), machine, commit, kernel, dtype, changed)
+
+    @app.callback(Output("kernels-arch-table", "data"), Output("kernels-arch-table", "columns"),
+                  Input(qid(ID, "config"), "value"), Input(qid(ID, "dtype"), "value"))
+    @guarded(lambda t: [], lambda t: [])
+    def _across(choice, dtype):
+        return across_architectures(store.get(), choice, dtype)
 
     @app.callback(Output(f"{ID}-figure", "figure"), Output("kernels-lines-note", "children"), *inputs,
                   Input(qid(ID, "metric"), "value"), Input(qid(SHELL, "theme"), "value"))

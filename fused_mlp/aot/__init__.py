@@ -1,11 +1,12 @@
 """The compile check: every Triton kernel of the library, compiled for a GPU this machine need
 not have, with the specialisation a launch uses, and what each config costs there.
 
-    python -m fused_mlp.aot --arch sm_90 --arch sm_80 [--json FILE] [--full] [--candidates]
+    python -m fused_mlp.aot --arch sm_90 --arch sm_80 [--json FILE] [--full] [--candidates] [--list]
+    python -m fused_mlp.aot --arch sm_100 --arch sm_120 --arch gfx942 --arch gfx950 [--subset ci]
 
 For each kernel x variant x offered config x dtype it records registers, spill bytes, shared
-memory, tensor-core instructions and SASS size (read from the cubin by the cuobjdump inside
-Triton's wheel), and whether the config breaks a rule (aot/rules.py). Activation: the costliest
+memory (LDS on AMD), tensor-core instructions and the code's size (NVIDIA: read from the cubin by
+the cuobjdump inside Triton's wheel and ptxas; AMD: from the AMDGCN metadata), and whether the config breaks a rule (aot/rules.py). Activation: the costliest
 epilogue for every config, every activation for each kernel's first config; fp16 only where its
 configs differ from bf16's (they compile alike, see STANDS_FOR); --full compiles the whole
 product. --candidates adds the configs that are not offered on an arch, with why.
@@ -33,6 +34,13 @@ COSTLIEST_ACTIVATION = "gelu"
 # Measured over 117 config x epilogue pairs (Triton 3.6 and 3.9, sm_90 and sm_80): the same spill
 # bytes, shared memory and verdict, registers within 4. The lean plan lets bf16 stand for fp16.
 STANDS_FOR = {"fp16": "bf16"}
+# --subset: a few compiles that stand for a whole plan where time is short. "ci": on each arch
+# asked for, the first offered config of these (kernel, variant, dtype), costliest epilogue: the
+# GEMM tile, the gated GEMM, W8A8 (the FP8 tensor-core path) and the persistent TMA variant where
+# the arch has TMA, else the backward GEMM. For the four new archs: 16 compiles (.ci/run).
+SUBSETS = {"ci": (("linear_act", "tile", "bf16"), ("gated_up", "tile", "bf16"), ("linear_act_fp8", "w8a8", "fp8"),
+                  ("linear_act", "persistent", "bf16"), ("backward_gemm", "dact", "bf16"))}
+SUBSET_PER_ARCH = 4
 
 
 def plan(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool = False,
@@ -46,7 +54,7 @@ def plan(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool =
     `activations`: only these epilogues; `variants`: only these variants (e.g. "tile-train").
     `lean`: a dtype in STANDS_FOR is left out where its stand-in is planned with the same configs."""
     from ..ops import KERNELS
-    from ..ops._tuning import not_offered_because
+    from ..ops._tuning import for_arch, offered_on
 
     known = sorted({spec.name for spec in KERNELS})
     for name in kernels or ():
@@ -62,11 +70,12 @@ def plan(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool =
             continue
         constexprs = _constexprs_of(spec)
         for arch_name in (a for a in archs if a in spec.archs):
+            arch = ARCHS[arch_name]
+            configs = [for_arch(config, arch) for config in spec.candidates]
             planned = {}
             for dtype in (d for d in dtypes if d in spec.dtypes):
-                reasons = {c: not_offered_because(config, ARCHS[arch_name], dtype, constexprs, spec.shared_estimate,
-                                                  spec.excluded)
-                           for c, config in enumerate(spec.candidates)}
+                reasons = dict(enumerate(offered_on(configs, arch, dtype, constexprs, spec.shared_estimate,
+                                                    spec.excluded)))
                 chosen = [c for c, reason in reasons.items() if reason is None or candidates]
                 if lean and planned.get(STANDS_FOR.get(dtype)) == (chosen, reasons):
                     continue
@@ -87,12 +96,49 @@ def plan(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool =
     return tasks
 
 
+def subset(tasks: list[Task], name: str) -> list[Task]:
+    """The tasks of subset `name` (SUBSETS): per arch, the first offered task of each listed
+    (kernel, variant, dtype) with the costliest epilogue, at most SUBSET_PER_ARCH, in list order."""
+    from ..ops import KERNELS
+
+    if name not in SUBSETS:
+        raise ValueError(f"subset {name!r} is not one of {sorted(SUBSETS)}")
+    chosen = []
+    for arch in dict.fromkeys(t.arch for t in tasks):
+        firsts = {}
+        for t in tasks:
+            key = (KERNELS[t.kernel_index].name, KERNELS[t.kernel_index].variant, t.dtype)
+            if t.arch == arch and t.offered and t.activation == COSTLIEST_ACTIVATION and key in SUBSETS[name]:
+                firsts.setdefault(key, t)
+        chosen += [firsts[key] for key in SUBSETS[name] if key in firsts][:SUBSET_PER_ARCH]
+    return chosen
+
+
+def unavailable(archs=("sm_90",), kernels: tuple[str, ...] | None = None,
+                variants: tuple[str, ...] | None = None) -> list[tuple[str, str, str, str]]:
+    """(kernel, variant, arch, why) of every kernel variant that does not run on one of `archs`
+    at all (the persistent TMA variants on AMD, W8A8 without FP8 tensor cores); compiles nothing."""
+    from ..ops import KERNELS
+    from ..ops._kernel_spec import unavailable_because
+
+    return [(spec.name, spec.variant, a, why) for spec in KERNELS for a in archs
+            if (not kernels or spec.name in kernels) and (not variants or spec.variant in variants)
+            and (why := unavailable_because(spec, ARCHS[a])) is not None]
+
+
+def task_config(task: Task):
+    """The triton.Config a task compiles (in its arch's form: AMD knobs on AMD)."""
+    from ..ops import KERNELS
+    from ..ops._tuning import for_arch
+
+    return for_arch(KERNELS[task.kernel_index].candidates[task.config_index], ARCHS[task.arch])
+
+
 def offered_series(arch: str = "sm_90", kernels: tuple[str, ...] | None = None) -> list[tuple[str, str, str]]:
     """(kernel, variant, config label) of every config offered on `arch` for some dtype; compiles nothing."""
     from ..ops import KERNELS
 
-    return sorted({(KERNELS[t.kernel_index].name, KERNELS[t.kernel_index].variant,
-                    config_label(config_dict(KERNELS[t.kernel_index].candidates[t.config_index])))
+    return sorted({(KERNELS[t.kernel_index].name, KERNELS[t.kernel_index].variant, config_label(config_dict(task_config(t))))
                    for t in plan((arch,), kernels=kernels)})
 
 
@@ -106,9 +152,10 @@ def _constexprs_of(spec) -> dict:
 def check(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool = False,
           kernels: tuple[str, ...] | None = None, jobs: int | None = None, on_record=None,
           activations: tuple[str, ...] | None = None, lean: bool = False,
-          variants: tuple[str, ...] | None = None) -> list[Record]:
-    """Compile everything `plan` lists, on `jobs` processes (default: every core); `on_record` is
-    called with each record as it is done, in plan order."""
+          variants: tuple[str, ...] | None = None, subset_name: str | None = None) -> list[Record]:
+    """Compile everything `plan` lists (only `subset_name`'s tasks, see SUBSETS, if given), on
+    `jobs` processes (default: every core); `on_record` is called with each record as it is done,
+    in plan order."""
     unknown = [a for a in archs if a not in ARCHS]
     if unknown:
         raise ValueError(f"arch {unknown[0]!r} is not checked; expected one of {list(ARCHS)}")
@@ -116,6 +163,8 @@ def check(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool 
         raise RuntimeError("fused_mlp was imported with TRITON_INTERPRET set: its kernels are interpreted "
                            "and cannot be compiled for a GPU; unset TRITON_INTERPRET")
     tasks = plan(archs, dtypes, full, candidates, kernels, activations, lean, variants)
+    if subset_name is not None:
+        tasks = subset(tasks, subset_name)
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
     records = []
     if jobs == 1:
@@ -137,4 +186,4 @@ def check(archs=("sm_90",), dtypes=DTYPES, full: bool = False, candidates: bool 
 
 
 __all__ = ["ACTIVATIONS", "ARCHS", "COSTLIEST_ACTIVATION", "DTYPES", "INTERPRETER", "STANDS_FOR", "Record", "Task", "check",
-           "config_label", "offered_series", "plan"]
+           "SUBSETS", "config_label", "offered_series", "plan", "subset", "unavailable"]

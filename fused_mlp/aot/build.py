@@ -9,10 +9,12 @@ import re
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .._arch import ARCHS
+from .amdgcn import SPILL_BYTES_PER_REGISTER, read_amdgcn
 from .rules import problems
 
 
@@ -38,13 +40,16 @@ class Record:
     offered: bool
     not_offered_because: str | None
     triton: str
-    registers: int | None = None
-    spill_bytes: int | None = None  # bytes of spill stores per thread (ptxas -v)
+    registers: int | None = None  # per thread (NVIDIA); VGPRs per lane (AMD: .vgpr_count)
+    spill_bytes: int | None = None  # bytes of spill stores per thread (ptxas -v); AMD: 4 B per spilled VGPR/SGPR
     stack_bytes: int | None = None  # stack frame per thread: spills and calls (libdevice functions)
-    shared_bytes: int | None = None  # dynamic (the compiler's allocation) + static
-    tensor_core_instructions: int | None = None  # wgmma + mma in the PTX
-    tensor_core_ops: dict = field(default_factory=dict)  # {"wgmma": n, "mma": n}
-    sass_instructions: int | None = None
+    shared_bytes: int | None = None  # dynamic (the compiler's allocation) + static; AMD: LDS
+    tensor_core_instructions: int | None = None  # wgmma + tcgen05 + mma in the PTX; MFMAs in the AMDGCN
+    tensor_core_ops: dict = field(default_factory=dict)  # {"wgmma": n, "tcgen05": n, "mma": n} or {"mfma": n}
+    sass_instructions: int | None = None  # SASS (NVIDIA) or AMDGCN instructions
+    matrix_instruction: str | None = None  # the most used tensor-core instruction, e.g. v_mfma_f32_32x32x16_fp8_fp8
+    sgpr_count: int | None = None  # AMD only
+    agpr_count: int | None = None  # AMD only: accumulation registers
     compile_seconds: float | None = None
     ok: bool = False
     problem: str | None = None
@@ -71,22 +76,32 @@ def config_dict(config) -> dict:
     return {**config.kwargs, "num_warps": config.num_warps, "num_stages": config.num_stages}
 
 
+_PTX_TENSOR_CORE_OPS = {"wgmma": "wgmma.mma_async.", "tcgen05": "tcgen05.mma.", "mma": "mma.sync.aligned."}
+_PTX_INSTRUCTION = re.compile(r"^\s*(?:@!?%\w+\s+)?((?:wgmma\.mma_async|tcgen05\.mma|mma\.sync\.aligned)[\w.:]*)", re.MULTILINE)
 _TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "tf32": "float32", "fp8": "float8_e4m3fn"}
 _RESOURCES = re.compile(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
 _PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _PTXAS_REGISTERS = re.compile(r"Used (\d+) registers")
 
 
-def _example(spec, dtype: str, activation: str):
-    """The kernel's arguments for a representative problem; tf32 as torch's allow_tf32 makes it."""
+def _example(spec, dtype: str, activation: str, arch):
+    """The kernel's arguments for a representative problem; tf32 as torch's allow_tf32 makes it;
+    e4m3 tensors in the arch's native format (e4m3fnuz on gfx942, fused_mlp._arch)."""
     import torch
+
+    from .._arch import fp8_dtype_name
 
     allow = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
     try:
-        return spec.example(getattr(torch, _TORCH_DTYPES[dtype]), activation)
+        args, constexprs = spec.example(getattr(torch, _TORCH_DTYPES[dtype]), activation)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = allow
+    if arch.fp8_format not in (None, "e4m3fn"):
+        native = getattr(torch, fp8_dtype_name(arch))
+        args = tuple(torch.empty_like(a, dtype=native) if isinstance(a, torch.Tensor) and a.dtype == torch.float8_e4m3fn
+                     else a for a in args)
+    return args, constexprs
 
 
 def _cuobjdump() -> Path:
@@ -133,9 +148,9 @@ def _ptxas_summary_into(log: io.StringIO):
 
 def compile_task(task: Task) -> Record:
     from ..ops import KERNELS
+    from . import task_config
 
-    spec = KERNELS[task.kernel_index]
-    return compile_config(spec, spec.candidates[task.config_index], task.arch, task.dtype, task.activation,
+    return compile_config(KERNELS[task.kernel_index], task_config(task), task.arch, task.dtype, task.activation,
                           task.offered, task.not_offered_because)
 
 
@@ -149,34 +164,59 @@ def compile_config(spec, config, arch_name: str, dtype: str, activation: str, of
     arch = ARCHS[arch_name]
     record = Record(spec.name, spec.variant, arch.name, dtype, activation, config_dict(config), offered,
                     not_offered_because, triton.__version__)
-    args, constexprs = _example(spec, dtype, activation)
+    args, constexprs = _example(spec, dtype, activation, arch)
     start = time.perf_counter()
     ptxas_log = io.StringIO()
     try:
         with _ptxas_summary_into(ptxas_log):
             compiled = compile_for_gpu(spec.kernel.fn, args, {**constexprs, **config.all_kwargs()},
-                                       arch.capability)
+                                       "hip" if arch.vendor == "amd" else "cuda",
+                                       arch.name if arch.vendor == "amd" else arch.capability, arch.warp_size)
     except Exception as exc:  # the compiler's own message is the problem to report
         record.compile_seconds = time.perf_counter() - start
         first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         record.problem = f"does not compile: {first.strip()[:300]}"
         return record
     record.compile_seconds = time.perf_counter() - start
-    usage, record.sass_instructions = _read_cubin(compiled.asm["cubin"])
-    ptx = compiled.asm["ptx"]
-    record.tensor_core_ops = {"wgmma": ptx.count("wgmma.mma_async."), "mma": ptx.count("mma.sync.aligned.")}
-    record.tensor_core_instructions = sum(record.tensor_core_ops.values())
-    frame, registers = _PTXAS_FRAME.search(ptxas_log.getvalue()), _PTXAS_REGISTERS.search(ptxas_log.getvalue())
-    if frame is None or registers is None:
-        raise RuntimeError("ptxas printed no resource summary; is TRITON_DUMP_PTXAS_LOG honoured by this Triton?")
-    record.registers = int(registers.group(1))
-    record.stack_bytes, record.spill_bytes = int(frame.group(1)), int(frame.group(2))
-    record.shared_bytes = int(compiled.metadata.shared) + usage["static_shared"]
+    if arch.vendor == "amd":
+        _read_amd(record, compiled)
+    else:
+        _read_nvidia(record, compiled, ptxas_log.getvalue())
     found = problems(arch, dtype, config.kwargs, record.registers, record.spill_bytes, record.shared_bytes,
                      record.tensor_core_ops, spec.tensor_cores)
     record.ok = not found
     record.problem = "; ".join(found) or None
     return record
+
+
+def _read_nvidia(record: Record, compiled, ptxas_log: str) -> None:
+    """Registers and spills from ptxas -v, shared memory and SASS from the cubin, tensor-core ops from the PTX."""
+    usage, record.sass_instructions = _read_cubin(compiled.asm["cubin"])
+    ptx = compiled.asm["ptx"]
+    record.tensor_core_ops = {op: ptx.count(text) for op, text in _PTX_TENSOR_CORE_OPS.items()}
+    record.tensor_core_instructions = sum(record.tensor_core_ops.values())
+    used = Counter(_PTX_INSTRUCTION.findall(ptx)).most_common(1)
+    record.matrix_instruction = used[0][0] if used else None
+    frame, registers = _PTXAS_FRAME.search(ptxas_log), _PTXAS_REGISTERS.search(ptxas_log)
+    if frame is None or registers is None:
+        raise RuntimeError("ptxas printed no resource summary; is TRITON_DUMP_PTXAS_LOG honoured by this Triton?")
+    record.registers = int(registers.group(1))
+    record.stack_bytes, record.spill_bytes = int(frame.group(1)), int(frame.group(2))
+    record.shared_bytes = int(compiled.metadata.shared) + usage["static_shared"]
+
+
+def _read_amd(record: Record, compiled) -> None:
+    """Everything from the AMDGCN text: the kernel descriptor's metadata and the MFMAs in the code."""
+    found = read_amdgcn(compiled.asm["amdgcn"])
+    record.registers, record.sgpr_count, record.agpr_count = (found["vgpr_count"], found["sgpr_count"],
+                                                              found["agpr_count"])
+    record.spill_bytes = SPILL_BYTES_PER_REGISTER * (found["vgpr_spill_count"] + found["sgpr_spill_count"])
+    record.stack_bytes = found["private_segment_fixed_size"]
+    record.shared_bytes = max(found["group_segment_fixed_size"], int(compiled.metadata.shared))
+    record.tensor_core_ops = {"mfma": sum(found["mfma"].values())}
+    record.tensor_core_instructions = record.tensor_core_ops["mfma"]
+    record.matrix_instruction = max(found["mfma"], key=found["mfma"].get) if found["mfma"] else None
+    record.sass_instructions = found["instructions"]
 
 
 def worker_init() -> None:

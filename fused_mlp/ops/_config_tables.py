@@ -6,7 +6,7 @@ A tile list says what a kernel may be offered; an exclusion names a config the c
 arch and dtype, with the numbers. Update a reason whenever the kernel's code changes it.
 """
 
-from ._tuning import Exclusion
+from ._tuning import Exclusion, config_key, persistent_candidates
 
 EVERY_DTYPE = ("bf16", "fp16", "fp32", "tf32")
 BF16_FP16 = ("bf16", "fp16")
@@ -20,6 +20,8 @@ LINEAR_ACT_EXCLUDED = (
     Exclusion(("sm_90",), ("fp32",), (128, 128, 64, 8, 3), "spills in IEEE fp32 (156 B; 8 KB with Triton 3.6)"),
     Exclusion(("sm_90",), ("fp32",), (64, 128, 64, 4, 4), "spills in IEEE fp32 (16 B; 8 KB with Triton 3.6)"),
     Exclusion(("sm_90",), ("fp32",), (128, 128, 32, 8, 3), "spills in IEEE fp32 with int64 K offsets (12 B at 255 registers, Triton 3.9)"),
+    # Blackwell and AMD (Triton 3.9): what the first-config rule of an unmeasured arch met first
+    Exclusion(("sm_100",), BF16_FP16, (128, 256, 64, 8, 3), "spills with the erf-GELU epilogue on sm_100 (448 B at 255 registers)"),
 )
 
 # ---- gated_up ------------------------------------------------------------------------------------
@@ -33,6 +35,10 @@ GATED_UP_EXCLUDED = (
     Exclusion(("sm_90", "sm_80"), ("fp32",), (16, 64, 64, 4, 3), "spills in IEEE fp32 with Triton 3.9 (8-32 B)"),
     Exclusion(("sm_90",), ("tf32",), (16, 64, 64, 4, 3), "spills with Triton 3.9 (12 B)"),
     Exclusion(("sm_90",), BF16_FP16, (16, 64, 256, 4, 3), "spills (4-8 B)"),
+    Exclusion(("sm_120",), BF16_FP16, (128, 128, 32, 8, 3), "spills on sm_120 (172 B at 255 registers, Triton 3.9)"),
+    Exclusion(("sm_120",), BF16_FP16, (128, 128, 32, 8, 3, "tma", "sub2"), "spills on sm_120 (304 B, Triton 3.9)"),
+    Exclusion(("gfx950",), ("fp32",), (64, 128, 64, 4, 2, "wpe2", "nk16", "kp1"),
+              "spills in IEEE fp32 on gfx950 (644-684 B at 256 VGPRs, Triton 3.9)"),
     # the persistent variant (Triton 3.9): two 128x128 fp32 accumulators are all of one warpgroup's registers
     Exclusion(("sm_90",), BF16_FP16, (128, 128, 64, 4, 4, "tma", "sub2"),
               "spills with every epilogue (1.2 KB at 255 registers)"),
@@ -41,12 +47,19 @@ GATED_UP_EXCLUDED = (
     Exclusion(("sm_90",), BF16_FP16, (128, 128, 32, 8, 3), "spills storing G and U (44 B)", TRAINING_FORWARD),
     Exclusion(("sm_90",), ("tf32",), (128, 128, 32, 8, 3), "spills storing G and U in tf32 with Triton 3.6 (64 B)",
               TRAINING_FORWARD),
+    # sm_100, Triton 3.9: the persistent two-accumulator loop does not compile there, warp-specialized
+    # (VerifyWarpSpecializationPartitions) nor software-pipelined (TritonGPUHoistTMEMAlloc with the
+    # "none" epilogue), measured on 128x128x64 w8 s4; the tile variant runs there.
+    *(Exclusion(("sm_100",), EVERY_DTYPE, config_key(c),
+                "does not compile for sm_100 with Triton 3.9 (warp specialization fails to verify the "
+                "two-accumulator loop)") for c in persistent_candidates(operand_tiles=2)),
 )
 
 # ---- the backward GEMMs and elementwise passes (backward_gemm) ----------------------------------
 # The epilogue constexpr of backward_gemm's GEMM kernel, by name.
 BACKWARD_EPILOGUES = {"none": 0, "dact": 1, "dgated": 2}
 _NONE, _DACT, _DGATED = ((("EPILOGUE", BACKWARD_EPILOGUES[name]),) for name in ("none", "dact", "dgated"))
+_TWO_PRODUCTS = (("TWO_PRODUCTS", True),)  # dX of the gated MLP: dG @ Wg + dU @ Wu in one pass
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps): the forward's training-size tiles; no decode
 # tiles (the token count is M or K here, never 16). 128x256 and 128x128x32 tiles spill with every
@@ -75,6 +88,12 @@ BACKWARD_EXCLUDED = (
     Exclusion(("sm_90", "sm_80"), ("fp32",), (64, 64, 32, 4, 3),
               "spills in IEEE fp32 (dX 12-24 B on sm_90, dW 536 B on sm_80)", _NONE),
     Exclusion(("sm_90",), ("fp32",), (128, 128, 64, 8, 3), "spills in IEEE fp32 with Triton 3.6 (dX 12 B)", _NONE),
+    # Blackwell and AMD (Triton 3.9): dX of the gated MLP (two products) in IEEE fp32
+    Exclusion(("sm_120",), ("fp32",), (32, 64, 32, 4, 3), "spills in IEEE fp32 on sm_120 (dX gated 4 B)", _TWO_PRODUCTS),
+    Exclusion(("gfx950",), ("fp32",), (128, 128, 64, 8, 2, "wpe2", "nk16", "kp1"),
+              "spills in IEEE fp32 on gfx950 (dX gated 108 B)", _TWO_PRODUCTS),
+    Exclusion(("gfx950",), ("fp32",), (64, 128, 64, 4, 2, "wpe2", "nk16", "kp1"),
+              "spills in IEEE fp32 on gfx950 (dX gated 16 B)", _TWO_PRODUCTS),
 )
 PAIR_EXCLUDED = (
     Exclusion(("sm_90", "sm_80"), ("fp32",), (64, 64, 32, 4, 3), "spills in IEEE fp32 (16 B sm_90, 704-1160 B sm_80)"),
@@ -84,6 +103,9 @@ PAIR_EXCLUDED = (
     Exclusion(("sm_90",), ("tf32",), (16, 64, 64, 4, 3), "spills in tf32 with Triton 3.6 (4 B, recomputing G and U)"),
     Exclusion(("sm_90", "sm_80"), BF16_FP16, (32, 32, 32, 4, 3),
               "a tile for fp32; spills in bf16 with Triton 3.6 on sm_90 (4 B)"),
+    # dW and recompute share these rules (their launches have the same constexprs)
+    Exclusion(("gfx950",), ("fp32",), (64, 128, 64, 4, 2, "wpe2", "nk16", "kp1"),
+              "spills in IEEE fp32 on gfx950 recomputing G and U (764 B at 256 VGPRs, Triton 3.9)"),
 )
 # The dgated pass holds dH, G, U, dG and dU tiles: 64-row fp32 tiles spill (32-36 B, sm_90).
 ELEMENTWISE_EXCLUDED = tuple(

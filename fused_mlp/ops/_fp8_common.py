@@ -91,7 +91,7 @@ def persistent_candidates() -> list[triton.Config]:
 
 def held_back_persistent() -> tuple[Exclusion, ...]:
     """The persistent candidates past W8A8_PERSISTENT_OFFERED, as exclusions (not offered, why)."""
-    return tuple(Exclusion(("sm_90",), ("fp8",), config_key(c), HELD_BACK)
+    return tuple(Exclusion(("sm_90",), ("fp8",), config_key(c), HELD_BACK, policy=True)
                  for c in persistent_candidates()[W8A8_PERSISTENT_OFFERED:])
 
 

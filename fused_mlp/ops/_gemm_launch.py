@@ -4,7 +4,7 @@ and a way for tests to force one config past the autotuner.
 Each GEMM kernel holds two variants behind one autotuner, told apart by the config's PERSISTENT
 constexpr: the tile variant (one program per output tile, pointer loads; any strides, any GPU)
 and the persistent variant (one program per SM looping over tiles, TMA through tensor
-descriptors; sm_90 and newer). The autotuner times both per autotune key and keeps the faster;
+descriptors; NVIDIA sm_90 and newer, not AMD). The autotuner times both per autotune key and keeps the faster;
 the persistent one is offered only when every tensor it reads or writes through TMA qualifies.
 """
 
@@ -17,8 +17,9 @@ import functools
 import torch
 import triton
 
+from .._arch import device_arch
 from .._triton_compat import INTERPRETER, ensure_allocator
-from ._tuning import INTERPRETER_CONFIGS, TMA_MIN_CAPABILITY, is_persistent
+from ._tuning import INTERPRETER_CONFIGS, is_persistent
 
 # Under the interpreter a few "SMs", so that each persistent program walks several tiles in the tests.
 INTERPRETER_SMS = 3
@@ -53,8 +54,8 @@ def num_sms(device: torch.device) -> int:
 
 @functools.cache
 def _cuda_has_tma(index: int) -> bool:
-    major, minor = torch.cuda.get_device_capability(index)
-    return 10 * major + minor >= TMA_MIN_CAPABILITY
+    # by the architecture, not the capability: ROCm reports 9.4 for an MI300, which has no TMA
+    return device_arch(torch.device("cuda", index)).tma
 
 
 def _has_tma(device: torch.device) -> bool:

@@ -3,6 +3,7 @@
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .._arch import ARCHS, Arch
 from ._tuning import Exclusion
 
 # The compile check's representative GEMM problem: a Llama-3-8B MLP at prefill (8192 tokens,
@@ -25,8 +26,9 @@ class KernelSpec:
     excluded: tuple[Exclusion, ...] = ()  # configs the compile check measured breaking a rule
     # the dtypes it is launched with ("fp32" = IEEE dot, "tf32" = fp32 with a TF32 dot)
     dtypes: tuple[str, ...] = field(default=("bf16", "fp16", "fp32", "tf32"))
-    # the architectures it runs on (the persistent GEMM variant needs TMA: sm_90 and newer)
-    archs: tuple[str, ...] = ("sm_90", "sm_80")
+    # what an architecture must have for it to run there: "tma" (the persistent GEMM variant:
+    # NVIDIA sm_90 and newer), "fp8" (the W8A8 kernels: FP8 tensor cores); see unavailable_because
+    needs: tuple[str, ...] = ()
     # the variant of the same kernel whose every-activation compile covers this one's epilogue
     # code (the narrow MLP's widths differ by a constexpr only); None: check every activation
     epilogue_covered_by: str | None = None
@@ -38,3 +40,20 @@ class KernelSpec:
     # True for a forward kernel's training form (STORE_PRE: it also stores the pre-activations
     # the backward reads): its own autotune choice, so the plan compiles its configs apart
     training_forward: bool = False
+
+    @property
+    def archs(self) -> tuple[str, ...]:
+        """The checked architectures it runs on."""
+        return tuple(name for name, arch in ARCHS.items() if unavailable_because(self, arch) is None)
+
+
+def unavailable_because(spec: KernelSpec, arch: Arch) -> str | None:
+    """Why `spec` does not run on `arch` at all (the compile check lists it with this), or None."""
+    if "tma" in spec.needs and not arch.tma:
+        if arch.vendor == "amd":
+            return (f"needs TMA (tensor descriptors through a copy engine); {arch.name} (AMD Instinct) has none, "
+                    "its tensor descriptors lower to plain loads: the tile variant runs there")
+        return f"needs TMA, which {arch.name} does not have: the tile variant runs there"
+    if "fp8" in spec.needs and arch.fp8_format is None:
+        return f"needs FP8 tensor cores, which {arch.name} does not have: W8A16 runs there"
+    return None

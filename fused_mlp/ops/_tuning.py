@@ -3,18 +3,19 @@
 A candidate is offered for an architecture and dtype unless its estimated shared memory exceeds
 what a block may use there, or the compile check measured it breaking a rule there (the kernel's
 exclusions: spills, no tensor cores). `python -m fused_mlp.aot` compiles every offered config for
-sm_90 and sm_80 and fails when one of them breaks a rule, so the exclusions and the estimates stay
+each architecture (fused_mlp._arch) and fails when one of them breaks a rule, so the exclusions and the estimates stay
 honest; at run time the autotuner only benchmarks what is offered on the device it runs on.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import triton
 
-from .._arch import Arch, tuning_arch
+from .._arch import Arch, device_arch
 from .._triton_compat import INTERPRETER
 
 # The tile variant (tutorial 03: one program per output tile, pointer loads).
@@ -68,9 +69,14 @@ class Exclusion:
     key: tuple  # config_key
     why: str
     constexprs: tuple[tuple[str, object], ...] = ()  # only for launches with these, e.g. (("WIDTH", 128),)
+    # a choice (held back from the autotuner), not a measured failure: an arch pruned like these
+    # archs (Arch.pruned_like) does not inherit it
+    policy: bool = False
 
-    def applies(self, arch: str, dtype: str, key: tuple, constexprs: dict) -> bool:
-        return (key == self.key and arch in self.archs and dtype in self.dtypes
+    def applies(self, arch: str | tuple[str, ...], dtype: str, key: tuple, constexprs: dict) -> bool:
+        """For `arch` (a name, or the names an arch is pruned as), `dtype`, config `key` and a launch's constexprs."""
+        names = (arch,) if isinstance(arch, str) else arch
+        return (key == self.key and any(a in self.archs for a in names) and dtype in self.dtypes
                 and all(constexprs.get(name) == value for name, value in self.constexprs))
 
 
@@ -79,12 +85,19 @@ def is_persistent(config) -> bool:
     return bool(getattr(config, "kwargs", config).get("PERSISTENT", False))
 
 
+# The AMD backend's knobs, as the label shows them: waves per EU (occupancy the register
+# allocator aims for), the MFMA's non-K dimension (16: 16x16 MFMAs), kpack (K elements per LDS read).
+AMD_KNOBS = {"waves_per_eu": "wpe", "matrix_instr_nonkdim": "nk", "kpack": "kp"}
+
+
 def variant_flags(kwargs: dict) -> tuple[str, ...]:
-    """What tells a persistent config apart beyond its tile: ("tma", "sub2") or ("tma",); () for a tile config."""
-    if not kwargs.get("PERSISTENT", False):
-        return ()
-    subtile = kwargs.get("EPILOGUE_SUBTILE", 1)
-    return ("tma",) + ((f"sub{subtile}",) if subtile > 1 else ())
+    """What tells a config apart beyond its tile: the persistent variant's ("tma", "sub2") or
+    ("tma",), then an AMD config's knobs ("wpe2", "nk16", "kp2"); () for an NVIDIA tile config."""
+    flags = ()
+    if kwargs.get("PERSISTENT", False):
+        subtile = kwargs.get("EPILOGUE_SUBTILE", 1)
+        flags = ("tma",) + ((f"sub{subtile}",) if subtile > 1 else ())
+    return flags + tuple(f"{short}{kwargs[knob]}" for knob, short in AMD_KNOBS.items() if knob in kwargs)
 
 
 def config_key(config: triton.Config) -> tuple:
@@ -148,22 +161,72 @@ def gemm_shared_bytes(operand_tiles: int) -> SharedEstimate:
 
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4, "tf32": 4, "fp8": 1}  # fp8: e4m3 (the FP8 kernels)
-TMA_MIN_CAPABILITY = 90  # tensor descriptors (TMA) arrived with Hopper
+
+# AMD (Triton's stream pipeliner): two LDS stages is its GEMM default; more only multiply LDS.
+AMD_NUM_STAGES = 2
+AMD_WAVES_PER_EU = 2  # ROCm's Triton GEMM tuning starts from 2 waves per EU on MI300
+AMD_MATRIX_NONKDIM = 16  # 16x16 MFMAs: the decode tiles (16 rows) need them, and they fit 64 KB of LDS
+# kpack 2 doubles the K elements per LDS read on gfx942; from gfx950 on the backend forces it to 1
+# (and warns), so it is 1 there.
+AMD_KPACK = {"gfx942": 2}
+
+
+def for_arch(config: triton.Config, arch: Arch) -> triton.Config:
+    """`config` in the form `arch`'s backend compiles: itself on NVIDIA; on AMD the same tile
+    and warps with the AMD knobs and its stage count (a knob an NVIDIA compile would refuse)."""
+    if arch.vendor != "amd":
+        return config
+    knobs = {"waves_per_eu": AMD_WAVES_PER_EU, "matrix_instr_nonkdim": AMD_MATRIX_NONKDIM,
+             "kpack": AMD_KPACK.get(arch.name, 1)}
+    return triton.Config({**config.kwargs, **knobs}, num_warps=config.num_warps,
+                         num_stages=min(config.num_stages, AMD_NUM_STAGES))
 
 
 def not_offered_because(config: triton.Config, arch: Arch, dtype: str, constexprs: dict,
                         shared_estimate: SharedEstimate, excluded: tuple[Exclusion, ...]) -> str | None:
-    """Why `config` is not offered on `arch` for `dtype` (and the launch's constexprs), or None."""
-    if is_persistent(config) and arch.capability < TMA_MIN_CAPABILITY:
+    """Why `config` (in `arch`'s form, see for_arch) is not offered on `arch` for `dtype` (and
+    the launch's constexprs), or None. The unmeasured archs' first-config rule is offered_on's."""
+    if is_persistent(config) and not arch.tma:
+        if arch.vendor == "amd":
+            return (f"the persistent variant loads through TMA; {arch.name} (AMD Instinct) has no TMA engine, "
+                    "its tensor descriptors lower to plain loads")
         return f"the persistent variant loads through TMA, which {arch.name} does not have"
+    if dtype == "tf32" and not arch.tf32:
+        return f"{arch.name} has no TF32 dot: fp32 runs the IEEE dot there"
+    if dtype == "fp8" and arch.fp8_format is None:
+        return f"{arch.name} has no FP8 tensor cores"
     needed = shared_estimate(config, DTYPE_BYTES[dtype], constexprs)
     if needed > arch.shared_bytes_per_block:
-        return (f"needs ~{needed // 1024} KB of shared memory; {arch.name} allows "
+        memory = "LDS" if arch.vendor == "amd" else "shared memory"
+        return (f"needs ~{needed // 1024} KB of {memory}; {arch.name} allows "
                 f"{arch.shared_bytes_per_block // 1024} KB per block")
     if is_persistent(config) and dtype not in PERSISTENT_DTYPES + PERSISTENT_FP8_DTYPES:
         return "persistent variant in IEEE fp32: spills or overflows shared memory (every candidate, measured)"
-    key, tuned_as = config_key(config), tuning_arch(arch.capability).name
-    return next((rule.why for rule in excluded if rule.applies(tuned_as, dtype, key, constexprs)), None)
+    key = config_key(config)
+    own = next((rule.why for rule in excluded if rule.applies(arch.name, dtype, key, constexprs)), None)
+    if own is not None or not arch.pruned_like:
+        return own
+    like = next((rule for rule in excluded if not rule.policy and rule.applies(arch.pruned_like, dtype, key, constexprs)),
+                None)
+    return like and f"{like.why} (measured on {'/'.join(like.archs)}; {arch.name} is pruned like it until measured)"
+
+
+def unmeasured_because(arch: Arch) -> str:
+    return (f"{arch.name} is not measured config by config yet: the first fitting config of each variant "
+            "stands for it (python -m fused_mlp.aot --candidates compiles the rest)")
+
+
+def offered_on(configs: list[triton.Config], arch: Arch, dtype: str, constexprs: dict,
+               shared_estimate: SharedEstimate, excluded: tuple[Exclusion, ...]) -> list[str | None]:
+    """not_offered_because for each config (each in `arch`'s form), and on an unmeasured arch
+    every fitting config after the first of its variant (tile or persistent) not offered either."""
+    reasons = [not_offered_because(c, arch, dtype, constexprs, shared_estimate, excluded) for c in configs]
+    if not arch.measured:
+        first = {}
+        for i, (config, reason) in enumerate(zip(configs, reasons)):
+            if reason is None and first.setdefault(is_persistent(config), i) != i:
+                reasons[i] = unmeasured_because(arch)
+    return reasons
 
 
 def dtype_label(tensor, constexprs: dict) -> str:
@@ -171,28 +234,31 @@ def dtype_label(tensor, constexprs: dict) -> str:
     import torch
 
     name = {torch.bfloat16: "bf16", torch.float16: "fp16", torch.float32: "fp32",
-            torch.float8_e4m3fn: "fp8"}[tensor.dtype]
+            torch.float8_e4m3fn: "fp8", torch.float8_e4m3fnuz: "fp8"}[tensor.dtype]
     return "tf32" if name == "fp32" and constexprs.get("INPUT_PRECISION") == "tf32" else name
 
 
 def device_pruner(shared_estimate: SharedEstimate, tensor_arg: str, excluded: tuple[Exclusion, ...] = ()):
-    """An `early_config_prune` hook: keeps the configs offered on the device the call runs on, by
-    its own shared-memory limit and the exclusions of the architecture it is tuned as; persistent
-    (TMA) configs only when the launch's tensors qualify for TMA (its TMA_OK constexpr)."""
+    """An `early_config_prune` hook: keeps the configs offered on the device the call runs on (in
+    its backend's form, for_arch), by its own shared-memory limit and the rules of the checked
+    architecture it follows (fused_mlp._arch.device_arch); persistent (TMA) configs only when the
+    launch's tensors qualify for TMA (its TMA_OK constexpr)."""
     def prune(configs, named_args, **constexprs):
         if INTERPRETER:
             return configs
         import torch
 
         t = named_args[tensor_arg]
-        major, minor = torch.cuda.get_device_capability(t.device)
-        capability = 10 * major + minor
-        props = torch.cuda.get_device_properties(t.device)
-        arch = Arch(f"sm_{capability}", capability, props.shared_memory_per_block_optin,
-                    tuning_arch(capability).tensor_core_op)
+        arch = device_arch(t.device)
+        if arch.vendor == "nvidia":  # the device's own limit (an sm_86 has less than the sm_80 it follows)
+            own = torch.cuda.get_device_properties(t.device).shared_memory_per_block_optin
+            arch = dataclasses.replace(arch, shared_bytes_per_block=own)
         dtype = dtype_label(t, constexprs)
-        kept = [c for c in configs if not_offered_because(c, arch, dtype, constexprs, shared_estimate, excluded) is None
-                and (constexprs.get("TMA_OK", False) or not is_persistent(c))]
+        if not constexprs.get("TMA_OK", False):
+            configs = [c for c in configs if not is_persistent(c)]
+        configs = [for_arch(c, arch) for c in configs]
+        reasons = offered_on(configs, arch, dtype, constexprs, shared_estimate, excluded)
+        kept = [c for c, reason in zip(configs, reasons) if reason is None]
         if not kept:
             raise RuntimeError(f"no autotune config of this kernel is offered for {dtype} on {arch.name} "
                                f"({arch.shared_bytes_per_block // 1024} KB of shared memory per block)")

@@ -22,7 +22,14 @@ from ._tuning import Exclusion, device_pruner
 _SHARED = fp8.shared_bytes(operand_tiles=1)
 # Measured with python -m fused_mlp.aot --candidates (see docs/fp8.md): every
 # candidate compiles clean; the persistent ones past the first are held back (see _fp8_common).
-_EXCLUDED: tuple[Exclusion, ...] = fp8.held_back_persistent()
+_EXCLUDED: tuple[Exclusion, ...] = fp8.held_back_persistent() + (
+    Exclusion(("gfx950",), ("bf16", "fp16"), (16, 64, 256, 4, 2, "wpe2", "nk16", "kp1"),
+              "W8A16 spills on gfx950 (24 B at 173 VGPRs, Triton 3.9)"),
+    Exclusion(("gfx950",), ("bf16", "fp16"), (16, 32, 256, 4, 2, "wpe2", "nk16", "kp1"),
+              "W8A16 spills on gfx950 (80 B at 222 VGPRs, Triton 3.9)"),
+    Exclusion(("gfx950",), ("bf16", "fp16"), (16, 128, 128, 4, 2, "wpe2", "nk16", "kp1"),
+              "W8A16 spills on gfx950 (24 B at 160 VGPRs, Triton 3.9)"),
+)
 
 
 @triton.jit
@@ -248,9 +255,9 @@ def _compile_example(form: str):
 
 KERNELS = (
     KernelSpec("linear_act_fp8", "w8a8", _KERNELS["w8a8"], fp8.candidates("w8a8"), _compile_example("w8a8"),
-               _SHARED, _EXCLUDED, dtypes=("fp8",), archs=("sm_90",)),
+               _SHARED, _EXCLUDED, dtypes=("fp8",), needs=("fp8",)),
     KernelSpec("linear_act_fp8", "w8a8-persistent", _KERNELS["w8a8"], fp8.persistent_candidates(),
-               _compile_example("w8a8"), _SHARED, _EXCLUDED, dtypes=("fp8",), archs=("sm_90",)),
+               _compile_example("w8a8"), _SHARED, _EXCLUDED, dtypes=("fp8",), needs=("tma", "fp8")),
     KernelSpec("linear_act_fp8", "w8a16", _KERNELS["w8a16"], fp8.candidates("w8a16"), _compile_example("w8a16"),
                _SHARED, _EXCLUDED, dtypes=("bf16", "fp16")),
 )

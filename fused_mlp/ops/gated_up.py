@@ -315,10 +315,10 @@ KERNELS = (
     KernelSpec("gated_up", "tile", _gated_up_kernel, gemm_candidates(operand_tiles=2), _compile_example,
                _SHARED, _EXCLUDED),
     KernelSpec("gated_up", "persistent", _gated_up_kernel, persistent_candidates(operand_tiles=2), _compile_example,
-               _SHARED, _EXCLUDED, dtypes=PERSISTENT_DTYPES, archs=("sm_90",)),
+               _SHARED, _EXCLUDED, dtypes=PERSISTENT_DTYPES, needs=("tma",)),
     KernelSpec("gated_up", "tile-train", _gated_up_kernel, gemm_candidates(operand_tiles=2), _training_example,
                _SHARED, _EXCLUDED, epilogue_covered_by="tile", training_forward=True),
     KernelSpec("gated_up", "persistent-train", _gated_up_kernel, persistent_candidates(operand_tiles=2),
-               _training_example, _SHARED, _EXCLUDED, dtypes=PERSISTENT_DTYPES, archs=("sm_90",),
+               _training_example, _SHARED, _EXCLUDED, dtypes=PERSISTENT_DTYPES, needs=("tma",),
                epilogue_covered_by="persistent", training_forward=True),
 )

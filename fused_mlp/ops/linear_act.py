@@ -275,10 +275,10 @@ _STORES_Z = tuple(a for a in ACTIVATIONS if a != "none")
 KERNELS = (
     KernelSpec("linear_act", "tile", _linear_act_kernel, gemm_candidates(), _compile_example, _SHARED, _EXCLUDED),
     KernelSpec("linear_act", "persistent", _linear_act_kernel, persistent_candidates(), _compile_example, _SHARED,
-               _EXCLUDED, dtypes=PERSISTENT_DTYPES, archs=("sm_90",)),
+               _EXCLUDED, dtypes=PERSISTENT_DTYPES, needs=("tma",)),
     KernelSpec("linear_act", "tile-train", _linear_act_kernel, gemm_candidates(), _training_example, _SHARED,
                _EXCLUDED, epilogue_covered_by="tile", activations=_STORES_Z, training_forward=True),
     KernelSpec("linear_act", "persistent-train", _linear_act_kernel, persistent_candidates(), _training_example,
-               _SHARED, _EXCLUDED, dtypes=PERSISTENT_DTYPES, archs=("sm_90",), epilogue_covered_by="persistent",
+               _SHARED, _EXCLUDED, dtypes=PERSISTENT_DTYPES, needs=("tma",), epilogue_covered_by="persistent",
                activations=_STORES_Z, training_forward=True),
 )

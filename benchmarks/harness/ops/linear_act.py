@@ -1,7 +1,8 @@
 """linear_act: act(x @ W.T + b), one GEMM with the bias and activation in its epilogue.
 
 Peers: eager (F.linear, then the activation: 2 kernels), torch.compile, and cuBLASLt's own
-bias+activation epilogue (torch._addmm_activation; CUDA only, ReLU and tanh-GELU only; it
+bias+activation epilogue (torch._addmm_activation; CUDA only, on ROCm hipBLASLt's where torch
+uses it; ReLU and tanh-GELU only; it
 trains only where torch's autograd has a formula for it, which the peer probes).
 """
 
@@ -36,6 +37,24 @@ def cublaslt_unavailable(case: Case, device: str) -> str | None:
         return f"cublaslt has no {case.activation} epilogue (only {sorted(CUBLASLT_ACTIVATIONS)})"
     if device != "cuda":
         return "cublaslt needs a CUDA device"
+    return hipblaslt_missing()
+
+
+@functools.cache
+def hipblaslt_missing() -> str | None:
+    """On a ROCm build of torch the peer is hipBLASLt's bias+activation epilogue, which
+    torch._addmm_activation reaches only with hipBLASLt as torch's BLAS library (ATen's addmm
+    takes its Lt path on ROCm only then); otherwise rocBLAS and a separate activation run, which
+    is not this peer. None on CUDA (cuBLASLt) and where hipBLASLt is reached."""
+    import torch
+
+    if not torch.version.hip:
+        return None
+    backend = torch.backends.cuda.preferred_blas_library()
+    if backend != torch._C._BlasBackend.Cublaslt:
+        return (f"cublaslt on ROCm is hipBLASLt's epilogue, and torch's BLAS library here is {backend.name} "
+                "(torch.backends.cuda.preferred_blas_library()): torch._addmm_activation would run rocBLAS "
+                "and a separate activation, not the peer")
     return None
 
 

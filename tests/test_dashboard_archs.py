@@ -1,0 +1,81 @@
+"""The Kernels page across architectures: one config's registers, spills, shared memory and
+instructions on H200 (sm_90), B200 (sm_100), RTX 50 (sm_120) and MI300 (gfx942) side by side, on a
+generated history of one compile-metrics machine per architecture."""
+
+import pytest
+
+from dashboard import static_metrics
+from dashboard.app import render_page
+from dashboard.load_data import build_data
+from dashboard.model import ResultsStore
+from dashboard.pages import discover_pages, kernels
+from tests.asv_fixtures import SeriesSpec, write_history
+from tests.test_dashboard import texts
+
+NVIDIA, AMD = "linear_act/tile 128x128x64 w8 s3", "linear_act/tile 128x128x64 w8 s2 wpe2 nk16 kp2"
+# machine -> (its label of the config, registers, spill bytes, shared bytes, instructions)
+MACHINES = {
+    "compile-sm_90-triton-3.6.0": (NVIDIA, 160, 0, 99328, 3100),
+    "compile-sm_100-triton-3.6.0": (NVIDIA, 157, 0, 99344, 3048),
+    "compile-sm_120-triton-3.6.0": (NVIDIA, 174, 24, 66560, 2904),
+    "compile-gfx942-triton-3.6.0": (AMD, 110, 0, 32768, 2408),
+}
+N_COMMITS = 3
+
+
+def _series(label: str, values) -> list[SeriesSpec]:
+    """Every machine has both labels (one suite list): its own with values, the other skipped."""
+    out = []
+    for metric, value in zip(static_metrics.METRICS, values):
+        unit = {"registers": "registers", "B": "bytes", "KiB": "bytes", "instructions": "instructions"}[metric.shown_unit]
+        for config in (NVIDIA, AMD):
+            mine = config == label
+            out.append(SeriesSpec(static_metrics.BENCHMARK_PREFIX + metric.key, (config, "bf16"), ("kernel_config", "dtype"),
+                                  unit, base=float(value) if mine else 1.0, run_noise=0.0, sample_noise=0.0,
+                                  skip_prob=0.0 if mine else 1.0))
+    return out
+
+
+@pytest.fixture(scope="module")
+def four_archs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("archs") / "results"
+    for machine, (label, *values) in MACHINES.items():
+        write_history(root, _series(label, values), N_COMMITS, seed=5, machine=machine,
+                      env_name="existing-py_opt_triton-3.6.0_bin_python", n_samples=1, warmup_outlier_prob=0.0,
+                      machine_params={"triton": "3.6.0", "gpu": "none"}, merge_benchmarks=True)
+    return root
+
+
+def test_one_config_is_shown_on_the_four_architectures_side_by_side(four_archs):
+    data = build_data(four_archs)
+    choices = kernels.config_choices(data)
+    assert choices == ["linear_act/tile 128x128x64 w8"]  # the NVIDIA and AMD forms are one config
+    records, columns = kernels.across_architectures(data, choices[0], "bf16")
+    assert [c["name"] for c in columns] == ["", "H200 (sm_90)", "B200 (sm_100)", "RTX 50 (sm_120)", "MI300 (gfx942)"]
+    rows = {r["what"]: r for r in records}
+    assert {a: rows["Registers per thread"][a] for a in ("sm_90", "sm_100", "sm_120", "gfx942")} == \
+        {"sm_90": 160, "sm_100": 157, "sm_120": 174, "gfx942": 110}
+    assert rows["config"]["gfx942"] == "128x128x64 w8 s2 wpe2 nk16 kp2" and rows["config"]["sm_90"] == "128x128x64 w8 s3"
+    assert rows["Spill bytes per thread (B)"]["sm_120"] == 24 and rows["Spill bytes per thread (B)"]["sm_90"] == 0
+    assert rows["Shared memory per block (KiB)"]["gfx942"] == 32
+
+
+def test_a_config_no_architecture_compiled_gives_an_empty_table(four_archs):
+    data = build_data(four_archs)
+    records, columns = kernels.across_architectures(data, "gated_up/tile 64x64x32 w4", "bf16")
+    assert columns == [{"name": "", "id": "what"}] and all(set(r) == {"what"} for r in records)
+
+
+def test_the_kernels_page_offers_the_comparison(four_archs):
+    store = ResultsStore(four_archs, detect_in_background=False)
+    page = render_page(store, discover_pages(), "/kernels", "")
+    store.close()
+    assert "Across architectures" in texts(page)
+    assert "value='linear_act/tile 128x128x64 w8'" in repr(page)  # the config dropdown opens on it
+
+
+@pytest.mark.parametrize("machine, column", [("compile-gfx950-triton-3.6.0", "MI355X (gfx950)"),
+                                             ("compile-sm_90-triton-3.6.0", "H200 (sm_90)"),
+                                             ("h200-a-gpu0", None), ("compile-sm_75-triton-3.6.0", None)])
+def test_a_machine_name_says_its_architecture(machine, column):
+    assert static_metrics.arch_column(machine) == column
