@@ -153,20 +153,28 @@ def save_profile_pass(grid_name: str, machine: str, save_dir: str, device: str, 
     if path.exists() and not force:
         raise SystemExit(f"{path} exists; pass --force to replace it")
     trace_dir = path.parent / commit if traces else None
-    os.environ[GRID_ENV] = grid_name  # the grid's own rules (grids.left_out) say what its pass runs, as in its asv run
     entries = []
-    for family_cases in grid(grid_name).values():
-        for case in family_cases:
-            seconds: dict[str, float] = {}  # what the GPU session's time model reads (session_cost, measured_inputs)
-            for impl, summary in profile_case(case, implementations.names(case.op), device, trace_dir, seconds).items():
-                entry = {"case": case.key, "impl": impl, **({"seconds": seconds[impl]} if impl in seconds else {})}
-                if isinstance(summary, str):
-                    entry["skipped"] = summary
-                else:
-                    if summary.trace:
-                        summary = dataclasses.replace(summary, trace=os.path.relpath(summary.trace, save_dir))
-                    entry["summary"] = summary.to_dict()
-                entries.append(entry)
+    before = os.environ.get(GRID_ENV)
+    os.environ[GRID_ENV] = grid_name  # the grid's own rules (grids.left_out) say what its pass runs, as in its asv run
+    try:
+        for family_cases in grid(grid_name).values():
+            for case in family_cases:
+                seconds: dict[str, float] = {}  # what the GPU session's time model reads (session_cost)
+                for impl, summary in profile_case(case, implementations.names(case.op), device, trace_dir,
+                                                  seconds).items():
+                    entry = {"case": case.key, "impl": impl, **({"seconds": seconds[impl]} if impl in seconds else {})}
+                    if isinstance(summary, str):
+                        entry["skipped"] = summary
+                    else:
+                        if summary.trace:
+                            summary = dataclasses.replace(summary, trace=os.path.relpath(summary.trace, save_dir))
+                        entry["summary"] = summary.to_dict()
+                    entries.append(entry)
+    finally:
+        if before is None:
+            os.environ.pop(GRID_ENV, None)
+        else:
+            os.environ[GRID_ENV] = before
     doc = {"version": 1, "machine": machine, "commit_hash": commit,
            "date": int(_git("log", "-1", "--format=%at", commit)) * 1000, "grid": grid_name,
            "machine_info": machine_identity(), "profiles": entries}
