@@ -73,7 +73,7 @@ CALL_SHARE = 0.8  # what a call's modelled work may fill of it: the rest is the 
 
 def session_stages(path: Path = SESSION) -> dict[str, int]:
     """{stage: cap seconds} in session.sh's order (its `stage NAME CAP MIN ...` lines)."""
-    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^stage (\w+) (\d+) \d+ ", path.read_text(), re.M)}
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^\s*stage (\w+) (\d+) \d+ ", path.read_text(), re.M)}
 
 
 def _regexes(text: str) -> list[str]:
