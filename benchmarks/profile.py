@@ -87,18 +87,21 @@ def _is_out_of_memory(exc: BaseException) -> bool:
 def profile_case(case: Case, impls: list[str], device: str, trace_dir: str | None = None,
                  seconds: dict[str, float] | None = None) -> dict[str, ProfileSummary | str]:
     """impl -> its summary, or the reason it was not profiled; `seconds`, where given, gets each
-    profiled impl's wall time (its inputs, torch.compile or autotuning, the profiled call)."""
+    impl's wall time (the check whether it runs here, which may import its library, then its
+    inputs, torch.compile or autotuning and the profiled call)."""
     out: dict[str, ProfileSummary | str] = {}
     inputs = None
     implementations.reset_compiled()  # a fresh graph per case: a pass over a grid must not hit the recompile limit
     for impl in impls:
+        start = time.perf_counter()
         reason = implementations.unavailable_reason(case, impl, device)
         if impl == "fused" and device == "cpu":
             reason = "the Triton kernels are profiled on CUDA only"
         if reason:
             out[impl] = reason
+            if seconds is not None:
+                seconds[impl] = time.perf_counter() - start
             continue
-        start = time.perf_counter()
         if inputs is None:
             inputs = make_inputs(case, device)
         trace = str(Path(trace_dir) / f"{case.key.replace(' ', '_')}-{impl}.json.gz") if trace_dir else None

@@ -52,6 +52,7 @@ CONSTANTS = {
                                   "with torch's, triton's and numpy's files out of the page cache (posix_fadvise), less "
                                   "a warm one; the CPU build is 1.8 GB, the runner's CUDA build more: setup's measured "
                                   "check_python_s in stages.tsv says what it costs there"),
+    "profile_module_s": (1.0, "assumed: benchmarks.profile's own imports beyond torch (the harness, torch.profiler)"),
     "machine_identity_s": (1.0, "assumed: benchmarks.profile's machine_identity (nvidia-smi for the driver)"),
 }
 
@@ -168,7 +169,9 @@ def model(grid: str, constants: dict[str, float], durations: dict[str, float] | 
     else:
         what, pass_seconds = "  the profiled calls, as the pass recorded them (each entry's seconds)", profile_seconds or 0.0
     stages["profile"] = [Item("benchmarks.profile: Python, torch", 1, c["python_s"] + c["import_torch_s"]),
-                         Item("  git rev-parse HEAD, git log (the commit's date)", 2, c["git_s"]),
+                         Item("  its own imports (the harness, torch.profiler)", 1, c["profile_module_s"]),
+                         Item("  git status (uncommitted changes), rev-parse HEAD, log (the commit's date)", 3,
+                              c["git_s"]),
                          Item("  machine_identity", 1, c["machine_identity_s"]),
                          Item(what, 1, pass_seconds)]
     return stages

@@ -103,6 +103,8 @@ def main(argv=None) -> int:
             "register_s": median([py, "-m", "benchmarks.harness.environment", "--machine", "constants"],
                                  args.repeat, env) - python_s,
             "run_module_s": median([py, "-c", "import benchmarks.run"], args.repeat) - python_s,
+            "profile_module_s": max(0.0, median([py, "-c", "import benchmarks.profile"], args.repeat)
+                                    - median([py, "-c", "import torch"], args.repeat)),  # noise can make it negative
             "snapshot_s": median([py, "-m", "benchmarks.harness.runner_state"], args.repeat) - python_s,
             "git_s": median(["git", "-C", str(REPO), "rev-parse", "HEAD"], args.repeat),
             "machine_identity_s": max(0.0, median([py, "-c", "import torch, benchmarks.harness.environment as e; "
