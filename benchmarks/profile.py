@@ -157,6 +157,7 @@ def save_profile_pass(grid_name: str, machine: str, save_dir: str, device: str, 
         raise SystemExit(f"{path} exists; pass --force to replace it")
     trace_dir = path.parent / commit if traces else None
     entries = []
+    started = time.perf_counter()
     before = os.environ.get(GRID_ENV)
     os.environ[GRID_ENV] = grid_name  # the grid's own rules (grids.left_out) say what its pass runs, as in its asv run
     try:
@@ -180,7 +181,8 @@ def save_profile_pass(grid_name: str, machine: str, save_dir: str, device: str, 
             os.environ[GRID_ENV] = before
     doc = {"version": 1, "machine": machine, "commit_hash": commit,
            "date": int(_git("log", "-1", "--format=%at", commit)) * 1000, "grid": grid_name,
-           "machine_info": machine_identity(), "profiles": entries}
+           "machine_info": machine_identity(), "profiles": entries,
+           "seconds": time.perf_counter() - started}  # the whole pass (the GPU session's time model reads it)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(doc, indent=1))

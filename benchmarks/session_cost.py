@@ -167,7 +167,7 @@ def model(grid: str, constants: dict[str, float], durations: dict[str, float] | 
                 f"{profiled.max_autotune_gemms} max-autotune shapes (suite_cost.profile_pass)")
         pass_seconds = profiled.seconds
     else:
-        what, pass_seconds = "  the profiled calls, as the pass recorded them (each entry's seconds)", profile_seconds or 0.0
+        what, pass_seconds = "  the pass, as it recorded itself (its seconds)", profile_seconds or 0.0
     stages["profile"] = [Item("benchmarks.profile: Python, torch", 1, c["python_s"] + c["import_torch_s"]),
                          Item("  its own imports (the harness, torch.profiler)", 1, c["profile_module_s"]),
                          Item("  git status (uncommitted changes), rev-parse HEAD, log (the commit's date)", 3,
@@ -178,12 +178,16 @@ def model(grid: str, constants: dict[str, float], durations: dict[str, float] | 
 
 
 def profile_durations(folder: Path) -> float:
-    """Seconds the profile passes under `folder` (results/profiles/<machine>/<commit>.json) recorded."""
+    """Seconds the profile passes under `folder` (results/profiles/<machine>/<commit>.json) recorded:
+    each pass's own, else (a pass from before they were recorded) the sum of its entries'."""
     total = 0.0
     for path in sorted(Path(folder).glob("*/*.json")):
         doc, reason = read_json(path, Path(folder))
         if reason is not None or not isinstance(doc, dict):
             print(f"skipped {path}: {reason or 'not a profile pass'}", file=sys.stderr)
+            continue
+        if isinstance(doc.get("seconds"), (int, float)):
+            total += doc["seconds"]
             continue
         total += sum(e["seconds"] for e in doc.get("profiles") or []
                      if isinstance(e, dict) and isinstance(e.get("seconds"), (int, float)))

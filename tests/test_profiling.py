@@ -72,6 +72,7 @@ def test_profile_pass_is_stored_per_machine_and_commit_without_overwriting(tmp_p
     assert set(by_impl) == set(implementations.names("linear_act"))
     assert "CUDA" in by_impl["cublaslt"]["skipped"]
     assert all(e["seconds"] >= 0 for e in doc["profiles"])  # skipped ones too: their check may import a library
+    assert doc["seconds"] >= sum(e["seconds"] for e in doc["profiles"])  # the whole pass
     assert ProfileSummary.from_dict(by_impl["eager"]["summary"]).launches_per_call == 2  # linear + relu
     with pytest.raises(SystemExit, match="exists; pass --force"):
         profile_cli.save_profile_pass("tiny", "cpu-box", str(tmp_path / "profiles"), "cpu")

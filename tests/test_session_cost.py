@@ -114,3 +114,6 @@ def test_profile_durations_sum_the_pass_s_recorded_seconds(tmp_path):
                {"case": "c", "impl": "fused", "skipped": "on CUDA only"}]
     (tmp_path / "m" / f"{'a' * 40}.json").write_text(json.dumps({"version": 1, "profiles": entries}))
     assert session_cost.profile_durations(tmp_path) == pytest.approx(5.5)
+    # a pass that records its own seconds (the cases' set-up between entries too) is counted whole
+    (tmp_path / "m" / f"{'a' * 40}.json").write_text(json.dumps({"version": 1, "profiles": entries, "seconds": 8.0}))
+    assert session_cost.profile_durations(tmp_path) == pytest.approx(8.0)
