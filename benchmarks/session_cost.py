@@ -1,22 +1,26 @@
-"""What the first GPU call (tools/gpu_runner/session.sh) runs, stage by stage, and how long each
-stage takes against its cap: every process the session starts, every torch import, every git
-call and snapshot, plus the asv classes' own work from benchmarks.suite_cost.
+"""What one GPU call (tools/gpu_runner/session.sh) runs, stage by stage, and how long each stage
+takes against its limit: every process the session starts, every torch import, every git call
+and snapshot, plus the asv classes' own work and the profile pass's from benchmarks.suite_cost.
 
     python -m benchmarks.session_cost                                # the first call on one H200, quick grid
+    python -m benchmarks.session_cost --part 2                       # the later call `--stages rest --part 2`
     python -m benchmarks.session_cost --grid tiny --constants FILE   # a CPU rehearsal's prediction
 
-The stages, their caps and the asv classes of the quick stage are read from session.sh itself,
-so a new stage or class changes the model. A class of the quick stage is one `benchmarks.run
---prepared` process (its imports, `git status` and `git rev-parse HEAD`, two runner-state
-snapshot processes) and one asv run (discovery and asv's forkserver each import torch) around
-the class's own processes and measuring (suite_cost's model on one H200). The Python check and
-the machine registration run once, in setup (benchmarks.run --prepare-only).
+The stages, their caps, the asv classes of the quick stage and the default grid's parts
+(rest_parts, one later call each, from cold caches) are read from session.sh itself, so a new
+stage, class or part changes the model. A class is one `benchmarks.run --prepared` process (its
+imports, `git status` and `git rev-parse HEAD`, two runner-state snapshot processes) and one asv
+run (discovery and asv's forkserver each import torch) around the class's own processes and
+measuring (suite_cost's model on one H200). The Python check and the machine registration run
+once, in setup (benchmarks.run --prepare-only). A call's modelled work must stay within
+CALL_SHARE of a CALL_S call (tests/test_session_cost.py).
 
 On a CPU rehearsal (--constants: the per-process constants measured on that machine by
 tools/measure_session_constants.py) the interpreted kernels' work is no H200 model: it is taken
 from what asv itself recorded for each benchmark (`--asv-results DIR`, the rehearsal's result
-files), so the comparison with the rehearsal's stages.tsv tests what this model is for, that it
-counts every process, import and git call the session makes.
+files) and what the profile pass recorded of itself (`--profiles DIR`), so the comparison with
+the rehearsal's stages.tsv tests what this model is for, that it counts every process, import
+and git call the session makes.
 """
 
 from __future__ import annotations

@@ -6,9 +6,10 @@
 The counts come from the suite itself: every timing class's params (bench_*.py, bench_compile
 left out: static metrics are recorded on their own machine) and the grids' rules for where each
 implementation runs (harness/grids.py `left_out`), so a new class, case or implementation
-updates the model; tests/test_suite_cost.py holds quick to 3 minutes and default to 10 with cold
-caches. One asv run (discovery and the forkserver each import torch), a fork per process, and
-one measuring process per case (common._CaseBenchmark: CUDA and the profiler start once) that
+updates the model; whether a grid fits is the GPU session's question (benchmarks.session_cost:
+the quick stage under its cap, each part of the default grid within 80 % of a call, cold caches).
+One asv run (discovery and the forkserver each import torch), a fork per process, and one
+measuring process per case (common._CaseBenchmark: CUDA and the profiler start once) that
 measures each implementation: the float64 reference, warm-up and samples with the L2 flush,
 peak memory, kernels per call. Caches on disk are filled by the first process that meets a key
 and serve the later ones (`_Session`): torch.compile per graph (a training step: forward and
