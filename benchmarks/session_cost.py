@@ -8,10 +8,11 @@ and snapshot, plus the asv classes' own work and the profile pass's from benchma
 
 The stages, their caps, the asv classes of the quick stage and the default grid's parts
 (rest_parts, one later call each, from cold caches) are read from session.sh itself, so a new
-stage, class or part changes the model. A class is one `benchmarks.run --prepared` process (its
-imports, `git status` and `git rev-parse HEAD`, two runner-state snapshot processes) and one asv
-run (discovery and asv's forkserver each import torch) around the class's own processes and
-measuring (suite_cost's model on one H200). The Python check and the machine registration run
+stage, class or part changes the model. Each regex of a stage or part (a class, or some of a
+class's implementations: asv matches name(params)) is one `benchmarks.run --prepared` process
+(its imports, `git status` and `git rev-parse HEAD`, two runner-state snapshot processes) and one
+asv run (discovery and asv's forkserver each import torch) around the processes and measuring of
+the combinations it selects (suite_cost's model on one H200). The Python check and the machine registration run
 once, in setup (benchmarks.run --prepare-only). A call's modelled work must stay within
 CALL_SHARE of a CALL_S call (tests/test_session_cost.py).
 
@@ -26,6 +27,7 @@ and git call the session makes.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import re
 import sys
@@ -95,21 +97,36 @@ def quick_classes(path: Path = SESSION) -> tuple[list[str], bool]:
 
 def rest_parts(path: Path = SESSION) -> list[list[str]]:
     """session.sh's rest_parts: the default grid's classes in parts, one call each (--part K)."""
-    body = re.search(r"^rest_parts=\((.*?)\)", path.read_text(), re.M | re.S).group(1)
+    # the array's quoted words (a regex may hold parentheses itself)
+    body = re.search(r"^rest_parts=\(((?:\s*'[^']*')*)\s*\)", path.read_text(), re.M).group(1)
     return [_regexes(part) for part in re.findall(r"'([^']*)'", body)]
 
 
 def _matches(patterns: list[str]):
-    return lambda name: any(re.search(p, name + ".track_x") for p in patterns)
+    """Whether a benchmark (asv's name with its params, suite_cost.benchmark_names) is one that
+    asv -b selects for one of `patterns` (asv matches a parameterized benchmark's name(params))."""
+    return lambda name: any(re.search(p, name) for p in patterns)
 
 
-def _class_work(grid: str, pattern: str, durations: dict[str, float] | None, modelled: dict) -> float:
-    """The classes matching `pattern`: asv's recorded durations (a CPU rehearsal), else suite_cost's
-    H200 model of their processes and measuring (`modelled`, per class)."""
+def pattern_costs(patterns: list[str], grid: str = "default", caches=None) -> dict[str, dict]:
+    """{pattern: suite_cost's per-class costs of its asv run} for one call's runs, in order: the
+    on-disk caches (`caches`, default cold) filled by the earlier runs serve the later, each run
+    starts its own measuring processes. A pattern may select some combinations of a class (its
+    implementations, say): only those are counted."""
+    from . import suite_cost
+
+    caches = caches if caches is not None else suite_cost._Session(warm=False)
+    return {p: {name: c for name, c in suite_cost.model(grid, False, _matches([p]), session=caches).items()
+                if name != "asv run"} for p in patterns}
+
+
+def _class_work(pattern: str, durations: dict[str, float] | None, modelled: dict) -> float:
+    """The benchmarks `pattern` selects: asv's recorded durations (a CPU rehearsal, per
+    combination: asv_durations), else suite_cost's H200 model of their processes and measuring
+    (`modelled`, pattern_costs)."""
     if durations is not None:
         return sum(seconds for name, seconds in durations.items() if re.search(pattern, name))
-    return sum(c.seconds for name, c in modelled.items()
-               if name != "asv run" and re.search(pattern, name.removeprefix("benchmarks.") + ".track_x"))
+    return sum(c.seconds for c in modelled[pattern].values())
 
 
 def _class_runs(patterns: list[str], prepared: bool, c: dict, work) -> list[Item]:
@@ -151,13 +168,13 @@ def model(grid: str, constants: dict[str, float], durations: dict[str, float] | 
     _, prepared = quick_classes(session)
     if part is not None:  # a later call: setup, then one part of the default grid, its caches cold
         patterns = rest_parts(session)[part - 1]
-        modelled = {} if durations is not None else suite_cost.model("default", False, _matches(patterns))
-        stages["rest"] = _class_runs(patterns, prepared, c, lambda p: _class_work("default", p, durations, modelled))
+        modelled = {} if durations is not None else pattern_costs(patterns)
+        stages["rest"] = _class_runs(patterns, prepared, c, lambda p: _class_work(p, durations, modelled))
         return stages
     classes, _ = quick_classes(session)
     caches = suite_cost._Session(warm=False)  # filled by the quick stage, read by the profile pass
-    modelled = {} if durations is not None else suite_cost.model(grid, False, session=caches)
-    stages["quick"] = _class_runs(classes, prepared, c, lambda p: _class_work(grid, p, durations, modelled))
+    modelled = {} if durations is not None else pattern_costs(classes, grid, caches)
+    stages["quick"] = _class_runs(classes, prepared, c, lambda p: _class_work(p, durations, modelled))
     # the GPU work of these stages is an H200 assumption: no model of the interpreter's on a CPU
     work = (lambda name: c[name]) if device else (lambda name: 0.0)
     stages["check"] = [Item("benchmarks.gpu_check: Python, torch", 1, c["python_s"] + c["import_torch_s"]),
@@ -200,7 +217,9 @@ def profile_durations(folder: Path) -> float:
 
 def asv_durations(results: Path, machine: str = "*") -> dict[str, float]:
     """{benchmark: seconds} asv recorded in the result files of `machine` under `results` (each
-    benchmark's 'duration' column, the setup_cache entries of 'durations' too)."""
+    benchmark's 'duration' column, the setup_cache entries of 'durations' too). asv records one
+    duration for all of a parameterized benchmark's combinations: it is shared out evenly among
+    their names, `name(param reprs)`, so a -b regex that selects some of them gets their share."""
     out: dict[str, float] = {}
     for path in sorted(Path(results).glob(f"{machine}/*-*.json")):
         doc, reason = read_json(path, Path(results))
@@ -209,9 +228,14 @@ def asv_durations(results: Path, machine: str = "*") -> dict[str, float]:
             continue
         columns = doc.get("result_columns") or []
         for name, row in (doc.get("results") or {}).items():
-            value = dict(zip(columns, row or [])).get("duration")
+            fields = dict(zip(columns, row or []))
+            value, params = fields.get("duration"), fields.get("params") or []
+            params = params if all(isinstance(values, list) for values in params) else []
             if isinstance(value, (int, float)):
-                out[name] = out.get(name, 0.0) + value
+                combos = [f"{name}({', '.join(map(str, combo))})" for combo in itertools.product(*params)] if params else []
+                combos = combos or [name]
+                for combo in combos:
+                    out[combo] = out.get(combo, 0.0) + value / len(combos)
         for name, value in (doc.get("durations") or {}).items():
             match = re.match(r"<setup_cache (\w+):", name)
             if match and isinstance(value, (int, float)):

@@ -235,6 +235,11 @@ class _Session:
     def __init__(self, warm: bool):
         self.warm = warm
         self.seen: set = set()
+        self.runs = 0  # asv runs modelled so far: each starts its own measuring processes
+
+    def first_process(self, key) -> bool:
+        """Whether `key` (a case, in a class and mode) starts a measuring process in this asv run."""
+        return self.first(("process", self.runs, key))
 
     def first(self, key) -> bool:
         if key in self.seen:
@@ -287,11 +292,30 @@ def _measured_seconds(cls, case, training: bool, mode: str | None, first_in_proc
             + profiles * value("profiler_again_s"))
 
 
+def benchmark_names(cls, combo) -> list[str]:
+    """asv's names of one combination of `cls`, a metric each: "bench_x.Class.metric(param reprs)",
+    what asv's -b regex is matched against (asv.benchmarks.Benchmarks)."""
+    module = cls.__module__.removeprefix("benchmarks.")
+    return [f"{module}.{cls.__name__}.{metric}({', '.join(map(repr, combo))})" for metric in _metrics(cls)]
+
+
+def selected(grid: str, only):
+    """{Class: [its combinations that `only` selects: some metric's name matches]} of `grid`
+    (call inside _grid_selected(grid))."""
+    out = {}
+    for cls in timing_classes(grid):
+        combos = [combo for combo in itertools.product(*cls.params) if any(map(only, benchmark_names(cls, combo)))]
+        if combos:
+            out[cls] = combos
+    return out
+
+
 def model(grid: str, warm: bool, only=None, session: "_Session | None" = None) -> dict[str, Cost]:
-    """Modelled cost per class of `grid` on one H200; `warm`: Triton/Inductor caches kept from a
-    previous call (compiles nearly free; autotune results cached on disk: no benchmarking);
-    `only(name)`: the classes (asv's "bench_x.Class" names) one call runs, caches filled by them
-    alone; `session`: the caches as an earlier model left them (profile_pass reads them after)."""
+    """Modelled cost per class of `grid` on one H200, as one asv run; `warm`: Triton/Inductor caches
+    kept from a previous call (compiles nearly free; autotune results cached on disk: no
+    benchmarking); `only(name)`: the benchmarks one asv run selects (asv's names with their params,
+    `benchmark_names`, as its -b regex matches them), caches filled by them alone; `session`: the
+    caches as an earlier run left them (a later run of the same call, profile_pass after)."""
     with _grid_selected(grid):
         return _model(grid, only or (lambda name: True), session or _Session(warm))
 
@@ -305,11 +329,11 @@ def _model(grid: str, only, session: "_Session") -> dict[str, Cost]:
     offered = _offered_configs()
     per_class = {"asv run": Cost(asv_runs=1)}  # one asv run for the grid, as benchmarks.run makes it
     per_class["asv run"].spend("asv", value("asv_run_s"))
-    for cls in timing_classes(grid):
-        if not only(f"{cls.__module__.removeprefix('benchmarks.')}.{cls.__name__}"):
-            continue
-        combos = list(itertools.product(*cls.params))
-        c = Cost(processes=len(combos) * len(_metrics(cls)))
+    session.runs += 1
+    for cls, combos in selected(grid, only).items():
+        # asv starts a process per selected metric and combination; the first of a case measures
+        # the case's selected implementations ($FUSED_MLP_BENCH: common._CaseBenchmark._selected)
+        c = Cost(processes=sum(sum(map(only, benchmark_names(cls, combo))) for combo in combos))
         c.spend("asv", c.processes * value("process_s"))
         if getattr(cls, "hot", False):  # bench_hot: one pass per combination, CUDA started once per case
             runs = [key for key, impl in combos
@@ -333,7 +357,7 @@ def _model(grid: str, only, session: "_Session") -> dict[str, Cost]:
             if not (impl == implementations.FUSED or not implementations.unavailable_reason(case, impl, "cuda", mode)):
                 continue
             c.measured += 1
-            c.spend("measuring", _measured_seconds(cls, case, training, mode, session.first(("process", cls, key, mode))))
+            c.spend("measuring", _measured_seconds(cls, case, training, mode, session.first_process((cls, key, mode))))
             _first_call(session, c, case, impl, training, offered)
         per_class[f"{cls.__module__}.{cls.__name__}"] = c
     return per_class

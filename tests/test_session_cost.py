@@ -4,7 +4,10 @@ call's quick stage fits its cap because the Python check and the machine registr
 per session, and each later call (`--stages rest --part K`) fits 80 % of a 600 s call with cold
 caches and the pessimistic compile guesses of benchmarks.suite_cost."""
 
+import itertools
 import json
+import re
+import types
 from pathlib import Path
 
 import pytest
@@ -54,22 +57,85 @@ def test_each_part_of_the_default_grid_fits_80_percent_of_a_call_cold(part):
     assert _call_seconds(part) <= CALL_SHARE_S, f"--part {part}: split the grid again (session.sh rest_parts)"
 
 
-def test_every_timing_class_of_the_default_grid_is_in_exactly_one_part():
+def _default_benchmarks() -> list[str]:
+    """asv's name of every metric and combination of the default grid's timing classes."""
     with suite_cost._grid_selected("default"):
-        names = [f"{c.__module__.removeprefix('benchmarks.')}.{c.__name__}" for c in suite_cost.timing_classes("default")]
-    parts = session_cost.rest_parts()
+        return [name for cls in suite_cost.timing_classes("default") for combo in itertools.product(*cls.params)
+                for name in suite_cost.benchmark_names(cls, combo)]
+
+
+def _patterns():
+    return [(k, pattern) for k, patterns in enumerate(session_cost.rest_parts(), 1) for pattern in patterns]
+
+
+def test_every_combination_of_the_default_grid_is_in_exactly_one_part():
+    """asv -b matches a parameterized benchmark as name(params): each metric of each combination
+    is selected by exactly one regex of one part, none dropped, none run twice."""
+    patterns = _patterns()
+    names = _default_benchmarks()
+    assert names and all("(" in name for name in names)
     for name in names:
-        holding = [k for k, patterns in enumerate(parts, 1) if session_cost._matches(patterns)(name)]
+        holding = [(k, p) for k, p in patterns if re.search(p, name)]
         assert len(holding) == 1, (name, holding)
+
+
+def test_trained_max_autotune_is_a_part_of_its_own():
+    """GatedMLPTraining is split by implementation: its max-autotune combinations in one part,
+    the rest of the class in another."""
+    parts = {}
+    for name in _default_benchmarks():
+        if name.startswith("bench_training.GatedMLPTraining."):
+            impl = name.split("(")[1].split(", ")[1]
+            parts.setdefault(impl == "'compile_max_autotune'", set()).update(
+                k for k, p in _patterns() if re.search(p, name))
+    assert len(parts[True]) == len(parts[False]) == 1 and parts[True] != parts[False], parts
+
+
+def test_asv_itself_selects_for_each_regex_what_the_model_counts():
+    """asv's own -b filter (asv.benchmarks.Benchmarks, params as asv_runner reprs them) picks, for
+    each part's regex, exactly the GatedMLPTraining combinations the model's names match."""
+    from asv.benchmarks import Benchmarks
+    from asv_runner.benchmarks._base import _repr_no_address
+
+    with suite_cost._grid_selected("default"):
+        from benchmarks.bench_training import GatedMLPTraining as cls
+        combos = list(itertools.product(*cls.params))
+        names = [suite_cost.benchmark_names(cls, combo) for combo in combos]
+        metrics = suite_cost._metrics(cls)
+    params = [[_repr_no_address(value) for value in values] for values in cls.params]
+    found = [{"name": f"bench_training.GatedMLPTraining.{metric}", "params": params} for metric in metrics]
+    conf = types.SimpleNamespace(benchmark_dir="benchmarks")
+    picked = []
+    for _, pattern in _patterns():
+        by_asv = {(name, i) for name, idx in Benchmarks(conf, found, regex=pattern).benchmark_selection.items()
+                  for i in idx or ()}
+        by_model = {(f"bench_training.GatedMLPTraining.{metric}", i) for i, combo in enumerate(names)
+                    for metric, name in zip(metrics, combo) if re.search(pattern, name)}
+        assert by_asv == by_model, pattern
+        picked += by_asv
+    assert sorted(picked) == sorted((f"bench_training.GatedMLPTraining.{m}", i) for m in metrics
+                                    for i in range(len(combos)))
+
+
+def test_a_class_split_across_parts_is_modelled_once():
+    """The two parts' runs of GatedMLPTraining count its processes and measured combinations once
+    between them, as the whole grid's model does; its 4 trained max-autotune shapes in one part."""
+    name = "benchmarks.bench_training.GatedMLPTraining"
+    whole = suite_cost.model("default", False)[name]
+    split = [costs[name] for part in session_cost.rest_parts()
+             for costs in session_cost.pattern_costs(part).values() if name in costs]
+    assert len(split) == 2
+    assert sum(c.measured for c in split) == whole.measured and sum(c.processes for c in split) == whole.processes
+    assert sorted(c.max_autotune_gemms for c in split) == [0, 4]
 
 
 def test_a_class_that_grows_breaks_its_part(monkeypatch):
     """The default grid with linear_act's full product: its part no longer fits its call."""
     spec = OPS["linear_act"]
     real = type(spec).cases
+    linear = next(name for name in _default_benchmarks() if name.startswith("bench_ops.LinearAct."))
     monkeypatch.setattr(type(spec), "cases", lambda self, g: real(self, "full") if g == "default" else real(self, g))
-    part = next(k for k, patterns in enumerate(session_cost.rest_parts(), 1)
-                if session_cost._matches(patterns)("bench_ops.LinearAct"))
+    part = next(k for k, patterns in enumerate(session_cost.rest_parts(), 1) if session_cost._matches(patterns)(linear))
     assert _call_seconds(part) > CALL_SHARE_S
 
 
@@ -106,6 +172,19 @@ def test_bad_arguments_are_exit_2(capsys):
             session_cost.main(argv)
         assert done.value.code == 2
         assert argv[0] in capsys.readouterr().err
+
+
+def test_asv_durations_share_a_benchmark_s_duration_among_its_combinations(tmp_path):
+    """asv records one duration per benchmark: a regex that selects some of its combinations
+    gets their share (a CPU rehearsal of a part that splits a class)."""
+    (tmp_path / "m").mkdir()
+    row = {"duration": 6.0, "params": [["'c'"], ["'eager'", "'compile'", "'compile_max_autotune'"]]}
+    doc = {"result_columns": list(row), "results": {"bench_x.C.track_t": list(row.values()), "bench_x.D.track_t": [2.0, []]}}
+    (tmp_path / "m" / "abc-env.json").write_text(json.dumps(doc))
+    durations = session_cost.asv_durations(tmp_path)
+    assert durations["bench_x.C.track_t('c', 'compile')"] == pytest.approx(2.0)
+    assert durations["bench_x.D.track_t"] == pytest.approx(2.0) and sum(durations.values()) == pytest.approx(8.0)
+    assert session_cost._class_work(r"C\.\w+\(\W[^,]+,\s\Wcompile", durations, {}) == pytest.approx(4.0)
 
 
 def test_profile_durations_sum_the_pass_s_recorded_seconds(tmp_path):

@@ -17,7 +17,7 @@
 #   5. profile a profile pass of the quick grid, if time is left
 #
 #   tools/gpu_runner/session.sh --machine h200 [--grid default] [--commits "A B"] [--budget 540]
-#   tools/gpu_runner/session.sh --machine h200 --stages rest --part 1 # the later calls: parts 1, 2, 3
+#   tools/gpu_runner/session.sh --machine h200 --stages rest --part 1 # the later calls: parts 1 to 4
 #   TRITON_INTERPRET=1 tools/gpu_runner/session.sh --machine cpu-test --grid tiny --small   # rehearsal
 #   (first, here: tools/gpu_runner/prepare_carry.sh; then carry .whl and .carry in the device call)
 #
@@ -35,10 +35,15 @@ machine="" grid="default" commits="" small="" budget=540 stages="quick,check,nat
 # (--part K): with cold caches and the pessimistic compile times of benchmarks.suite_cost, each
 # part's call (setup, then its classes) is modelled at most 80 % of a 600 s call
 # (python -m benchmarks.session_cost --part K; tests/test_session_cost.py holds every part to it).
+# A regex may select some implementations of a class: asv matches a parameterized benchmark as
+# name(param reprs), e.g. bench_training.GatedMLPTraining.track_latency_us('gated_mlp M=8192 ...',
+# 'compile_max_autotune', 'full'). GatedMLPTraining is split so: its max-autotune combinations (4
+# GEMM shapes to tune, trained) are part 4, the rest of it part 3. No spaces in a regex (\s).
 quick_classes='bench_device\. bench_ops\.GatedMLP\. bench_ops\.NarrowMLP\. bench_ops\.LinearAct\. bench_training\. bench_hot\.'
 rest_parts=('bench_ops\.GatedMLP\.'
             'bench_ops\.LinearAct\. bench_ops\.NarrowMLP\. bench_training\.LinearActTraining\. bench_training\.NarrowMLPTraining\.'
-            'bench_training\.GatedMLPTraining\. bench_device\. bench_hot\.')
+            'bench_training\.GatedMLPTraining\.\w+\(\W[^,]+,\s(?!\Wcompile_max_autotune\W) bench_device\. bench_hot\.'
+            'bench_training\.GatedMLPTraining\.\w+\(\W[^,]+,\s\Wcompile_max_autotune\W')
 while [ $# -gt 0 ]; do
   case "$1" in
     --machine) machine="${2:-}"; shift 2 || { echo "--machine needs a value" >&2; exit 2; } ;;
@@ -161,7 +166,8 @@ printf 'setup\t%s\t%s\t-\n' "$([ "$prepared" -eq 0 ] && echo ok || echo "exit $p
 # (discovery and the forkserver import torch), beside benchmarks.run's one run per grid.
 asv_by_class() {  # GRID "CLASS REGEXES" [--commits C]
   local g=$1 classes=$2 rc=0 b; shift 2
-  for b in $classes; do  # regexes without glob characters: split, never expanded
+  local -; set -f  # the regexes split at spaces, never expanded as globs ([^,] and (?! are regex)
+  for b in $classes; do
     # --prepared: the Python was checked and the machine registered once, for the session (above)
     python3 -m benchmarks.run --prepared --machine "$machine" --grid "$g" --bench "$b" "$@" >>"$OUT/asv.log" 2>&1 || rc=$?
     log "  $g $b: exit $rc"
