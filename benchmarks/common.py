@@ -41,7 +41,7 @@ from pathlib import Path
 
 import torch
 
-from .harness import cost, implementations, modes, runner_state, timing  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
+from .harness import cost, first_calls, implementations, modes, runner_state, timing  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
 from . import skip_reasons
 from .harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV, grid
 from .harness.references import mismatch, reference
@@ -253,7 +253,8 @@ class _MeasuredBenchmark:  # underscore: asv discovers only the concrete classes
         inputs = make_inputs(case, device)
         with torch.inference_mode() if mode == modes.FORWARD else torch.enable_grad():
             call = self.prepared_call(case, impl, inputs, **options)
-            out = call()  # first call: compiles and autotunes
+            # first call: compiles and autotunes (timed for the GPU session's measured inputs)
+            out = first_calls.timed_first_call(call, type(self).__name__, case.key, impl, mode)
             problem = self.result_problem(case, inputs, out, **options)
             del out
             if problem:

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import torch
@@ -24,7 +25,7 @@ import torch
 from .checkout import uncommitted_code_changes
 from .harness import cost, implementations
 from .harness.environment import machine_identity
-from .harness.grids import GRIDS, grid
+from .harness.grids import GRID_ENV, GRIDS, grid
 from .harness.ops import OPS
 from .harness.profiling import ProfileSummary, profile_call
 from .harness.tensors import make_inputs
@@ -83,23 +84,31 @@ def _is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "can't allocate memory" in str(exc)
 
 
-def profile_case(case: Case, impls: list[str], device: str, trace_dir: str | None = None) -> dict[str, ProfileSummary | str]:
-    """impl -> its summary, or the reason it was not profiled."""
+def profile_case(case: Case, impls: list[str], device: str, trace_dir: str | None = None,
+                 seconds: dict[str, float] | None = None) -> dict[str, ProfileSummary | str]:
+    """impl -> its summary, or the reason it was not profiled; `seconds`, where given, gets each
+    impl's wall time (the check whether it runs here, which may import its library, then its
+    inputs, torch.compile or autotuning and the profiled call)."""
     out: dict[str, ProfileSummary | str] = {}
     inputs = None
     implementations.reset_compiled()  # a fresh graph per case: a pass over a grid must not hit the recompile limit
     for impl in impls:
+        start = time.perf_counter()
         reason = implementations.unavailable_reason(case, impl, device)
         if impl == "fused" and device == "cpu":
             reason = "the Triton kernels are profiled on CUDA only"
         if reason:
             out[impl] = reason
+            if seconds is not None:
+                seconds[impl] = time.perf_counter() - start
             continue
         if inputs is None:
             inputs = make_inputs(case, device)
         trace = str(Path(trace_dir) / f"{case.key.replace(' ', '_')}-{impl}.json.gz") if trace_dir else None
         with torch.inference_mode():
             out[impl] = profile_call(implementations.prepare(case, impl, inputs), device, trace_path=trace)
+        if seconds is not None:
+            seconds[impl] = time.perf_counter() - start
     return out
 
 
@@ -148,20 +157,32 @@ def save_profile_pass(grid_name: str, machine: str, save_dir: str, device: str, 
         raise SystemExit(f"{path} exists; pass --force to replace it")
     trace_dir = path.parent / commit if traces else None
     entries = []
-    for family_cases in grid(grid_name).values():
-        for case in family_cases:
-            for impl, summary in profile_case(case, implementations.names(case.op), device, trace_dir).items():
-                entry = {"case": case.key, "impl": impl}
-                if isinstance(summary, str):
-                    entry["skipped"] = summary
-                else:
-                    if summary.trace:
-                        summary = dataclasses.replace(summary, trace=os.path.relpath(summary.trace, save_dir))
-                    entry["summary"] = summary.to_dict()
-                entries.append(entry)
+    started = time.perf_counter()
+    before = os.environ.get(GRID_ENV)
+    os.environ[GRID_ENV] = grid_name  # the grid's own rules (grids.left_out) say what its pass runs, as in its asv run
+    try:
+        for family_cases in grid(grid_name).values():
+            for case in family_cases:
+                seconds: dict[str, float] = {}  # what the GPU session's time model reads (session_cost)
+                for impl, summary in profile_case(case, implementations.names(case.op), device, trace_dir,
+                                                  seconds).items():
+                    entry = {"case": case.key, "impl": impl, **({"seconds": seconds[impl]} if impl in seconds else {})}
+                    if isinstance(summary, str):
+                        entry["skipped"] = summary
+                    else:
+                        if summary.trace:
+                            summary = dataclasses.replace(summary, trace=os.path.relpath(summary.trace, save_dir))
+                        entry["summary"] = summary.to_dict()
+                    entries.append(entry)
+    finally:
+        if before is None:
+            os.environ.pop(GRID_ENV, None)
+        else:
+            os.environ[GRID_ENV] = before
     doc = {"version": 1, "machine": machine, "commit_hash": commit,
            "date": int(_git("log", "-1", "--format=%at", commit)) * 1000, "grid": grid_name,
-           "machine_info": machine_identity(), "profiles": entries}
+           "machine_info": machine_identity(), "profiles": entries,
+           "seconds": time.perf_counter() - started}  # the whole pass (the GPU session's time model reads it)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(doc, indent=1))

@@ -40,6 +40,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .checkout import uncommitted_code_changes
@@ -202,6 +203,27 @@ def register_machine(python: str, machine: str) -> int:
     return subprocess.run([python, "-m", "benchmarks.harness.environment", "--machine", machine], cwd=REPO).returncode
 
 
+# asv run in an existing environment logs "For <project> commit <X>:" with X its branch's head
+# (asv 0.6.6 takes the commits it logs from the config's branches, whatever --set-commit-hash
+# says), so every commit of a --commits run read as the same one: the line names the commit measured.
+ASV_COMMIT_LINE = re.compile(r"(For \S+ commit )[0-9a-f]{7,40}(?: <[^>]*>)?")
+
+
+def asv_log_line(line: str, commit: str) -> str:
+    """`line` of asv's output, its "For <project> commit ..." naming `commit` instead."""
+    return ASV_COMMIT_LINE.sub(lambda m: m.group(1) + commit[:8], line, count=1)
+
+
+def run_naming_commit(cmd: list[str], env: dict, commit: str) -> int:
+    """asv run (`cmd`), its output passed on line by line as it comes, its commit line naming `commit`."""
+    with subprocess.Popen(cmd, cwd=REPO, env={**env, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE, text=True,
+                          errors="replace") as proc:
+        for line in proc.stdout:
+            sys.stdout.write(asv_log_line(line, commit))
+            sys.stdout.flush()
+    return proc.returncode
+
+
 def run_asv(python: str, config: Path, machine: str, commit: str, library_path: Path, extra: list[str]) -> int:
     env = {**os.environ, "ASV_PYTHONPATH": os.pathsep.join(
         [str(library_path), *filter(None, [os.environ.get("ASV_PYTHONPATH")])])}
@@ -215,7 +237,7 @@ def run_asv(python: str, config: Path, machine: str, commit: str, library_path: 
         env[OUTCOMES_ENV] = outcomes  # each combination files why it was skipped or failed
         env[runner_state.BENCHMARKS_ENV] = states  # ... and the GPU's state around its measuring pass
         # The runner's state before and after (clocks, power, throttling, versions), beside the results.
-        status = runner_state.recorded_run(lambda: subprocess.run(cmd, cwd=REPO, env=env).returncode, python,
+        status = runner_state.recorded_run(lambda: run_naming_commit(cmd, env, commit), python,
                                            results_dir(config) / machine, commit, cwd=REPO,
                                            benchmark_states=Path(states))
         entries, measured = skip_reasons.collect(Path(outcomes))
@@ -249,12 +271,18 @@ def main(argv=None) -> int:
                         help="check --python and register the machine with asv, then stop (no asv run)")
     args = parser.parse_args(argv)
 
+    started = time.perf_counter()
     problem = (check_machine_name(args.machine) or check_config(args.config)
                or (None if args.prepared else check_python(args.python)))
+    checked = time.perf_counter() - started
     if problem:
         parser.error(problem)
     if args.prepare_only:
-        return 0 if prepare_machine(args.python, args.machine, args.grid) else 1
+        started = time.perf_counter()
+        prepared = prepare_machine(args.python, args.machine, args.grid)
+        # for the GPU session's measured inputs (benchmarks.measured_inputs): the check holds its first torch import
+        print(f"measured: check_python_s={checked:.2f} register_s={time.perf_counter() - started:.2f}", flush=True)
+        return 0 if prepared else 1
     if args.commits:
         try:
             if args.look_back < 1 or (args.at_most is not None and args.at_most < 1):

@@ -6,9 +6,10 @@
 The counts come from the suite itself: every timing class's params (bench_*.py, bench_compile
 left out: static metrics are recorded on their own machine) and the grids' rules for where each
 implementation runs (harness/grids.py `left_out`), so a new class, case or implementation
-updates the model; tests/test_suite_cost.py holds quick to 3 minutes and default to 10 with cold
-caches. One asv run (discovery and the forkserver each import torch), a fork per process, and
-one measuring process per case (common._CaseBenchmark: CUDA and the profiler start once) that
+updates the model; whether a grid fits is the GPU session's question (benchmarks.session_cost:
+the quick stage under its cap, each part of the default grid within 80 % of a call, cold caches).
+One asv run (discovery and the forkserver each import torch), a fork per process, and one
+measuring process per case (common._CaseBenchmark: CUDA and the profiler start once) that
 measures each implementation: the float64 reference, warm-up and samples with the L2 flush,
 peak memory, kernels per call. Caches on disk are filled by the first process that meets a key
 and serve the later ones (`_Session`): torch.compile per graph (a training step: forward and
@@ -38,14 +39,24 @@ INPUTS = {
     "asv_run_s": (10.8, "one asv run: discovery and the forkserver each import torch (2 x import_torch_s), +1 s "
                         "of asv itself (assumed); tools/gpu_runner/session.sh's run per class pays it per class"),
     "process_s": (0.04, "measured here: asv 0.6.6 forkserver, 40 more trivial track processes cost 1.6 s (2 shared cores)"),
-    "triton_compile_s": (1.04, "measured here: fused_mlp.aot, 16 sm_90 linear_act configs in 16.7 s, Triton 3.9, one core"),
+    "triton_compile_s": (1.1, "measured here (CPU work on the runner too, one config at a time in the autotuner's "
+                              "process): `tools/compile_check.sh current --arch sm_90 --kernel linear_act --dtype bf16 "
+                              "--jobs 1`, 40 configs, 65 s of compile wall time at 68 % of a shared core (load 3.6 on "
+                              "2 cores): 1.1 s of a core per config (wall mean 1.62 s, median 1.18 s), Triton 3.9"),
     "autotune_bench_s": (0.125, "Triton's autotuner benchmarks each config for warmup 25 ms + rep 100 ms"),
-    "torch_compile_cold_s": (10.0, "assumed (Inductor, one small graph, cold caches); measure on the GPU"),
-    "torch_compile_warm_s": (2.0, "assumed (Inductor's on-disk FX graph and Triton caches hit: the same graph and "
-                                  "shapes compiled by an earlier process of the session, or a previous call); measure on the GPU"),
-    "max_autotune_gemm_s": (20.0, "assumed: Inductor's max-autotune tunes a GEMM shape once (~20 Triton template "
-                                  "configs compiled in parallel workers, each benchmarked ~0.125 s, against cuBLAS); "
-                                  "its autotune cache on disk serves every later process; measure on the GPU"),
+    # The three guesses at their pessimistic ends: the budget must survive them until the GPU
+    # measures them (session.sh writes the measured values into stages.tsv, `measured` rows).
+    "torch_compile_cold_s": (30.0, "pessimistic guess (Inductor, cold caches, per graph: Dynamo's trace, AOTAutograd, "
+                                   "lowering and its Triton kernels compiled at ~1.1 s each, measured here; a small graph "
+                                   "is typically 5-15 s, a training step's pair up to half a minute); measure on the GPU"),
+    "torch_compile_warm_s": (5.0, "pessimistic guess (Inductor's on-disk FX graph and Triton caches hit, filled by an "
+                                  "earlier process or call: Dynamo's trace and AOTAutograd still run, 1-3 s typically); "
+                                  "measure on the GPU"),
+    "max_autotune_gemm_s": (60.0, "pessimistic end of 30-60 s per GEMM shape: Inductor's max-autotune compiles and "
+                                  "benchmarks tens of mm templates per shape (tile, persistent and TMA variants, cuBLAS "
+                                  "beside them), each Triton compile ~1.1 s of a core here, in a worker pool that starts cold in "
+                                  "each process; its autotune cache on disk serves later processes; the end, not the "
+                                  "middle, because the default grid's budget must hold until the GPU measures it"),
     "training_graphs": (2, "torch.compile of a training step compiles a forward and a backward graph (AOTAutograd)"),
     "training_calls": (3.0, "a training step: the forward and two GEMMs per forward GEMM in the backward (dX, dW), "
                             "3x the forward's flops; the backward mode runs its forward too, untimed"),
@@ -67,11 +78,6 @@ INPUTS = {
                            "caches, the float64 check, a graph capture and 50 replays of 20 calls, 50 host-timed "
                            "bursts of 20); CUDA init is counted once per case"),
 }
-
-# The guesses at their pessimistic ends (--pessimistic): Inductor's max-autotune benchmarks tens of
-# templates per GEMM shape, 30-60 s a shape is typical; a cold torch.compile of a training graph
-# pair can take half a minute. What the default grid costs then is what its budget must survive.
-PESSIMISTIC = {"torch_compile_cold_s": 30.0, "max_autotune_gemm_s": 60.0}
 
 # Liger-Kernel's kernels per peer and pass: (kernel, autotuned configs) from Liger 0.8.5's source
 # (ops/mlp.py: 32-config autotuners keyed on dim, hidden_dim and an M bucket; ops/swiglu.py and
@@ -229,6 +235,11 @@ class _Session:
     def __init__(self, warm: bool):
         self.warm = warm
         self.seen: set = set()
+        self.runs = 0  # asv runs modelled so far: each starts its own measuring processes
+
+    def first_process(self, key) -> bool:
+        """Whether `key` (a case, in a class and mode) starts a measuring process in this asv run."""
+        return self.first(("process", self.runs, key))
 
     def first(self, key) -> bool:
         if key in self.seen:
@@ -281,27 +292,48 @@ def _measured_seconds(cls, case, training: bool, mode: str | None, first_in_proc
             + profiles * value("profiler_again_s"))
 
 
-def model(grid: str, warm: bool) -> dict[str, Cost]:
-    """Modelled cost per class of `grid` on one H200; `warm`: Triton/Inductor caches kept from a
-    previous call (compiles nearly free; autotune results cached on disk: no benchmarking)."""
+def benchmark_names(cls, combo) -> list[str]:
+    """asv's names of one combination of `cls`, a metric each: "bench_x.Class.metric(param reprs)",
+    what asv's -b regex is matched against (asv.benchmarks.Benchmarks)."""
+    module = cls.__module__.removeprefix("benchmarks.")
+    return [f"{module}.{cls.__name__}.{metric}({', '.join(map(repr, combo))})" for metric in _metrics(cls)]
+
+
+def selected(grid: str, only):
+    """{Class: [its combinations that `only` selects: some metric's name matches]} of `grid`
+    (call inside _grid_selected(grid))."""
+    out = {}
+    for cls in timing_classes(grid):
+        combos = [combo for combo in itertools.product(*cls.params) if any(map(only, benchmark_names(cls, combo)))]
+        if combos:
+            out[cls] = combos
+    return out
+
+
+def model(grid: str, warm: bool, only=None, session: "_Session | None" = None) -> dict[str, Cost]:
+    """Modelled cost per class of `grid` on one H200, as one asv run; `warm`: Triton/Inductor caches
+    kept from a previous call (compiles nearly free; autotune results cached on disk: no
+    benchmarking); `only(name)`: the benchmarks one asv run selects (asv's names with their params,
+    `benchmark_names`, as its -b regex matches them), caches filled by them alone; `session`: the
+    caches as an earlier run left them (a later run of the same call, profile_pass after)."""
     with _grid_selected(grid):
-        return _model(grid, warm)
+        return _model(grid, only or (lambda name: True), session or _Session(warm))
 
 
-def _model(grid: str, warm: bool) -> dict[str, Cost]:
+def _model(grid: str, only, session: "_Session") -> dict[str, Cost]:
     from .common import _CaseBenchmark
     from .harness import implementations
-    from .harness.fp8_dtypes import SCALED_MM_COMPILE
     from .harness.modes import FORWARD
     from .harness.workloads import Case
 
     offered = _offered_configs()
-    session = _Session(warm)
     per_class = {"asv run": Cost(asv_runs=1)}  # one asv run for the grid, as benchmarks.run makes it
     per_class["asv run"].spend("asv", value("asv_run_s"))
-    for cls in timing_classes(grid):
-        combos = list(itertools.product(*cls.params))
-        c = Cost(processes=len(combos) * len(_metrics(cls)))
+    session.runs += 1
+    for cls, combos in selected(grid, only).items():
+        # asv starts a process per selected metric and combination; the first of a case measures
+        # the case's selected implementations ($FUSED_MLP_BENCH: common._CaseBenchmark._selected)
+        c = Cost(processes=sum(sum(map(only, benchmark_names(cls, combo))) for combo in combos))
         c.spend("asv", c.processes * value("process_s"))
         if getattr(cls, "hot", False):  # bench_hot: one pass per combination, CUDA started once per case
             runs = [key for key, impl in combos
@@ -325,30 +357,63 @@ def _model(grid: str, warm: bool) -> dict[str, Cost]:
             if not (impl == implementations.FUSED or not implementations.unavailable_reason(case, impl, "cuda", mode)):
                 continue
             c.measured += 1
-            call = _call_seconds(case)
-            c.spend("measuring", _measured_seconds(cls, case, training, mode, session.first(("process", cls, key, mode))))
-            graph = "training" if training else "inference"  # backward and full modes share one graph
-            if impl in implementations.COMPILE_MODES or impl == SCALED_MM_COMPILE:  # a cold Inductor compile each
-                session.torch_compile(c, (impl, case, graph), value("training_graphs") if training else 1)
-                if impl == implementations.COMPILE_MAX_AUTOTUNE:
-                    session.max_autotune(c, _gemm_shapes(case, training))
-            for kernel, n_configs in LIGER_KERNELS.get((impl, "training" if training else "forward"), []):
-                session.triton_autotune(c, (kernel, case.dtype), (kernel, *_tune_key(case)), n_configs, call)
-            if impl != implementations.FUSED:
-                continue
-            for kernel, M, N, K, dtype, activation, bias in _gemm_kernels(case):
-                n_configs = offered.get((kernel, dtype), 0)
-                bucket = 2 ** math.ceil(math.log2(max(M, 1)))
-                session.triton_autotune(c, (kernel, dtype, activation, bias), (kernel, bucket, N, K, dtype), n_configs, call)
-                if training:
-                    n_bwd = value("fused_backward_configs")
-                    if activation != "none" or kernel == "gated_up":  # the derivative's epilogue (dgated for gated_up)
-                        session.triton_autotune(c, ("backward/dact", kernel, dtype, activation),
-                                                ("backward/dact", kernel, bucket, N, K, dtype, activation), n_bwd, call)
-                    for dims in ((bucket, K, N), (N, K, bucket)):  # dX = dZ @ W, dW = dZ.T @ X
-                        session.triton_autotune(c, ("backward/matmul", dtype), ("backward/matmul", *dims, dtype), n_bwd, call)
+            c.spend("measuring", _measured_seconds(cls, case, training, mode, session.first_process((cls, key, mode))))
+            _first_call(session, c, case, impl, training, offered)
         per_class[f"{cls.__module__}.{cls.__name__}"] = c
     return per_class
+
+
+def _first_call(session: "_Session", c: Cost, case, impl: str, training: bool, offered: dict) -> None:
+    """What the first call of `impl` on `case` compiles and tunes, as far as `session`'s caches
+    do not hold it already: torch.compile's graphs, max-autotune's GEMM shapes, the Triton
+    autotuners (Liger's, fused_mlp's forward and, training, backward kernels)."""
+    from .harness import implementations
+    from .harness.fp8_dtypes import SCALED_MM_COMPILE
+
+    call = _call_seconds(case)
+    graph = "training" if training else "inference"  # backward and full modes share one graph
+    if impl in implementations.COMPILE_MODES or impl == SCALED_MM_COMPILE:  # a cold Inductor compile each
+        session.torch_compile(c, (impl, case, graph), value("training_graphs") if training else 1)
+        if impl == implementations.COMPILE_MAX_AUTOTUNE:
+            session.max_autotune(c, _gemm_shapes(case, training))
+    for kernel, n_configs in LIGER_KERNELS.get((impl, "training" if training else "forward"), []):
+        session.triton_autotune(c, (kernel, case.dtype), (kernel, *_tune_key(case)), n_configs, call)
+    if impl != implementations.FUSED:
+        return
+    for kernel, M, N, K, dtype, activation, bias in _gemm_kernels(case):
+        n_configs = offered.get((kernel, dtype), 0)
+        bucket = 2 ** math.ceil(math.log2(max(M, 1)))
+        session.triton_autotune(c, (kernel, dtype, activation, bias), (kernel, bucket, N, K, dtype), n_configs, call)
+        if training:
+            n_bwd = value("fused_backward_configs")
+            if activation != "none" or kernel == "gated_up":  # the derivative's epilogue (dgated for gated_up)
+                session.triton_autotune(c, ("backward/dact", kernel, dtype, activation),
+                                        ("backward/dact", kernel, bucket, N, K, dtype, activation), n_bwd, call)
+            for dims in ((bucket, K, N), (N, K, bucket)):  # dX = dZ @ W, dW = dZ.T @ X
+                session.triton_autotune(c, ("backward/matmul", dtype), ("backward/matmul", *dims, dtype), n_bwd, call)
+
+
+def profile_pass(grid: str, session: "_Session") -> Cost:
+    """benchmarks.profile --grid `grid` on one H200 after `session`'s runs: every case of the grid
+    with every implementation CUDA runs, one profiled call each (the profiler's start once), a
+    fresh torch.compile per case (profile_case resets Dynamo) from the caches the runs left; the
+    grid's own rules (grids.left_out) say what runs, as benchmarks.profile applies them."""
+    from .harness import implementations
+    from .harness.grids import grid as grid_cases
+
+    with _grid_selected(grid):
+        offered = _offered_configs()
+        c = Cost(processes=1)
+        for cases in grid_cases(grid).values():
+            for case in cases:
+                for impl in implementations.names(case.op):
+                    if implementations.unavailable_reason(case, impl, "cuda"):
+                        continue
+                    c.spend("measuring", (value("profiler_s") if c.measured == 0 else value("profiler_again_s"))
+                            + 3 * _call_seconds(case))  # the first call, the profiled one, the reference's share
+                    c.measured += 1
+                    _first_call(session, c, case, impl, False, offered)
+    return c
 
 
 def _tune_key(case) -> tuple:
@@ -387,17 +452,12 @@ def main(argv=None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--grid", action="append", choices=("tiny", "quick", "default", "full"))
     parser.add_argument("--caches", choices=("cold", "warm", "both"), default="both")
-    parser.add_argument("--pessimistic", action="store_true",
-                        help="the guessed torch.compile and max-autotune times at their pessimistic ends (PESSIMISTIC)")
     parser.add_argument("--device", choices=sorted(device_specs.SPECS), default="H200",
                         help="model the GPU work on this device: the H200's measured ceilings at the same fraction "
                              "of this device's datasheet peaks (harness/device_specs.py)")
     args = parser.parse_args(argv)
     if args.device != "H200":
         on_device(args.device)
-    if args.pessimistic:
-        for name, seconds in PESSIMISTIC.items():
-            INPUTS[name] = (seconds, f"pessimistic guess (--pessimistic); the model's own: {INPUTS[name][0]:g} s")
     print("| grid | caches | class | asv processes | measured combos | cold torch.compiles | max-autotune GEMM shapes "
           "| Triton autotune keys / configs | Triton compiles | " + " | ".join(f"{p} s" for p in PARTS) + " | modelled s |")
     print("|" + " --- |" * (10 + len(PARTS)))

@@ -200,6 +200,18 @@ class TestMeasuringPass:
         assert [p.name for p in tmp_path.iterdir()] == [common._filed_name("GatedMLP", (key, "fused"))]
         assert len(bench.track_latency(str(tmp_path), key, "fused")["samples"]) == bench.interpreter_samples
 
+    def test_the_first_call_is_timed_where_the_gpu_session_asks(self, tmp_path, monkeypatch):
+        """tools/gpu_runner/session.sh sets $FUSED_MLP_FIRST_CALLS: each pass files its first call
+        (on the GPU the compiles and autotuning) for benchmarks.measured_inputs."""
+        from benchmarks.harness import first_calls
+
+        monkeypatch.setenv(first_calls.FIRST_CALLS_ENV, str(tmp_path))
+        key = grid("tiny")["linear_act"][0].key
+        assert "metrics" in bench_ops.LinearAct().measure_all(key, "eager")
+        (record,) = first_calls.collect(tmp_path)
+        assert (record["benchmark"], record["case"], record["impl"], record["mode"]) == ("LinearAct", key, "eager",
+                                                                                          "forward")
+
     def test_wrong_result_fails_every_metric_before_timing(self, tmp_path):
         class Wrong(common._CaseBenchmark):
             def prepared_call(self, case, impl, inputs):

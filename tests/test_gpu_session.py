@@ -74,7 +74,7 @@ def test_a_failed_setup_has_its_own_exit_status_not_a_wrong_fused_result(tmp_pat
 
 def test_bad_arguments_are_exit_2(tmp_path):
     for args in (["--machine"], ["--machine", "m", "--budget", "soon"], ["--machine", "m", "--stages", "all"],
-                 ["--grid", "quick"]):
+                 ["--grid", "quick"], ["--machine", "m", "--part", "9"], ["--machine", "m", "--part", "two"]):
         done = subprocess.run(["bash", str(REPO / "tools/gpu_runner/session.sh"), *args], capture_output=True,
                               text=True, timeout=30, env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "o")})
         assert done.returncode == 2 and done.stderr.strip(), (args, done.stderr)
@@ -144,3 +144,50 @@ def test_a_native_stage_cut_short_keeps_each_finished_test_s_verdict(tmp_path):
     assert stages[0][0] == "setup" and stages[1][:2] == ["native", "cut at 10s"], (stages, done.stdout + done.stderr)
     log = (out / "native_tests.log").read_text()
     assert "test_kernels.py::test_first_kernel PASSED" in log, log
+
+
+QUICK_PYTHON = r'''#!/bin/bash
+echo "$*" >> "$OUT/calls.txt"
+case "$*" in
+  *--prepare-only*) echo "measured: check_python_s=4.2 register_s=3.1" ;;
+esac
+exit 0
+'''
+
+
+def _later_call(tmp_path, part: int, files=()):
+    """The calls that session.sh `--stages rest --part K` makes (a fake python3), with `files`
+    made in the device copy first."""
+    work, bin_dir = _device_copy(tmp_path, QUICK_PYTHON)
+    for name in files:
+        (work / name).write_text("")
+    out = tmp_path / "out"
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(out), "HOME": str(tmp_path), "SESSION_RESERVE_S": "1"}
+    done = subprocess.run(["bash", "tools/gpu_runner/session.sh", "--machine", "m", "--stages", "rest", "--part",
+                           str(part), "--budget", "200"], cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return out, [c for c in (out / "calls.txt").read_text().splitlines() if "--prepared" in c]
+
+
+def _bench_args(calls) -> list[str]:
+    return [c.split("--bench ")[1].split()[0] for c in calls]
+
+
+def test_a_later_call_runs_one_part_of_the_default_grid(tmp_path):
+    """`--stages rest --part K`: only the Kth of session.sh's rest_parts, each class its own run."""
+    from benchmarks import session_cost
+
+    out, calls = _later_call(tmp_path, 2)
+    assert _bench_args(calls) == session_cost.rest_parts()[1] and all("--grid default" in c for c in calls)
+    assert (out / "first_calls").is_dir()  # where the measuring passes file their first calls
+
+
+def test_a_part_s_regexes_reach_asv_as_written_not_as_globs(tmp_path):
+    """Part 3 selects GatedMLPTraining's implementations but max-autotune with `[^,]` and `(?!`:
+    split at spaces, never expanded, even where a file's name would match them as a glob."""
+    from benchmarks import session_cost
+
+    # what bash would expand part 3's first regex to as a glob (\w is w, [^,] one character, ? any)
+    _, calls = _later_call(tmp_path, 3, ["bench_training.GatedMLPTraining.w+(Wx+,s(x!Wcompile_max_autotuneW)"])
+    runs = _bench_args(calls)
+    assert runs == session_cost.rest_parts()[2] and "(?!" in runs[0]

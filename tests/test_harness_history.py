@@ -84,6 +84,8 @@ def test_heads_suite_over_an_older_commit_skips_its_missing_backward(tmp_path):
                            "--commits", older, "-b", r"bench_history\..*\.track_latency"],
                           cwd=repo, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    named = [line for line in done.stdout.splitlines() if "For fused-mlp commit" in line]
+    assert len(named) == 1 and f"commit {older[:8]}:" in named[0], named  # asv itself names HEAD's branch
     recorded = _results(repo / "results" / "older")
     assert len(training_grid("tiny")["linear_act"]) == 1
     for mode in ("backward", "full"):

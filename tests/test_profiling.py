@@ -71,7 +71,39 @@ def test_profile_pass_is_stored_per_machine_and_commit_without_overwriting(tmp_p
     by_impl = {e["impl"]: e for e in doc["profiles"]}
     assert set(by_impl) == set(implementations.names("linear_act"))
     assert "CUDA" in by_impl["cublaslt"]["skipped"]
+    assert all(e["seconds"] >= 0 for e in doc["profiles"])  # skipped ones too: their check may import a library
+    assert doc["seconds"] >= sum(e["seconds"] for e in doc["profiles"])  # the whole pass
     assert ProfileSummary.from_dict(by_impl["eager"]["summary"]).launches_per_call == 2  # linear + relu
     with pytest.raises(SystemExit, match="exists; pass --force"):
         profile_cli.save_profile_pass("tiny", "cpu-box", str(tmp_path / "profiles"), "cpu")
     assert profile_cli.save_profile_pass("tiny", "cpu-box", str(tmp_path / "profiles"), "cpu", force=True) == path
+
+
+def test_a_pass_over_a_grid_runs_under_that_grid_s_rules_and_records_each_impl_s_seconds(tmp_path, monkeypatch):
+    """The pass over quick ran under the default grid's rules ($FUSED_MLP_GRID unset), so it
+    autotuned max-autotune on quick's cases, which the quick grid leaves out; and the GPU
+    session's model reads how long each profiled implementation took."""
+    from benchmarks.harness.grids import GRID_ENV, current_grid
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for cmd in (["init", "-q"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"]):
+        subprocess.run(["git", *cmd], cwd=repo, check=True)
+    monkeypatch.chdir(repo)
+    monkeypatch.delenv(GRID_ENV, raising=False)
+    case = Case("linear_act", 8, 16, 32, "fp32", "relu")
+    monkeypatch.setattr(profile_cli, "grid", lambda name: {"linear_act": [case]})
+    seen = []
+
+    def fake_profile_case(case, impls, device, trace_dir, seconds):
+        seen.append(current_grid())
+        seconds["eager"] = 1.25  # a skipped impl's check may be timed too; this one's was not
+        return {"eager": ProfileSummary.from_dict(json.loads(json.dumps(real["eager"].to_dict()))),
+                "compile_max_autotune": "left out"}
+
+    real = profile_cli.profile_case(case, ["eager"], "cpu")
+    monkeypatch.setattr(profile_cli, "profile_case", fake_profile_case)
+    doc = json.loads(profile_cli.save_profile_pass("quick", "cpu-box", str(tmp_path / "profiles"), "cpu").read_text())
+    assert seen == ["quick"] and GRID_ENV not in __import__("os").environ  # as it was after the pass
+    by_impl = {e["impl"]: e for e in doc["profiles"]}
+    assert by_impl["eager"]["seconds"] == 1.25 and "seconds" not in by_impl["compile_max_autotune"]

@@ -186,18 +186,50 @@ def test_run_asv_keeps_the_reasons_the_benchmarks_filed(tmp_path, monkeypatch):
     seen = {}
     why = skip_reasons.entry("bench_ops.LinearAct.track_latency", {"case": "c", "impl": "cublaslt"}, "skipped", "no CUDA")
 
-    def fake_asv(cmd, cwd, env=None, **kwargs):  # one benchmark process filing a skip
-        if "asv" not in cmd:  # the runner-state probe around the run (harness/runner_state.py)
-            return subprocess.CompletedProcess(cmd, 1, stdout="", stderr="no NVML here")
+    def fake_asv(cmd, env, commit):  # one benchmark process filing a skip
         seen.update(env)
         Path(env[OUTCOMES_ENV], "x.json").write_text(json.dumps({"entries": [why], "measured": []}))
-        return subprocess.CompletedProcess(cmd, 0)
+        return 0
 
-    monkeypatch.setattr(run.subprocess, "run", fake_asv)
+    # the runner-state probe around the run (harness/runner_state.py) finds no NVML
+    monkeypatch.setattr(run.subprocess, "run", lambda cmd, **kwargs: subprocess.CompletedProcess(cmd, 1, "", "no NVML"))
+    monkeypatch.setattr(run, "run_naming_commit", fake_asv)
     assert run.run_asv("python", config, "m", "a" * 40, ROOT, ["-b", "LinearAct"]) == 0
     assert seen[BENCH_ENV] == "LinearAct"
     doc = skip_reasons.read(tmp_path / "results" / "reasons" / "m" / f"{'a' * 40}.json")
     assert doc["entries"] == [why] and not Path(seen[OUTCOMES_ENV]).exists()  # the temporary folder is gone
+
+
+# What asv 0.6.6 prints for a run in an existing environment: the config's branch head, whatever
+# --set-commit-hash names (asv/commands/run.py: "For {project} commit {decorated hash}:").
+FAKE_ASV = """#!/bin/sh
+case "$*" in
+  *"-m asv"*) echo "· Discovering benchmarks"; echo "· For fused-mlp commit 4d18c95f <main>:";
+              echo "·· Benchmarking existing-py"; exit 0 ;;
+  *) exit 1 ;;  # the runner-state probe: no NVML here
+esac
+"""
+
+
+def test_each_commit_s_asv_log_line_names_that_commit(tmp_path, capsys):
+    """asv's log named main's head for every commit of a --commits run; each now names its own."""
+    python = tmp_path / "python"
+    python.write_text(FAKE_ASV)
+    python.chmod(0o755)
+    config = tmp_path / "asv.conf.json"
+    config.write_text('{"version": 1, "results_dir": "results"}')
+    for sha in ("a" * 40, "b" * 40):
+        assert run.run_asv(str(python), config, "m", sha, ROOT, ["-b", "LinearAct"]) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if "commit" in line]
+    assert lines == ["· For fused-mlp commit aaaaaaaa:", "· For fused-mlp commit bbbbbbbb:"], lines
+
+
+def test_asv_s_other_lines_pass_unchanged():
+    line = "·· For fused-mlp commit 4d18c95f <main> (round 1/2):\n"
+    assert run.asv_log_line(line, "c" * 40) == "·· For fused-mlp commit cccccccc (round 1/2):\n"
+    for other in ("· Running 3 total benchmarks (1 commits * 1 environments * 3 benchmarks)\n",
+                  "bench_ops.LinearAct.track_latency  ok\n"):
+        assert run.asv_log_line(other, "c" * 40) == other
 
 
 def _graphed_series(html: Path, benchmark: str) -> int:

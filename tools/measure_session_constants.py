@@ -1,7 +1,8 @@
 """Measure, on this machine, the per-process constants of benchmarks/session_cost.py: a Python
 start, `import torch`, the Python check, the machine registration, benchmarks.run's imports, a
-runner-state snapshot, a git call, and one asv run's own cost (its wall time less the durations
-asv recorded for the benchmarks it ran). Each is the median of --repeat runs, wall clock, so
+runner-state snapshot, a git call, one asv run's own cost (its wall time less the durations
+asv recorded for the benchmarks it ran), and what the first `import torch` of a fresh machine
+adds (torch's files out of the page cache). Each is the median of --repeat runs, wall clock, so
 note the machine's load beside them.
 
     python tools/measure_session_constants.py --out constants.json
@@ -34,6 +35,32 @@ def wall(cmd: list[str], env: dict | None = None, cwd: Path = REPO) -> float:
 
 def median(cmd: list[str], repeat: int, env: dict | None = None) -> float:
     return statistics.median(wall(cmd, env) for _ in range(repeat))
+
+
+def evict(packages: list[str], python: str) -> None:
+    """Drop the page cache's copy of these packages' files (posix_fadvise DONTNEED: no root needed),
+    as on a machine that has not read them since it started."""
+    code = ("import importlib.util, os, sys\n"
+            "for pkg in sys.argv[1:]:\n"
+            "    root = os.path.dirname(importlib.util.find_spec(pkg).origin)\n"
+            "    for d, _, files in os.walk(root):\n"
+            "        for f in files:\n"
+            "            try:\n"
+            "                fd = os.open(os.path.join(d, f), os.O_RDONLY)\n"
+            "            except OSError:\n"
+            "                continue\n"
+            "            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)\n"
+            "            os.close(fd)\n")
+    subprocess.run([python, "-c", code, *packages], check=True)
+
+
+def first_import_extra(python: str, repeat: int) -> float:
+    """The first `import torch` of a fresh machine (its files read from disk) less a warm one."""
+    cold = []
+    for _ in range(repeat):
+        evict(["torch", "triton", "numpy"], python)
+        cold.append(wall([python, "-c", "import torch"]))
+    return max(0.0, statistics.median(cold) - median([python, "-c", "import torch"], repeat))
 
 
 def asv_run_overhead(python: str, home: Path) -> float:
@@ -76,12 +103,15 @@ def main(argv=None) -> int:
             "register_s": median([py, "-m", "benchmarks.harness.environment", "--machine", "constants"],
                                  args.repeat, env) - python_s,
             "run_module_s": median([py, "-c", "import benchmarks.run"], args.repeat) - python_s,
+            "profile_module_s": max(0.0, median([py, "-c", "import benchmarks.profile"], args.repeat)
+                                    - median([py, "-c", "import torch"], args.repeat)),  # noise can make it negative
             "snapshot_s": median([py, "-m", "benchmarks.harness.runner_state"], args.repeat) - python_s,
             "git_s": median(["git", "-C", str(REPO), "rev-parse", "HEAD"], args.repeat),
             "machine_identity_s": max(0.0, median([py, "-c", "import torch, benchmarks.harness.environment as e; "
                                                     "e.machine_identity()"], args.repeat)
                                   - median([py, "-c", "import torch"], args.repeat)),  # noise can make it negative
             "asv_run_s": asv_run_overhead(py, home),
+            "first_import_extra_s": first_import_extra(py, args.repeat),
         }
     load = os.getloadavg()
     args.out.write_text(json.dumps({k: round(v, 3) for k, v in constants.items()}, indent=1) + "\n")

@@ -11,22 +11,39 @@
 #             a cut-short stage (or a kill of the whole call) keeps the classes done
 #   2. check  benchmarks.gpu_check, bf16 first, gpu_check.json rewritten after every case
 #   3. native the kernel tests natively: GEMM variants forced, FP8, backward
-#   4. rest   the asv --grid (default: default) at HEAD or --commits, class by class, as time allows
+#   4. rest   the asv --grid (default: default) at HEAD or --commits, class by class, as time allows;
+#             --part K: only the Kth of rest_parts (below), the default grid split so that each
+#             part's call fits 80 % of a 600 s call with cold caches (benchmarks.session_cost)
 #   5. profile a profile pass of the quick grid, if time is left
 #
 #   tools/gpu_runner/session.sh --machine h200 [--grid default] [--commits "A B"] [--budget 540]
-#   tools/gpu_runner/session.sh --machine h200 --stages rest          # a second call: warm caches
+#   tools/gpu_runner/session.sh --machine h200 --stages rest --part 1 # the later calls: parts 1 to 4
 #   TRITON_INTERPRET=1 tools/gpu_runner/session.sh --machine cpu-test --grid tiny --small   # rehearsal
 #   (first, here: tools/gpu_runner/prepare_carry.sh; then carry .whl and .carry in the device call)
 #
 # Exit status: gpu_check's (0 correct, 1 a wrong fused result), 3 when it did not finish, 2 for
 # bad arguments, 4 when setup failed (git not restored, or the Python cannot run the suite or
-# register the machine: nothing was measured). $OUT/stages.tsv: stage, status, seconds, limit.
+# register the machine: nothing was measured). $OUT/stages.tsv: stage, status, seconds, limit, then
+# a `measured:NAME` row per input the time model guesses (benchmarks.measured_inputs, from the
+# first calls filed in $OUT/first_calls and setup's check), for the next session's model.
 # shellcheck disable=SC2317  # the stage functions run through `stage`, as commands of their own
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-/tmp/gpu_session_out}
-machine="" grid="default" commits="" small="" budget=540 stages="quick,check,native,rest,profile"
+machine="" grid="default" commits="" small="" budget=540 stages="quick,check,native,rest,profile" part=""
+# The classes, one benchmarks.run (and asv run) each; the rest stage's in parts, one call each
+# (--part K): with cold caches and the pessimistic compile times of benchmarks.suite_cost, each
+# part's call (setup, then its classes) is modelled at most 80 % of a 600 s call
+# (python -m benchmarks.session_cost --part K; tests/test_session_cost.py holds every part to it).
+# A regex may select some implementations of a class: asv matches a parameterized benchmark as
+# name(param reprs), e.g. bench_training.GatedMLPTraining.track_latency_us('gated_mlp M=8192 ...',
+# 'compile_max_autotune', 'full'). GatedMLPTraining is split so: its max-autotune combinations (4
+# GEMM shapes to tune, trained) are part 4, the rest of it part 3. No spaces in a regex (\s).
+quick_classes='bench_device\. bench_ops\.GatedMLP\. bench_ops\.NarrowMLP\. bench_ops\.LinearAct\. bench_training\. bench_hot\.'
+rest_parts=('bench_ops\.GatedMLP\.'
+            'bench_ops\.LinearAct\. bench_ops\.NarrowMLP\. bench_training\.LinearActTraining\. bench_training\.NarrowMLPTraining\.'
+            'bench_training\.GatedMLPTraining\.\w+\(\W[^,]+,\s(?!\Wcompile_max_autotune\W) bench_device\. bench_hot\.'
+            'bench_training\.GatedMLPTraining\.\w+\(\W[^,]+,\s\Wcompile_max_autotune\W')
 while [ $# -gt 0 ]; do
   case "$1" in
     --machine) machine="${2:-}"; shift 2 || { echo "--machine needs a value" >&2; exit 2; } ;;
@@ -34,6 +51,7 @@ while [ $# -gt 0 ]; do
     --commits) commits="${2:-}"; shift 2 || { echo "--commits needs a value" >&2; exit 2; } ;;
     --budget) budget="${2:-}"; shift 2 || { echo "--budget needs a value" >&2; exit 2; } ;;
     --stages) stages="${2:-}"; shift 2 || { echo "--stages needs a value" >&2; exit 2; } ;;
+    --part) part="${2:-}"; shift 2 || { echo "--part needs a value" >&2; exit 2; } ;;
     --small) small="--small"; shift ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
@@ -45,7 +63,14 @@ fi
 for s in ${stages//,/ }; do
   case "$s" in quick|check|native|rest|profile) ;; *) echo "--stages: unknown stage $s" >&2; exit 2 ;; esac
 done
-mkdir -p "$OUT" || { echo "cannot make OUT=$OUT" >&2; exit 2; }
+if [ -n "$part" ] && { ! [[ "$part" =~ ^[0-9]+$ ]] || [ "$part" -lt 1 ] || [ "$part" -gt "${#rest_parts[@]}" ]; }; then
+  echo "--part: 1 to ${#rest_parts[@]} (the rest stage's parts)" >&2; exit 2
+fi
+rest_classes=${part:+${rest_parts[$((part - 1))]}}
+rest_classes=${rest_classes:-${rest_parts[*]}}
+mkdir -p "$OUT/first_calls" || { echo "cannot make OUT=$OUT" >&2; exit 2; }
+# each measuring pass times its first call there (benchmarks/harness/first_calls.py)
+export FUSED_MLP_FIRST_CALLS="$OUT/first_calls"
 export PYTHONUNBUFFERED=1
 start=$SECONDS
 RESERVE=${SESSION_RESERVE_S:-15}  # seconds kept for packing
@@ -55,6 +80,8 @@ check_rc=3
 
 pack() {
   tar czf "$OUT/results.tgz" results 2>/dev/null
+  python3 -m benchmarks.measured_inputs --first-calls "$OUT/first_calls" --log "$OUT/session.log" >> "$OUT/stages.tsv" \
+    2>"$OUT/measured_inputs.log" || log "no measured inputs: see $OUT/measured_inputs.log"
   log "packed results/ into $OUT/results.tgz; stages:"
   column -t -s $'\t' "$OUT/stages.tsv" 2>/dev/null | tee -a "$OUT/session.log" || cat "$OUT/stages.tsv"
 }
@@ -137,10 +164,10 @@ printf 'setup\t%s\t%s\t-\n' "$([ "$prepared" -eq 0 ] && echo ok || echo "exit $p
 # The asv grid, one class per asv run (the training modes together): each run writes its result
 # file when it ends, and asv merges runs of one commit into one file. Each extra run costs ~11 s
 # (discovery and the forkserver import torch), beside benchmarks.run's one run per grid.
-asv_by_class() {  # GRID [--commits C]
-  local g=$1 rc=0 b; shift
-  for b in 'bench_device\.' 'bench_ops\.GatedMLP\.' 'bench_ops\.NarrowMLP\.' 'bench_ops\.LinearAct\.' 'bench_training\.' \
-           'bench_hot\.'; do
+asv_by_class() {  # GRID "CLASS REGEXES" [--commits C]
+  local g=$1 classes=$2 rc=0 b; shift 2
+  local -; set -f  # the regexes split at spaces, never expanded as globs ([^,] and (?! are regex)
+  for b in $classes; do
     # --prepared: the Python was checked and the machine registered once, for the session (above)
     python3 -m benchmarks.run --prepared --machine "$machine" --grid "$g" --bench "$b" "$@" >>"$OUT/asv.log" 2>&1 || rc=$?
     log "  $g $b: exit $rc"
@@ -170,7 +197,7 @@ profile() {
 export -f log asv_by_class copy_results gpu_check native profile kill_session stage_session
 export OUT machine small start quick_grid SESSION_PID=$$ NATIVE_TESTS
 
-stage quick 240 60 asv_by_class "$quick_grid"
+stage quick 280 60 asv_by_class "$quick_grid" "$quick_classes"
 
 stage check 200 45 gpu_check
 check_rc=$?
@@ -182,7 +209,7 @@ esac
 stage native 120 30 native
 
 if [ "$grid" != "$quick_grid" ] || [ -n "$commits" ]; then
-  stage rest 1200 60 asv_by_class "$grid" ${commits:+--commits "$commits"}
+  stage rest 1200 60 asv_by_class "$grid" "$rest_classes" ${commits:+--commits "$commits"}
 fi
 
 stage profile 120 45 profile
