@@ -10,13 +10,14 @@ Each grid also has training cases (`training_grid`, bench_training's backward an
 tiny and quick one per op, default Llama-3-8B's up projection and SwiGLU MLP and the seed GeGLU at
 8192 tokens, and the narrow MLP, in bf16.
 
-The GPU budgets (quick <= 3 min, default <= 10 min on one H200 with cold caches, modelled by
-`python -m benchmarks.suite_cost` from these grids; tests/test_suite_cost.py fails when a grid
-outgrows them) decide where the costly implementations run (`left_out`):
-- compile_max_autotune tunes every GEMM shape it meets (~20 s each, assumed) and compiles a
+The GPU budgets (the GPU session's quick stage within its cap, and each of the default grid's
+parts within 80 % of a 600 s call, on one H200 with cold caches, modelled by
+`python -m benchmarks.session_cost` from these grids; tests/test_session_cost.py fails when a
+grid outgrows them) decide where the costly implementations run (`left_out`):
+- compile_max_autotune tunes every GEMM shape it meets (30-60 s each, guessed; budgeted at 60) and compiles a
   training step's two graphs: in the forward grids it runs only on the shapes the grid's
   training cases tune anyway (`autotuned`, one autotune cache for both), and not in quick.
-- compile (default mode) costs a cold Inductor compile (~10 s, assumed) per case and graph: in
+- compile (default mode) costs a cold Inductor compile (budgeted at 30 s, guessed) per case and graph: in
   the default forward grid it runs on the op's main dtype and activation at the decode and
   prefill ends (M <= 16, M >= 8192), where it answers "what does torch.compile make of the
   unfused code"; the dtype and activation variants in between compare fused with eager. The
