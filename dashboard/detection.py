@@ -23,6 +23,7 @@ import numpy as np
 from dashboard.worker_processes import exit_with_parent
 
 SERIES_PER_CHUNK = 250
+WORKER_STOP_SECONDS = 5  # per worker, after terminate (then kill): a stopping server never waits on a detection
 
 
 def detect(table, series_ids, benchmarks_meta: dict) -> list:
@@ -178,6 +179,14 @@ class Detector:
         """Stop the worker (tests, app shutdown); a running detection is abandoned."""
         executor, self._executor = self._executor, None
         if executor is not None:
-            for process in list(getattr(executor, "_processes", {}).values()):
+            processes = list(getattr(executor, "_processes", {}).values())
+            for process in processes:
                 process.terminate()  # do not wait minutes for a detection nobody will read
-            executor.shutdown(wait=True, cancel_futures=True)
+            # Bounded: the pool's own shutdown(wait=True) waits on its management thread, which
+            # once held a stopping server past 30 s on a loaded machine; the workers are what matter.
+            executor.shutdown(wait=False, cancel_futures=True)
+            for process in processes:
+                process.join(WORKER_STOP_SECONDS)
+                if process.is_alive():
+                    process.kill()
+                    process.join(WORKER_STOP_SECONDS)

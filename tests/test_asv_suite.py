@@ -89,8 +89,14 @@ def test_static_compile_metrics_are_recorded(tiny_run):
     registers = _column(doc, "result", "bench_compile.KernelResources.track_registers")
     shared = _column(doc, "result", "bench_compile.KernelResources.track_shared_memory")
     spills = _column(doc, "result", "bench_compile.KernelResources.track_spill_bytes")
-    assert all(0 < r <= 255 for r in registers), registers
-    assert all(s > 1024 for s in shared) and all(s == 0 for s in spills)
+    # one list for every architecture: on sm_90 the AMD-form configs (their knobs in the label) are
+    # skipped (NaN), every other one is compiled
+    amd_form = [" wpe" in label for label in params[0]]
+    assert len(registers) == len(amd_form) and any(amd_form) and not all(amd_form)
+    for values in (registers, shared, spills):
+        assert [isinstance(v, float) and math.isnan(v) for v in values] == amd_form, values
+    compiled = [(r, s, b) for r, s, b, amd in zip(registers, shared, spills, amd_form) if not amd]
+    assert all(0 < r <= 255 and s > 1024 and b == 0 for r, s, b in compiled), compiled
 
 
 @pytest.mark.slow
