@@ -252,7 +252,7 @@ def device_pruner(shared_estimate: SharedEstimate, tensor_arg: str, excluded: tu
         t = named_args[tensor_arg]
         arch = device_arch(t.device)
         # The device's own limit: an sm_86 has less than the sm_80 it follows, an RDNA card
-        # (64 KB of LDS) less than the gfx950 it follows. ROCm's opt-in field is not the LDS limit.
+        # (64 KB of LDS) less than the gfx950 it follows. On ROCm the LDS per workgroup is shared_memory_per_block.
         props = torch.cuda.get_device_properties(t.device)
         own = props.shared_memory_per_block_optin if arch.vendor == "nvidia" else props.shared_memory_per_block
         arch = dataclasses.replace(arch, shared_bytes_per_block=own)
