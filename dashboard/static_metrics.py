@@ -11,6 +11,7 @@ other pages leave them out.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -122,25 +123,31 @@ def config_family(config: str) -> str:
     return " ".join(token for token in str(config).split() if not _BACKEND_FORM.match(token))
 
 
-def arch_column(machine: str) -> str | None:
-    """'compile-gfx942-triton-3.6.0' -> 'MI300 (gfx942)'; None for a machine of no known architecture."""
+def arch_column(machine: str, with_triton: bool = False) -> str | None:
+    """'compile-gfx942-triton-3.6.0' -> 'MI300 (gfx942)', with_triton: 'MI300 (gfx942, Triton 3.6.0)';
+    None for a machine of no known architecture."""
     arch = arch_of_machine(machine)
-    return None if arch is None else f"{ARCH_DEVICES.get(arch, arch)} ({arch})"
+    if arch is None:
+        return None
+    triton = f", Triton {machine.rpartition('-triton-')[2]}" if with_triton else ""
+    return f"{ARCH_DEVICES.get(arch, arch)} ({arch}{triton})"
 
 
-def arch_of_column(column: str) -> str:
-    """'MI300 (gfx942)' -> 'gfx942' (the column's id in a table)."""
-    return column.rpartition("(")[2].rstrip(")")
+def column_id(column: str) -> str:
+    """'MI300 (gfx942)' -> 'gfx942', 'H200 (sm_90, Triton 3.6.0)' -> 'sm_90-triton-3.6.0' (its id in a table)."""
+    return column.rpartition("(")[2].rstrip(")").replace(", Triton ", "-triton-")
 
 
 def across_machines(newest: dict[str, pd.DataFrame], kernel: str, variant: str, family: str, dtype: str) -> pd.DataFrame:
     """One config on every architecture side by side: ``newest`` maps a machine to its table of
     resources_at at its newest commit that compiled the config; rows are the config label there
-    and each metric (in its shown unit), columns the machines' architectures in ARCH_DEVICES order."""
+    and each metric (in its shown unit), columns the machines in ARCH_DEVICES order, one each:
+    machines of one architecture (two Triton versions) are told apart by their Triton version."""
     order = {arch: i for i, arch in enumerate(ARCH_DEVICES)}
+    per_arch = Counter(arch_of_machine(m) for m in newest)
     columns = {}
-    for machine in sorted(newest, key=lambda m: order.get(arch_of_machine(m), len(order))):
-        column, table = arch_column(machine), newest[machine]
+    for machine in sorted(newest, key=lambda m: (order.get(arch_of_machine(m), len(order)), m)):
+        column, table = arch_column(machine, with_triton=per_arch[arch_of_machine(machine)] > 1), newest[machine]
         if column is None or table.empty:
             continue
         hit = table[(table["kernel"] == kernel) & (table["variant"] == variant) & (table["dtype"] == dtype)

@@ -33,7 +33,8 @@ class Arch:
 
     @property
     def warp_size(self) -> int:
-        return 64 if self.vendor == "amd" else 32
+        """64 on AMD Instinct (CDNA: wave64, MFMA); 32 on NVIDIA and on RDNA (wave32, WMMA)."""
+        return 64 if self.tensor_core_op == "mfma" else 32
 
 
 ARCHS: dict[str, Arch] = {a.name: a for a in (
@@ -51,16 +52,20 @@ ARCHS: dict[str, Arch] = {a.name: a for a in (
 # The architectures the compile check covered before Blackwell and AMD: the CI default.
 HOPPER_AMPERE = ("sm_90", "sm_80")
 NEW_ARCHS = ("sm_100", "sm_120", "gfx942", "gfx950")
+FP8_MIN_CAPABILITY = 89  # FP8 tensor cores: Ada (sm_89) and newer
+RDNA_MIN_GFX_MAJOR = 10  # gfx10xx, gfx11xx, gfx12xx: RDNA (Radeon); gfx9xx: GCN / CDNA (Instinct)
+# The e4m3 encoding quantize_fp8 produces and the W8A8 kernels take (OCP e4m3fn)
+LIBRARY_FP8_FORMAT = "e4m3fn"
 
 _warned: set[str] = set()
 
 
-def _say_nearest(device: str, arch: Arch) -> None:
+def _say_nearest(device: str, arch: Arch, note: str = "") -> None:
     """Once per device kind, on the "fused_mlp" logger: it is tuned as a checked architecture it is not."""
     if device not in _warned:
         _warned.add(device)
-        LOG.warning("%s is not a checked architecture; it is tuned and pruned as %s (%s), the nearest checked one",
-                    device, arch.name, arch.devices)
+        LOG.warning("%s is not a checked architecture; it is tuned and pruned as %s (%s), the nearest checked one%s",
+                    device, arch.name, arch.devices, note)
 
 
 def cuda_arch(capability: int) -> Arch:
@@ -74,7 +79,9 @@ def cuda_arch(capability: int) -> Arch:
     older = [a for a in cuda if a.capability < capability]
     arch = older[-1] if older else cuda[0]
     _say_nearest(f"sm_{capability}", arch)
-    return arch
+    # FP8 tensor cores are the device's own, not the followed arch's: an sm_89 follows sm_80's
+    # tuning and runs W8A8, an sm_75 follows sm_80 and has none.
+    return dataclasses.replace(arch, fp8_format="e4m3fn" if capability >= FP8_MIN_CAPABILITY else None)
 
 
 def _gfx_version(name: str) -> tuple[int, int, int]:
@@ -96,35 +103,30 @@ def rocm_arch(gcn_arch_name: str) -> Arch:
     amd = sorted((a for a in ARCHS.values() if a.vendor == "amd"), key=lambda a: _gfx_version(a.name))
     older = [a for a in amd if _gfx_version(a.name) < version]
     arch = older[-1] if older else amd[0]
-    _say_nearest(name, arch)
-    return arch
+    # Nothing of the device's FP8 is known (MI250's gfx90a has none): it gets no FP8. An RDNA
+    # device (gfx10+: wave32, WMMA) has no MFMA, so it gets none of the MFMA knobs (ops._tuning.for_arch).
+    rdna = version[0] >= RDNA_MIN_GFX_MAJOR
+    _say_nearest(name, arch, "; RDNA (wave32, no MFMA): without the MFMA knobs, pruned by its own LDS" if rdna else "")
+    return dataclasses.replace(arch, fp8_format=None, tensor_core_op="wmma" if rdna else arch.tensor_core_op)
 
 
-FP8_MIN_CAPABILITY = 89  # FP8 tensor cores: Ada (sm_89) and newer
+def w8a8_missing(arch: Arch) -> str | None:
+    """Why the library's W8A8 (e4m3fn x and W, an e4m3 dot) does not run on `arch`, or None."""
+    if arch.fp8_format is None:
+        return f"{arch.name} has no FP8 tensor cores"
+    if arch.fp8_format != LIBRARY_FP8_FORMAT:
+        return (f"{arch.name}'s FP8 tensor cores take {arch.fp8_format} only, the library's W8A8 takes "
+                f"{LIBRARY_FP8_FORMAT} (quantize_fp8), which Triton would run there through fp16 MFMAs (emulated)")
+    return None
 
 
 def device_arch(device) -> Arch:
     """The checked architecture the GPU behind a torch device follows (ROCm builds: by gfx name),
-    with the device's own FP8 tensor cores: an sm_89 follows sm_80's tuning and runs W8A8."""
+    with the device's own FP8 tensor cores (cuda_arch, rocm_arch)."""
     import torch
 
     if torch.version.hip:
         return rocm_arch(torch.cuda.get_device_properties(device).gcnArchName)
     major, minor = torch.cuda.get_device_capability(device)
-    capability = 10 * major + minor
-    arch = cuda_arch(capability)
-    if arch.fp8_format is None and capability >= FP8_MIN_CAPABILITY:
-        arch = dataclasses.replace(arch, fp8_format="e4m3fn")
-    return arch
+    return cuda_arch(10 * major + minor)
 
-
-def tuning_arch(capability: int) -> Arch:
-    """The checked architecture whose tuning a CUDA device of this capability follows (cuda_arch)."""
-    return cuda_arch(capability)
-
-
-def fp8_dtype_name(arch: Arch) -> str:
-    """The torch dtype of the arch's native e4m3: 'float8_e4m3fnuz' on gfx942, 'float8_e4m3fn' elsewhere."""
-    if arch.fp8_format is None:
-        raise ValueError(f"{arch.name} has no FP8 tensor-core format")
-    return f"float8_{arch.fp8_format}"

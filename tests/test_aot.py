@@ -100,6 +100,21 @@ def test_the_command_refuses_to_run_under_the_interpreter():
     assert done.returncode == 2 and "TRITON_INTERPRET is set" in done.stderr
 
 
+@pytest.mark.parametrize("filters, selects", [
+    (("--subset", "ci", "--dtype", "fp32"), "subset ci"),
+    (("--subset", "ci", "--kernel", "narrow_mlp"), "subset ci"),
+    (("--subset", "ci", "--kernel", "narrow_mlp", "--list"), "subset ci"),
+    (("--arch", "gfx942", "--kernel", "linear_act", "--variant", "persistent"), "the plan"),
+])
+def test_filters_that_select_nothing_exit_2_rather_than_pass(filters, selects):
+    """A check of nothing would print '0 compiles' and pass: the filters are refused instead."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-m", "fused_mlp.aot", *filters], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert f"{selects} selects nothing with these filters" in done.stderr and "compiles" not in done.stdout
+
+
 def test_arch_limits():
     assert ARCHS["sm_90"].shared_bytes_per_block == 227 * 1024
     assert ARCHS["sm_80"].shared_bytes_per_block == 163 * 1024

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from fused_mlp import _arch
-from fused_mlp._arch import ARCHS, cuda_arch, fp8_dtype_name, rocm_arch
+from fused_mlp._arch import ARCHS, cuda_arch, rocm_arch, w8a8_missing
+from fused_mlp.ops import _fp8_common
 from fused_mlp.ops import KERNELS, _tuning, linear_act
 
 
@@ -42,12 +43,32 @@ def test_a_rocm_device_maps_by_its_gfx_name(name, expected, nearest, caplog):
     assert len(caplog.records) == (1 if nearest else 0)
 
 
+@pytest.mark.parametrize("name, fp8, op, warp", [
+    ("gfx90a:sramecc+:xnack-", None, "mfma", 64),  # MI250 (CDNA 2): MFMA, no FP8
+    ("gfx1100", None, "wmma", 32), ("gfx1201", None, "wmma", 32),  # RDNA 3 / 4: wave32, no MFMA
+])
+def test_an_unknown_amd_device_inherits_no_fp8_and_rdna_no_mfma(name, fp8, op, warp):
+    arch = rocm_arch(name)
+    assert (arch.fp8_format, arch.tensor_core_op, arch.warp_size) == (fp8, op, warp)
+    config = _tuning._gemm_config(128, 128, 64, 3, 8)
+    knobs = set(_tuning.for_arch(config, arch).kwargs) & set(_tuning.AMD_KNOBS)
+    assert knobs == (set(_tuning.AMD_KNOBS) if op == "mfma" else set())
+
+
+def test_an_rdna_device_is_said_once_to_be_tuned_without_mfma(caplog):
+    with caplog.at_level(logging.WARNING, logger="fused_mlp"):
+        rocm_arch("gfx1100")
+        rocm_arch("gfx1100")
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "no MFMA" in said[0] and "its own LDS" in said[0]
+
+
 def test_an_ada_gpu_follows_sm_80_and_keeps_its_fp8_tensor_cores(monkeypatch):
     monkeypatch.setattr(torch.version, "hip", None)
-    for capability, fp8 in (((8, 9), "e4m3fn"), ((8, 6), None), ((8, 0), None)):
+    for capability, fp8 in (((8, 9), "e4m3fn"), ((8, 6), None), ((8, 0), None), ((7, 5), None), ((10, 3), "e4m3fn")):
         monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None, c=capability: c)
         arch = _arch.device_arch(torch.device("cuda", 0))
-        assert (arch.name, arch.fp8_format) == ("sm_80", fp8), capability
+        assert arch.name == ("sm_100" if capability == (10, 3) else "sm_80") and arch.fp8_format == fp8, capability
 
 
 def test_a_gfx_name_that_is_not_one_is_refused_by_name():
@@ -80,22 +101,63 @@ def test_the_persistent_variant_is_never_launched_on_an_mi300(monkeypatch):
         _gemm_launch._cuda_has_tma.cache_clear()
 
 
-def test_the_fp8_format_follows_the_architecture():
-    assert fp8_dtype_name(ARCHS["gfx942"]) == "float8_e4m3fnuz"
+def test_the_fp8_format_follows_the_architecture_and_the_library_w8a8_runs_e4m3fn_only():
+    assert ARCHS["gfx942"].fp8_format == "e4m3fnuz" and ARCHS["sm_80"].fp8_format is None
     for name in ("sm_90", "sm_100", "sm_120", "gfx950"):
-        assert fp8_dtype_name(ARCHS[name]) == "float8_e4m3fn", name
-    with pytest.raises(ValueError, match="sm_80 has no FP8"):
-        fp8_dtype_name(ARCHS["sm_80"])
+        assert ARCHS[name].fp8_format == "e4m3fn" and w8a8_missing(ARCHS[name]) is None, name
+    assert w8a8_missing(ARCHS["sm_80"]) == "sm_80 has no FP8 tensor cores"
+    assert "e4m3fnuz only" in w8a8_missing(ARCHS["gfx942"]) and "emulated" in w8a8_missing(ARCHS["gfx942"])
 
 
-def test_the_compile_check_builds_w8a8_in_the_arch_format():
+def test_the_compile_check_builds_w8a8_as_the_library_launches_it_and_not_on_gfx942():
+    """The library quantizes to e4m3fn; gfx942's FP8 MFMA takes e4m3fnuz: W8A8 is not planned there."""
+    from fused_mlp import aot
     from fused_mlp.aot.build import _example
 
     spec = next(s for s in KERNELS if s.name == "linear_act_fp8" and s.variant == "w8a8")
-    fp8 = {name: {a.dtype for a in _example(spec, "fp8", "gelu", ARCHS[name])[0] if isinstance(a, torch.Tensor)}
-           for name in ("gfx942", "gfx950", "sm_100")}
-    assert torch.float8_e4m3fnuz in fp8["gfx942"] and torch.float8_e4m3fn not in fp8["gfx942"]
-    assert torch.float8_e4m3fn in fp8["gfx950"] and torch.float8_e4m3fn in fp8["sm_100"]
+    fp8 = {a.dtype for a in _example(spec, "fp8", "gelu")[0] if isinstance(a, torch.Tensor) and a.element_size() == 1}
+    assert fp8 == {torch.float8_e4m3fn}
+    assert "gfx942" not in spec.archs and "gfx950" in spec.archs
+    assert not [t for t in aot.plan(("gfx942",), candidates=True) if t.dtype == "fp8"]
+    unbuilt = {(k, v): why for k, v, a, why in aot.unavailable(("gfx942",))}
+    for kernel in ("linear_act_fp8", "gated_up_fp8"):
+        assert "e4m3fnuz only" in unbuilt[(kernel, "w8a8")] and "W8A16 runs there" in unbuilt[(kernel, "w8a8")]
+
+
+def _rocm_device(monkeypatch, gfx: str, capability: tuple[int, int], lds: int = 64 * 1024):
+    """A ROCm build whose device 0 is `gfx`, reporting `capability` (what ROCm reports: 9.0 on MI250)."""
+    monkeypatch.setattr(torch.version, "hip", "6.4.0")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: capability)
+    props = types.SimpleNamespace(gcnArchName=gfx, shared_memory_per_block=lds, shared_memory_per_block_optin=0)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: props)
+
+
+@pytest.mark.parametrize("gfx, capability, refused", [
+    ("gfx90a:sramecc+:xnack-", (9, 0), "gfx942 has no FP8"),  # MI250: no FP8, though it reports 9.0
+    ("gfx1100", (11, 0), "gfx950 has no FP8"),  # RDNA 3
+    ("gfx942:sramecc+:xnack-", (9, 4), "e4m3fnuz only"),  # MI300: e4m3fnuz, the library's W8A8 is e4m3fn
+    ("gfx950:sramecc+:xnack-", (9, 5), None),
+])
+def test_w8a8_on_rocm_is_refused_by_the_architecture_not_the_reported_capability(monkeypatch, gfx, capability, refused):
+    _rocm_device(monkeypatch, gfx, capability)
+    if refused is None:
+        _fp8_common.check_fp8_tensor_cores(torch.device("cuda", 0))
+    else:
+        with pytest.raises(ValueError, match=f"W8A8 cannot run on this GPU: .*{refused}.*Use W8A16"):
+            _fp8_common.check_fp8_tensor_cores(torch.device("cuda", 0))
+
+
+def test_the_pruner_takes_an_amd_device_s_own_lds(monkeypatch):
+    """An RDNA card (64 KB of LDS) follows gfx950 (160 KB): the tiles past its own 64 KB are not offered."""
+    _rocm_device(monkeypatch, "gfx1100", (11, 0), lds=64 * 1024)
+    monkeypatch.setattr(_tuning, "INTERPRETER", False)
+    estimate = _tuning.gemm_shared_bytes(1)
+    prune = _tuning.device_pruner(estimate, "x")
+    x = types.SimpleNamespace(device=torch.device("cuda", 0), dtype=torch.bfloat16)
+    kept = prune(_tuning.gemm_candidates(), {"x": x})
+    assert kept and all(estimate(c, 2, {}) <= 64 * 1024 for c in kept)
+    assert any(estimate(c, 2, {}) > 64 * 1024 for c in _tuning.gemm_candidates())
+    assert not set(_tuning.AMD_KNOBS) & {k for c in kept for k in c.kwargs}
 
 
 def _tile(bm, bn, bk, stages, warps, **variant):
@@ -163,8 +225,8 @@ def test_every_kernel_variant_runs_somewhere_on_every_architecture_and_dtype():
 def test_the_runtime_pruner_on_rocm_offers_amd_configs_and_no_tma(monkeypatch):
     monkeypatch.setattr(_tuning, "INTERPRETER", False)
     monkeypatch.setattr(torch.version, "hip", "6.4.0")
-    monkeypatch.setattr(torch.cuda, "get_device_properties",
-                        lambda device=None: types.SimpleNamespace(gcnArchName="gfx942:sramecc+:xnack-"))
+    props = types.SimpleNamespace(gcnArchName="gfx942:sramecc+:xnack-", shared_memory_per_block=64 * 1024)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: props)
     tile, persistent = linear_act.KERNELS[0], linear_act.KERNELS[1]
     prune = _tuning.device_pruner(tile.shared_estimate, "x_ptr", tile.excluded)
     kept = prune(tile.candidates + persistent.candidates, {"x_ptr": torch.empty(4, 4, dtype=torch.bfloat16)},

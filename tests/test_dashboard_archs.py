@@ -79,3 +79,24 @@ def test_the_kernels_page_offers_the_comparison(four_archs):
                                              ("h200-a-gpu0", None), ("compile-sm_75-triton-3.6.0", None)])
 def test_a_machine_name_says_its_architecture(machine, column):
     assert static_metrics.arch_column(machine) == column
+
+
+@pytest.fixture(scope="module")
+def two_tritons(tmp_path_factory):
+    """Two compile-metrics machines of one architecture, one per Triton version, that disagree."""
+    root = tmp_path_factory.mktemp("tritons") / "results"
+    for triton, registers in (("3.6.0", 160), ("3.9.0", 168)):
+        write_history(root, _series(NVIDIA, (registers, 0, 99328, 3100)), N_COMMITS, seed=5,
+                      machine=f"compile-sm_90-triton-{triton}", env_name=f"existing-py_opt_triton-{triton}_bin_python",
+                      n_samples=1, warmup_outlier_prob=0.0, machine_params={"triton": triton, "gpu": "none"},
+                      merge_benchmarks=True)
+    return root
+
+
+def test_two_machines_of_one_architecture_get_a_column_each_named_by_triton(two_tritons):
+    records, columns = kernels.across_architectures(build_data(two_tritons), "linear_act/tile 128x128x64 w8", "bf16")
+    assert [c["name"] for c in columns] == ["", "H200 (sm_90, Triton 3.6.0)", "H200 (sm_90, Triton 3.9.0)"]
+    assert len({c["id"] for c in columns}) == 3
+    rows = {r["what"]: r for r in records}
+    assert {c["id"]: rows["Registers per thread"][c["id"]] for c in columns[1:]} == \
+        {"sm_90-triton-3.6.0": 160, "sm_90-triton-3.9.0": 168}

@@ -112,7 +112,8 @@ def test_linear_act_fp8_bad_arguments(change, error, match):
 
 def test_w8a8_is_refused_on_a_gpu_without_fp8_tensor_cores(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (8, 0))
-    with pytest.raises(ValueError, match="W8A8 needs FP8 tensor cores .sm_89 or newer.; this GPU is sm_80"):
+    monkeypatch.setattr(torch.version, "hip", None)
+    with pytest.raises(ValueError, match="W8A8 cannot run on this GPU: sm_80 has no FP8 tensor cores"):
         _fp8_common.check_fp8_tensor_cores(torch.device("cuda", 0))
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
     _fp8_common.check_fp8_tensor_cores(torch.device("cuda", 0))  # Hopper: fine

@@ -223,9 +223,9 @@ def across_architectures(data: DashboardData, choice: str | None, dtype: str | N
     dtype = dtype if dtype and dtype != ALL else "bf16"
     newest = {machine: _newest_with(run, kernel, variant, family, dtype) for (machine, _), run in data.static_runs.items()}
     table = static_metrics.across_machines(newest, kernel, variant, family, dtype)
-    columns = [{"name": "", "id": "what"}] + [{"name": c, "id": static_metrics.arch_of_column(c)} for c in table.columns]
+    columns = [{"name": "", "id": "what"}] + [{"name": c, "id": static_metrics.column_id(c)} for c in table.columns]
     records = [{"what": f"{what} ({_unit_of(what)})" if _unit_of(what) else what,
-                **{static_metrics.arch_of_column(c): (v if isinstance(v, str) else None if pd.isna(v) else round(float(v), 1))
+                **{static_metrics.column_id(c): (v if isinstance(v, str) else None if pd.isna(v) else round(float(v), 1))
                    for c, v in row.items()}} for what, row in table.iterrows()]
     return records, columns
 

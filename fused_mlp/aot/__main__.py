@@ -121,8 +121,13 @@ def main(argv=None) -> int:
     lean = not args.full and not args.dtype
     archs = tuple(args.arch or ["sm_90"])
     kernels, variants = (tuple(args.kernel) if args.kernel else None), (tuple(args.variant) if args.variant else None)
+    try:
+        tasks = _planned(args, archs, kernels, variants, lean)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.list:
-        return _print_plan(args, archs, kernels, variants, lean)
+        return _print_plan(tasks, archs, kernels, variants)
     start = time.perf_counter()
     if lean:
         print("fp16: where its configs are bf16's, bf16's compile stands for it (--full or --dtype fp16 compiles it)")
@@ -148,20 +153,25 @@ def main(argv=None) -> int:
     return 1 if bad else 0
 
 
-def _print_plan(args, archs, kernels, variants, lean) -> int:
+def _planned(args, archs, kernels, variants, lean) -> list:
+    """The compiles the arguments ask for (--subset's only); a ValueError when they select none:
+    a check of nothing would pass and say nothing."""
+    tasks = plan(archs, tuple(args.dtype or DTYPES), args.full, args.candidates, kernels,
+                 tuple(args.activation) if args.activation else None, lean, variants)
+    if args.subset:
+        tasks = subset(tasks, args.subset)
+    if not tasks:
+        selects = f"subset {args.subset}" if args.subset else "the plan"
+        raise ValueError(f"{selects} selects nothing with these filters (arch {', '.join(archs)})")
+    return tasks
+
+
+def _print_plan(tasks, archs, kernels, variants) -> int:
     """--list: one line per planned compile (kernel variant arch dtype activation config, then
     offered or why not) and per kernel variant an arch does not run; nothing compiles."""
-    try:
-        tasks = plan(archs, tuple(args.dtype or DTYPES), args.full, args.candidates, kernels,
-                     tuple(args.activation) if args.activation else None, lean, variants)
-        tasks = subset(tasks, args.subset) if args.subset else tasks
-        rows = unavailable(archs, kernels, variants)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
     from ..ops import KERNELS
 
-    for kernel, variant, arch, why in rows:
+    for kernel, variant, arch, why in unavailable(archs, kernels, variants):
         print(f"{kernel}/{variant}  {arch}  not built: {why}")
     for t in tasks:
         spec = KERNELS[t.kernel_index]

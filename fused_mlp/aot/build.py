@@ -84,12 +84,11 @@ _PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (
 _PTXAS_REGISTERS = re.compile(r"Used (\d+) registers")
 
 
-def _example(spec, dtype: str, activation: str, arch):
-    """The kernel's arguments for a representative problem; tf32 as torch's allow_tf32 makes it;
-    e4m3 tensors in the arch's native format (e4m3fnuz on gfx942, fused_mlp._arch)."""
+def _example(spec, dtype: str, activation: str):
+    """The kernel's arguments for a representative problem, as the launcher builds them (e4m3fn
+    for W8A8: no arch whose FP8 takes another format plans it, _arch.w8a8_missing); tf32 as
+    torch's allow_tf32 makes it."""
     import torch
-
-    from .._arch import fp8_dtype_name
 
     allow = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
@@ -97,10 +96,6 @@ def _example(spec, dtype: str, activation: str, arch):
         args, constexprs = spec.example(getattr(torch, _TORCH_DTYPES[dtype]), activation)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = allow
-    if arch.fp8_format not in (None, "e4m3fn"):
-        native = getattr(torch, fp8_dtype_name(arch))
-        args = tuple(torch.empty_like(a, dtype=native) if isinstance(a, torch.Tensor) and a.dtype == torch.float8_e4m3fn
-                     else a for a in args)
     return args, constexprs
 
 
@@ -164,7 +159,7 @@ def compile_config(spec, config, arch_name: str, dtype: str, activation: str, of
     arch = ARCHS[arch_name]
     record = Record(spec.name, spec.variant, arch.name, dtype, activation, config_dict(config), offered,
                     not_offered_because, triton.__version__)
-    args, constexprs = _example(spec, dtype, activation, arch)
+    args, constexprs = _example(spec, dtype, activation)
     start = time.perf_counter()
     ptxas_log = io.StringIO()
     try:

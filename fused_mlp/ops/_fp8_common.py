@@ -15,6 +15,7 @@ import triton
 import triton.language as tl
 
 from .. import _validate as v
+from .._arch import device_arch, w8a8_missing
 from .._triton_compat import INTERPRETER
 from ..quantize import FP8_DTYPE, check_scale
 from ._matmul_common import rows_view
@@ -71,7 +72,6 @@ HELD_BACK = ("held back from the autotuner (the default grid's compile budget) u
 FORMS = ("w8a8", "w8a16")
 # Under the interpreter: one small config, K steps of 32 so the tests' K (37-131) loop several times.
 INTERPRETER_CONFIG = _gemm_config(32, 32, 32, 1, 4)
-W8A8_MIN_CAPABILITY = 89  # FP8 tensor cores: Ada and Hopper (Triton: fp8e4nv needs sm_89+)
 OUT_DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 ACTIVATION_DTYPES = (torch.bfloat16, torch.float16)  # W8A16's x
 
@@ -205,13 +205,13 @@ def check_x(x: torch.Tensor, x_scale, check_scales: bool):
 
 
 def check_fp8_tensor_cores(device: torch.device) -> None:
-    """W8A8 runs on FP8 tensor cores: refuse a GPU without them (the interpreter computes e4m3)."""
+    """W8A8 runs on e4m3fn tensor cores: refuse a GPU without them, by the architecture it follows
+    (not ROCm's reported capability; the interpreter computes e4m3)."""
     if device.type != "cuda":
         return
-    major, minor = torch.cuda.get_device_capability(device)
-    if 10 * major + minor < W8A8_MIN_CAPABILITY:
-        raise ValueError(f"W8A8 needs FP8 tensor cores (sm_89 or newer); this GPU is sm_{major}{minor}. "
-                         "Use W8A16 (bf16/fp16 x with the e4m3 weights) instead")
+    why = w8a8_missing(device_arch(device))
+    if why is not None:
+        raise ValueError(f"W8A8 cannot run on this GPU: {why}. Use W8A16 (bf16/fp16 x with the e4m3 weights) instead")
 
 
 def check_weight_scale(name: str, scale, w: torch.Tensor, check_scales: bool) -> torch.Tensor:

@@ -3,7 +3,7 @@
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .._arch import ARCHS, Arch
+from .._arch import ARCHS, Arch, w8a8_missing
 from ._tuning import Exclusion
 
 # The compile check's representative GEMM problem: a Llama-3-8B MLP at prefill (8192 tokens,
@@ -56,4 +56,6 @@ def unavailable_because(spec: KernelSpec, arch: Arch) -> str | None:
         return f"needs TMA, which {arch.name} does not have: the tile variant runs there"
     if "fp8" in spec.needs and arch.fp8_format is None:
         return f"needs FP8 tensor cores, which {arch.name} does not have: W8A16 runs there"
+    if "fp8" in spec.needs and (why := w8a8_missing(arch)) is not None:
+        return f"{why}: W8A16 runs there"
     return None

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import triton
 
-from .._arch import Arch, device_arch
+from .._arch import Arch, device_arch, w8a8_missing
 from .._triton_compat import INTERPRETER
 
 # The tile variant (tutorial 03: one program per output tile, pointer loads).
@@ -173,11 +173,12 @@ AMD_KPACK = {"gfx942": 2}
 
 def for_arch(config: triton.Config, arch: Arch) -> triton.Config:
     """`config` in the form `arch`'s backend compiles: itself on NVIDIA; on AMD the same tile
-    and warps with the AMD knobs and its stage count (a knob an NVIDIA compile would refuse)."""
+    and warps with the AMD knobs and its stage count (a knob an NVIDIA compile would refuse);
+    on RDNA (no MFMA: _arch.rocm_arch) only the stage count."""
     if arch.vendor != "amd":
         return config
     knobs = {"waves_per_eu": AMD_WAVES_PER_EU, "matrix_instr_nonkdim": AMD_MATRIX_NONKDIM,
-             "kpack": AMD_KPACK.get(arch.name, 1)}
+             "kpack": AMD_KPACK.get(arch.name, 1)} if arch.tensor_core_op == "mfma" else {}
     return triton.Config({**config.kwargs, **knobs}, num_warps=config.num_warps,
                          num_stages=min(config.num_stages, AMD_NUM_STAGES))
 
@@ -193,8 +194,8 @@ def not_offered_because(config: triton.Config, arch: Arch, dtype: str, constexpr
         return f"the persistent variant loads through TMA, which {arch.name} does not have"
     if dtype == "tf32" and not arch.tf32:
         return f"{arch.name} has no TF32 dot: fp32 runs the IEEE dot there"
-    if dtype == "fp8" and arch.fp8_format is None:
-        return f"{arch.name} has no FP8 tensor cores"
+    if dtype == "fp8" and (why := w8a8_missing(arch)) is not None:
+        return why
     needed = shared_estimate(config, DTYPE_BYTES[dtype], constexprs)
     if needed > arch.shared_bytes_per_block:
         memory = "LDS" if arch.vendor == "amd" else "shared memory"
@@ -250,9 +251,11 @@ def device_pruner(shared_estimate: SharedEstimate, tensor_arg: str, excluded: tu
 
         t = named_args[tensor_arg]
         arch = device_arch(t.device)
-        if arch.vendor == "nvidia":  # the device's own limit (an sm_86 has less than the sm_80 it follows)
-            own = torch.cuda.get_device_properties(t.device).shared_memory_per_block_optin
-            arch = dataclasses.replace(arch, shared_bytes_per_block=own)
+        # The device's own limit: an sm_86 has less than the sm_80 it follows, an RDNA card
+        # (64 KB of LDS) less than the gfx950 it follows. On ROCm the LDS per workgroup is shared_memory_per_block.
+        props = torch.cuda.get_device_properties(t.device)
+        own = props.shared_memory_per_block_optin if arch.vendor == "nvidia" else props.shared_memory_per_block
+        arch = dataclasses.replace(arch, shared_bytes_per_block=own)
         dtype = dtype_label(t, constexprs)
         if not constexprs.get("TMA_OK", False):
             configs = [c for c in configs if not is_persistent(c)]
