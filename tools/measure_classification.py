@@ -45,6 +45,7 @@ from dashboard.regressions.classify import LIBRARY, series_class
 from dashboard.regressions.findings import Finding
 from dashboard.regressions.gate import REGRESSION_ITEM, SUSPECTED
 from dashboard.regressions.rerun_candidates import is_candidate
+from dashboard.regressions.rerun_screen import screen
 from dashboard.regressions.rerun_verdict import Rerun, with_reruns
 from dashboard.synthetic.asv_history import SeriesSpec, write_history
 
@@ -149,6 +150,7 @@ def measure(seed: int, reps: int, n_commits: int, share: float) -> dict:
     for k in range(STEP_AT, STEP_AT + JUDGED_AFTER + 1):
         cut = fused[fused["date"] <= dates[history.commits[k]]]
         verdict = judge(cut, find_changes(cut), [])
+        whole = frame[frame["date"] <= dates[history.commits[k]]]
         judged = set(verdict.runs[0].commits)
         items, runs = [], []
         for item in verdict.items:
@@ -161,6 +163,11 @@ def measure(seed: int, reps: int, n_commits: int, share: float) -> dict:
                     reruns[case.kind] += 1
             items.append(item)
         first_v = replace(verdict, items=items)
+        first_v.screened = screen(whole, first_v)
+        for finding, _ in first_v.screened:
+            case = cases[case_of(finding.params)]
+            runs.append(simulated_rerun(case, finding, index, rerun_rng, share))
+            reruns[case.kind] += 1
         final_v = with_reruns(first_v, runs, 0.05)
         for name, v, got in (("first", first_v, first), ("final", final_v, final)):
             for item in v.failing:
