@@ -5,10 +5,11 @@ At its own commit a 10 % step in 3 % run noise is about 3 sigma for one run, bel
 detector's bar for "suspected", so the gate's items miss most such steps. The screen asks less
 and decides nothing: a fused series (or one without controls) measured at a judged commit whose
 newest 1, 2 or 3 runs' mean lies more than Z of its own history sigmas (noise_model.py, up to
-HISTORY commits before them) beyond the history's median, one-sided the way a regression goes;
-and the same z of log(fused) - mean(log(controls)) (the controls as covariates: a runner-wide
-move cancels) too. A bimodal history whose second level explains the newest runs is not
-screened. The screened series fail nothing; the re-run (within-session noise) decides, and a
+HISTORY commits before them) beyond the history's median, one-sided the way a regression goes.
+They are ranked by the same z of log(fused) - mean(log(controls)) (the controls as covariates:
+a runner-wide move cancels, so it ranks last; requiring it too would miss one 10 % step in five
+at its own commit: the controls add their noise to the difference). A bimodal history whose
+second level explains the newest runs is not screened. The screened series fail nothing; the re-run (within-session noise) decides, and a
 confirmed one becomes a regression in the final verdict (rerun_verdict.py).
 """
 
@@ -27,22 +28,23 @@ from dashboard.regressions.direction import HIGHER, metric_direction
 from dashboard.regressions.findings import REGRESSION, Finding
 from dashboard.regressions.noise_model import robust_sigma, series_noise
 
-Z = 2.0  # history sigmas (one-sided) that make a series worth a re-run
+Z = 1.5  # history sigmas (one-sided) that make a series worth a re-run
 WINDOWS = (1, 2, 3)  # newest runs averaged
 HISTORY = SIGMA_WINDOW  # commits before them that give the level and the noise
 MIN_HISTORY = 10
 SCREENED = "screened"  # Finding.kind of a screened series
 
 
-def screen_z(fused: np.ndarray, controls: np.ndarray, sign: float) -> tuple[float, int]:
-    """(z, window): the largest over WINDOWS of the smaller of the fused z and the covariate z
-    (fused alone without controls) of the newest runs against the history before them; -inf when
-    too short. ``fused``: log values, oldest first; ``controls``: (n_controls, n) aligned, NaN where
-    missing; ``sign``: +1 when a regression raises the value."""
+def screen_z(fused: np.ndarray, controls: np.ndarray, sign: float) -> tuple[float, float, int]:
+    """(z, covariate z, window): over WINDOWS, the largest z of the fused series' newest runs
+    against the history before them, and for that window the same z of log(fused) -
+    mean(log(controls)) (the fused z without controls); -inf when too short. ``fused``: log
+    values, oldest first; ``controls``: (n_controls, n) aligned, NaN where missing; ``sign``: +1
+    when a regression raises the value."""
     controls = np.atleast_2d(np.asarray(controls, dtype=float)).reshape(-1, len(fused))
     full = np.isfinite(controls).all(axis=0) if len(controls) else np.ones(len(fused), bool)
     diff = fused - controls.mean(axis=0) if len(controls) else None
-    best, at = -math.inf, 0
+    best, covariate, at = -math.inf, -math.inf, 0
     for w in WINDOWS:
         history, newest = fused[:-w][-HISTORY:], fused[-w:]
         if len(history) < MIN_HISTORY:
@@ -52,14 +54,14 @@ def screen_z(fused: np.ndarray, controls: np.ndarray, sign: float) -> tuple[floa
         if noise.bimodal and all(noise.explains(float(v) - level) for v in newest):
             continue
         z = _z(history, newest, noise.sigma, sign)
+        if z <= best:
+            continue
+        best, covariate, at = z, z, w
         if diff is not None:
-            keep_h, keep_n = full[:-w][-HISTORY:], full[-w:]
-            h, n = diff[:-w][-HISTORY:][keep_h], diff[-w:][keep_n]
+            h, n = diff[:-w][-HISTORY:][full[:-w][-HISTORY:]], diff[-w:][full[-w:]]
             if len(h) >= MIN_HISTORY and len(n):
-                z = min(z, _z(h, n, robust_sigma(h), sign))
-        if z > best:
-            best, at = z, w
-    return best, at
+                covariate = _z(h, n, robust_sigma(h), sign)
+    return best, covariate, at
 
 
 def _z(history: np.ndarray, newest: np.ndarray, sigma: float, sign: float) -> float:
@@ -70,8 +72,9 @@ def _z(history: np.ndarray, newest: np.ndarray, sigma: float, sign: float) -> fl
 
 
 def screen(frame: pd.DataFrame, verdict, benchmarks_meta=None) -> list[tuple[Finding, float]]:
-    """(finding, z) per screened series of the verdict's judged runs that has no gate item, largest
-    z first. The finding names the window's first commit; before_earliest is the commit before it."""
+    """(finding, covariate z) per screened series of the verdict's judged runs that has no gate
+    item, largest covariate z first (a runner-wide move ranks last). The finding names the
+    window's first commit (its score is the fused z); before_earliest is the commit before it."""
     judged = {(r.machine, r.env_name): set(r.commits) for r in verdict.runs if r.commits}
     has_item = {(i.change.machine, i.change.env_name, i.change.benchmark, i.change.params) for i in verdict.items}
     ok = frame[(frame["status"] == STATUS_OK) & np.isfinite(frame["value"].to_numpy(dtype=float))
@@ -96,9 +99,9 @@ def screen(frame: pd.DataFrame, verdict, benchmarks_meta=None) -> list[tuple[Fin
         controls = [series.get((machine, env, benchmark, with_impl(params, c))) for c in CONTROLS] if impl else []
         aligned = np.array([[dict(zip(c["commit_hash"].astype(str), np.log(c["value"].to_numpy(dtype=float))))
                              .get(h, np.nan) for h in commits] for c in controls if c is not None])
-        z, w = screen_z(logs, aligned.reshape(-1, len(commits)), sign)
+        z, covariate, w = screen_z(logs, aligned.reshape(-1, len(commits)), sign)
         if z > Z:
-            out.append((_finding(rows, commits, logs, w, z, benchmark, params, machine, env, unit, sign), z))
+            out.append((_finding(rows, commits, logs, w, z, benchmark, params, machine, env, unit, sign), covariate))
     out.sort(key=lambda fz: -fz[1])
     return out
 
