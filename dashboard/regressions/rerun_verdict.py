@@ -95,7 +95,8 @@ def with_reruns(verdict: GateVerdict, reruns: list[Rerun], threshold: float) -> 
     for finding, z in verdict.screened:
         rerun = by_key.get((finding.benchmark, finding.params, finding.machine, finding.commit_hash))
         if rerun is not None:
-            note = f"picked by the re-run's screen ({z:.1f} history sigmas above its level, below the detector's bar)"
+            note = (f"picked by the re-run's screen ({finding.score:.1f} history sigmas above its level, {z:.1f} relative "
+                    "to its controls; below the detector's bar)")
             items.append(_moved(GateItem(NOISE, finding, note), rerun, threshold, screened=True))
     return replace(verdict, items=items)
 
