@@ -32,7 +32,7 @@ from dashboard.regressions.findings import REGRESSION, Finding
 from dashboard.regressions.noise_model import robust_sigma, series_noise
 
 Z = 1.5  # history sigmas (one-sided) that make a series worth a re-run
-WINDOWS = (1, 2, 3)  # newest runs averaged
+WINDOWS = (1, 2, 3, 4)  # newest runs averaged
 HISTORY = SIGMA_WINDOW  # commits before them that give the level and the noise
 MIN_HISTORY = 10  # and more than max(WINDOWS) commits before the newest, so A exists
 SCREENED = "screened"  # Finding.kind of a screened series
