@@ -20,9 +20,17 @@ def test_the_table_has_every_row_a_wilson_interval_and_says_the_rerun_is_simulat
         assert out.count(row) == 2, row
     lines = [line for line in out.splitlines() if line.startswith("| library")]
     assert all(line.count("[") == 2 for line in lines)  # an interval in both columns
+    assert out.count("clean history, 31 fused series:") == 2 and out.count("bimodal runner history, 31") == 2
+    assert "more than 5 asked for at" in out
 
 
-@pytest.mark.parametrize("args", [["--reps", "0"], ["--session-share", "2"], ["--seeds"]])
+def test_the_rerun_cost_a_push_scales_with_the_fused_series_a_push_judges(capsys):
+    assert _tool().main(["--seeds", "3", "--reps", "2", "--fused-series", "62"]) == 0
+    assert "clean history, 62 fused series:" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("args", [["--reps", "0"], ["--session-share", "2"], ["--seeds"],
+                                  ["--fused-series", "0"]])
 def test_bad_arguments_exit_2(args):
     with pytest.raises(SystemExit) as exc:
         _tool().main(args)

@@ -19,7 +19,10 @@ same noise model with the within-session noise assumed: per round a run offset o
 and the median of 15 samples; a bimodal runner stays bimodal in the session; an environment
 change is in place at both sides. It is judged by rerun_judgement.judge_rerun and merged by
 rerun_verdict.with_reruns, as the gate does. Each case is judged as its own push (the cap of 5
-re-runs a push is not simulated; the re-runs per 1,000 clean case-commits say what it costs).
+re-runs a push is not simulated; the re-runs per 1,000 clean case-commits say what it costs, and
+the lines after the table scale them to --fused-series series a push). A series below the
+detector's bar is re-run when the re-run's screen picks it (rerun_screen.screen, on the case's
+fused series and its controls as the gate sees them).
 Rates carry 95 % Wilson intervals.
 """
 
@@ -35,7 +38,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import binomtest
+from scipy.stats import binom, binomtest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
@@ -44,7 +47,8 @@ from dashboard.regressions import find_changes, judge
 from dashboard.regressions.classify import LIBRARY, series_class
 from dashboard.regressions.findings import Finding
 from dashboard.regressions.gate import REGRESSION_ITEM, SUSPECTED
-from dashboard.regressions.rerun_candidates import is_candidate
+from dashboard.regressions.rerun_candidates import AT_MOST, SECONDS_EACH, is_candidate
+from dashboard.regressions.rerun_screen import screen
 from dashboard.regressions.rerun_verdict import Rerun, with_reruns
 from dashboard.synthetic.asv_history import SeriesSpec, write_history
 
@@ -149,6 +153,7 @@ def measure(seed: int, reps: int, n_commits: int, share: float) -> dict:
     for k in range(STEP_AT, STEP_AT + JUDGED_AFTER + 1):
         cut = fused[fused["date"] <= dates[history.commits[k]]]
         verdict = judge(cut, find_changes(cut), [])
+        whole = frame[frame["date"] <= dates[history.commits[k]]]
         judged = set(verdict.runs[0].commits)
         items, runs = [], []
         for item in verdict.items:
@@ -161,6 +166,11 @@ def measure(seed: int, reps: int, n_commits: int, share: float) -> dict:
                     reruns[case.kind] += 1
             items.append(item)
         first_v = replace(verdict, items=items)
+        first_v.screened = screen(whole, first_v)
+        for finding, _ in first_v.screened:
+            case = cases[case_of(finding.params)]
+            runs.append(simulated_rerun(case, finding, index, rerun_rng, share))
+            reruns[case.kind] += 1
         final_v = with_reruns(first_v, runs, 0.05)
         for name, v, got in (("first", first_v, first), ("final", final_v, final)):
             for item in v.failing:
@@ -214,6 +224,21 @@ def table(seed: int, rows: dict, reps: int, share: float) -> list[str]:
     return lines
 
 
+def push_cost(rows: dict, series: int) -> list[str]:
+    """Re-runs a push would ask for with ``series`` fused timing series, each screened and
+    judged like a case here (independently): the mean, and how often the cap of AT_MOST binds."""
+    lines = []
+    for (kind, _), r in rows.items():
+        if kind in ("clean", "bimodal"):
+            hits, n = r["reruns"]
+            p = hits / n
+            lines.append(f"{'clean' if kind == 'clean' else 'bimodal runner'} history, {series} fused series: "
+                         f"{series * p:.1f} re-runs asked for a push (at most {series * p * SECONDS_EACH / 60:.1f} GPU-minutes at "
+                         f"{SECONDS_EACH} s each); more than {AT_MOST} asked for at {binom.sf(AT_MOST, series, p):.0%} "
+                         "of pushes (the cap re-runs the top ones)")
+    return lines
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
@@ -221,13 +246,17 @@ def main(argv=None) -> int:
     p.add_argument("--commits", type=int, default=STEP_AT + JUDGED_AFTER + 5)
     p.add_argument("--session-share", type=float, default=0.5,
                    help="within-session run noise as a share of the history's run-to-run noise (assumed)")
+    p.add_argument("--fused-series", type=int, default=31,
+                   help="fused timing series a push judges (the default grid's: 31, see docs/regression-gate.md)")
     args = p.parse_args(argv)
+    if args.fused_series < 1:
+        p.error("--fused-series must be >= 1")
     if args.reps < 1 or args.commits <= STEP_AT + JUDGED_AFTER or not 0 <= args.session_share <= 1:
         p.error(f"--reps must be >= 1, --commits > {STEP_AT + JUDGED_AFTER}, --session-share in [0, 1]")
     for seed in args.seeds:
         start = time.process_time()
         rows = measure(seed, args.reps, args.commits, args.session_share)
-        print("\n".join(table(seed, rows, args.reps, args.session_share)))
+        print("\n".join(table(seed, rows, args.reps, args.session_share) + push_cost(rows, args.fused_series)))
         print(f"({time.process_time() - start:.0f} s CPU)\n", flush=True)
     return 0
 

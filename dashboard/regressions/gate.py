@@ -62,6 +62,8 @@ class GateVerdict:
     # (regression, the entry accepting it) for the ones not judged (gone by the newest commit, or
     # in a run with nothing new): what the pages show as accepted besides the items
     accepted_elsewhere: list[tuple[Finding | StatusChange, Acceptance]] = field(default_factory=list)
+    # (finding, z): series the A/B re-run's screen picked beside the items (rerun_screen.py); fail nothing
+    screened: list[tuple[Finding, float]] = field(default_factory=list)
 
     def of(self, category: str) -> list[GateItem]:
         return [i for i in self.items if i.category == category]

@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +30,7 @@ from dashboard.regressions.failures import StatusChange, find_status_changes
 from dashboard.regressions.findings import Finding, find_changes, resolve_commit
 from dashboard.regressions.gate import GateVerdict, judge, judged_runs
 from dashboard.regressions.recorded_state import recorded_states
+from dashboard.regressions.rerun_screen import screen
 from dashboard.regressions.rerun_verdict import RerunFileError, parse_reruns, with_reruns
 from dashboard.safe_read import read_json
 from dashboard.regressions.statistics import DetectorSettings
@@ -110,6 +111,7 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
                     strict=strict, benchmarks_meta=loaded.benchmarks)
     verdict = classified_verdict(verdict, frame, lambda: recorded_states(results, frame, per_benchmark=True),
                                  fail_on=fail_on)
+    verdict = replace(verdict, screened=screen(frame, verdict, loaded.benchmarks))
     if reruns is not None:
         verdict = with_reruns(verdict, reruns, settings.threshold)
     listed, listed_status = findings, status_changes

@@ -249,6 +249,7 @@ def render_json(findings: Sequence[Finding], status_changes: Sequence[StatusChan
                  "failing": [item_dict(i) for i in verdict.failing],
                  "rerun": [item_dict(i) for i in verdict.items if i.rerun is not None],
                  "items": [item_dict(i) for i in verdict.items],
+                 "screened": [{"change": change_dict(f), "z": z} for f, z in verdict.screened],
                  "accepted_elsewhere": [{"change": change_dict(c), "accepted": dataclasses.asdict(e)}
                                         for c, e in verdict.accepted_elsewhere]},
         "commits": [{"commit_hash": c, "date": d.isoformat(), "machine": m, "env_name": e,

@@ -6,7 +6,9 @@ the new level), in a category the first verdict gave on that thin evidence: a re
 (fails), suspected (fails only with --strict), or one the classification moved to environment
 or noise. Only series that change with the library
 (impl fused, or a series without controls) are re-run. At most AT_MOST per push, the failing
-ones first, then the suspected, then the excused; larger changes first within each.
+ones first, then the suspected, then the excused; larger changes first within each; then,
+within the same cap, the series the re-run's screen picked (rerun_screen.py: below the
+detector's bar, but above the history's noise), largest z first.
 
 The re-run compares the commit before the change's first plausible commit (A) with the series'
 newest (B): a change the detector placed a commit late (noise) still lies between them.
@@ -19,6 +21,7 @@ from typing import Mapping
 
 from dashboard.regressions.classify import ENVIRONMENT, FUSED, NOISE, impl_of
 from dashboard.regressions.gate import REGRESSION_ITEM, SUSPECTED
+from dashboard.regressions.rerun_screen import SCREENED
 
 AT_MOST = 5  # findings re-run per push
 SECONDS_EACH = 60  # GPU seconds per finding, at most
@@ -59,4 +62,9 @@ def candidates(gate_doc: Mapping, at_most: int = AT_MOST) -> list[Candidate]:
                                    c.get("before_earliest") or c["previous_commit"], c["commit_hash"],
                                    c["series_last_commit"], item["category"], float(c["relative_change"])))
     found.sort(key=lambda c: (ORDER.index(c.category), -abs(c.relative_change)))
+    # then what the re-run's screen picked (rerun_screen.py), largest z first, within the same cap
+    for s in sorted(gate.get("screened", []), key=lambda s: -float(s["z"])):
+        c = s["change"]
+        found.append(Candidate(c["benchmark"], c["params"], c["machine"], c["env_name"], c["before_earliest"],
+                               c["commit_hash"], c["series_last_commit"], SCREENED, float(c["relative_change"])))
     return found[:at_most]

@@ -49,11 +49,14 @@ class RerunJudgement:
                 f"fused alone {self.fused_effect:+.1%})")
 
 
-def judge_rerun(rounds: Sequence[Mapping], sign: float, threshold: float) -> RerunJudgement:
+def judge_rerun(rounds: Sequence[Mapping], sign: float, threshold: float,
+                dismiss_below: float = math.inf) -> RerunJudgement:
     """``rounds``: [{"side": "A" | "B", "values": {impl: value, ...}}, ...] in the order measured
     (A the base commit, B the newest); ``sign``: +1 when the finding is an increase of the value,
     -1 a decrease; ``threshold``: the gate's smallest relative change. Rounds without a positive
-    fused value are left out; a control enters only where every kept round has it."""
+    fused value are left out; a control enters only where every kept round has it.
+    ``dismiss_below``: a log change the upper bound must be under too for a dismissal (half the
+    step of a finding that failed at once: rerun_verdict.py)."""
     kept = [r for r in rounds if _positive(r["values"].get(FUSED))]
     controls = tuple(sorted(c for c in {k for r in kept for k in r["values"]} - {FUSED}
                             if all(_positive(r["values"].get(c)) for r in kept)))
@@ -81,7 +84,8 @@ def judge_rerun(rounds: Sequence[Mapping], sign: float, threshold: float) -> Rer
         significant = worse / stderr >= float(student_t.ppf(1 - CONFIRM_P, dof))
     else:  # no spread at all in the session: the effect is what it is
         upper, significant = worse, worse > 0
-    outcome = CONFIRMED if significant and upper >= needed else DISMISSED if upper < needed else INCONCLUSIVE
+    ruled_out = upper < min(needed, dismiss_below)
+    outcome = CONFIRMED if significant and upper >= needed else DISMISSED if ruled_out else INCONCLUSIVE
     return RerunJudgement(outcome, math.expm1(effect), math.expm1(fused_effect), stderr, (n_a, n_b), controls)
 
 

@@ -6,7 +6,16 @@ findings); this judges each (rerun_judgement.py) and moves its gate item:
 - ``confirmed``: a regression (fails the gate), whatever the first verdict's category was;
 - ``dismissed``: noise (fails nothing): it did not reproduce at the base and the newest commit
   measured in one session;
+  A finding that was clear at its first verdict (it failed) is dismissed only when the re-run
+  positively shows no step of that size: the upper bound of its change is under half the
+  finding's step (and under the threshold); otherwise it is inconclusive. A dismissed change is
+  "earlier" at the next push (clear before the judged commits: the gate judges a change once,
+  at the push that made it clear), so a wrong dismissal would bury it for good;
 - ``inconclusive``, or a re-run that could not measure: the first verdict stands.
+
+A series the re-run's screen picked (``verdict.screened``, rerun_screen.py) has no gate item:
+confirmed, it becomes a regression item (fails); dismissed or inconclusive, a noise item that
+says so (fails nothing: the screen alone never fails the gate).
 
 Every re-run item keeps its judgement (``GateItem.rerun``), so the report says which findings
 were re-run and what the re-run said. Accepted items and ones of earlier commits are never
@@ -21,7 +30,7 @@ from typing import Mapping
 
 from dashboard.regressions.classify import NOISE
 from dashboard.regressions.findings import Finding
-from dashboard.regressions.gate import REGRESSION_ITEM, GateVerdict
+from dashboard.regressions.gate import REGRESSION_ITEM, GateItem, GateVerdict
 from dashboard.regressions.rerun_judgement import CONFIRMED, DISMISSED, RerunJudgement, judge_rerun
 
 RERUN_VERSION = 1
@@ -83,19 +92,29 @@ def with_reruns(verdict: GateVerdict, reruns: list[Rerun], threshold: float) -> 
         if rerun is not None and item.acceptance is None:
             item = _moved(item, rerun, threshold)
         items.append(item)
+    for finding, z in verdict.screened:
+        rerun = by_key.get((finding.benchmark, finding.params, finding.machine, finding.commit_hash))
+        if rerun is not None:
+            note = (f"picked by the re-run's screen ({finding.score:.1f} history sigmas above its level, {z:.1f} relative "
+                    "to its controls; below the detector's bar)")
+            items.append(_moved(GateItem(NOISE, finding, note), rerun, threshold, screened=True))
     return replace(verdict, items=items)
 
 
-def _moved(item, rerun: Rerun, threshold: float):
+def _moved(item, rerun: Rerun, threshold: float, screened: bool = False):
     if rerun.problem:
         return replace(item, rerun=rerun.problem, note=f"{item.note}; re-run could not measure: {rerun.problem}")
     sign = math.copysign(1.0, item.change.relative_change)
-    judgement: RerunJudgement = judge_rerun(_numbers(rerun.rounds), sign, threshold)
+    # a finding that failed at once is dismissed only where the re-run rules out half its step
+    half_step = abs(math.log1p(item.change.relative_change)) / 2 if item.category == REGRESSION_ITEM else math.inf
+    judgement: RerunJudgement = judge_rerun(_numbers(rerun.rounds), sign, threshold, dismiss_below=half_step)
     note = f"{item.note}; {judgement.words()}"
     if judgement.outcome == CONFIRMED:
         return replace(item, rerun=judgement, category=REGRESSION_ITEM, note=note)
     if judgement.outcome == DISMISSED:
         return replace(item, rerun=judgement, category=NOISE, note=note + " (did not reproduce: not failed)")
+    if screened:
+        return replace(item, rerun=judgement, note=note + " (not failed: the screen alone fails nothing)")
     return replace(item, rerun=judgement, note=note + " (the first verdict stands)")
 
 
