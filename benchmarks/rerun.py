@@ -11,8 +11,11 @@ A B A B ..., the fused series and its eager and compile controls together (one a
 and round, through the bisect's machinery: benchmarks.run --commits, HEAD's suite against each
 commit's library). Two A B pairs always run; more while the finding's budget (--seconds, 60, of
 the session's wall time, which includes asv's start-up: more than the GPU's share) allows
-another pair, up to --rounds. The history's result files of this machine are put back afterwards: the
-re-run's values go to --out only, and the gate judges them (rerun_judgement.py).
+another pair, up to --rounds. While asv measures a commit, the history's result files of that
+commit are set aside, so every value is this session's: a side where asv gave none ends the
+finding's session with a `problem` (the final verdict then keeps the first, saying why), never
+the history's old value standing in. The history's result files of this machine are put back
+afterwards: the re-run's values go to --out only, and the gate judges them (rerun_judgement.py).
 
 Exit status: 0 the re-runs were written (a finding that could not be measured says why in the
 file), 2 bad arguments or input (a --from-gate file that is not the gate's JSON, a missing
@@ -22,6 +25,7 @@ file), 2 bad arguments or input (a --from-gate file that is not the gate's JSON,
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -69,7 +73,8 @@ def session(candidate, measure: Callable[[str], dict[str, float]], seconds: floa
         for side, commit in (("A", candidate.base_commit), ("B", candidate.newest_commit)):
             values = measure(commit)
             if "fused" not in values:
-                out["problem"] = f"no value for the fused series at {commit[:12]} (see above)"
+                out["problem"] = (f"no value for the fused series at {commit[:12]}: asv measured none in this "
+                                  "session (the re-run job's log says why)")
                 break
             out["rounds"].append({"side": side, "values": values})
         if out["problem"]:
@@ -91,21 +96,44 @@ def measure_candidate(candidate, options: Options, controls: Sequence[str] = CON
     run = bisect.suite_runner(target, options, regex)
 
     def measure(commit: str) -> dict[str, float]:
-        run([commit])
         got = {}
-        for impl, params in series.items():
-            v = bisect.series_values(options.results, Target(candidate.benchmark, params, candidate.machine, "", ""))
-            if commit in v and math.isfinite(v[commit]):
-                got[impl] = v[commit]
+        with history_set_aside(options.results / candidate.machine, commit):
+            run([commit])
+            for impl, params in series.items():
+                v = bisect.series_values(options.results, Target(candidate.benchmark, params, candidate.machine, "", ""))
+                if commit in v and math.isfinite(v[commit]):
+                    got[impl] = v[commit]
         return got
 
     return measure
 
 
+ASIDE = ".aside"  # asv and the dashboard read *.json only
+
+
+@contextlib.contextmanager
+def history_set_aside(machine_dir: Path, commit: str):
+    """While asv measures ``commit``: the history's result files of it (asv names them
+    <hash[:8]>-<env>.json) renamed *.json.aside, so a value read then is this run's, never the
+    history's (A and B are history commits: where asv did not run, the old value would stand
+    for every round of that side). Afterwards what the run wrote is dropped and they are back."""
+    own = f"{commit[:8]}-*.json"
+    history, moved = sorted(machine_dir.glob(own)), []
+    try:
+        for f in history:
+            f.replace(f.with_name(f.name + ASIDE))
+            moved.append(f)
+        yield
+    finally:
+        for f in machine_dir.glob(own):
+            if f in moved or f not in history:  # the run's: a history file that could not move stays
+                f.unlink()
+        for f in moved:
+            f.with_name(f.name + ASIDE).replace(f)
+
+
 def kept_history(results: Path, machine: str):
     """A context manager: the machine's result folder as it is now comes back at the end."""
-    import contextlib
-
     @contextlib.contextmanager
     def keep():
         folder = results / machine

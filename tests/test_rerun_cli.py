@@ -3,12 +3,16 @@ the session interleaves A B A B within its budget (fake measurements; the real a
 tests/test_rerun_rehearsal.py)."""
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
 from benchmarks import rerun
+from benchmarks.bisect import Options, Target, series_values
 from dashboard.regressions import cli
 from dashboard.regressions.rerun_candidates import Candidate
+from tests.asv_fixtures import SeriesSpec, write_history
 
 FUSED = "case='linear_act M=64 K=128 N=256 fp32 gelu_tanh bias', impl='fused'"
 
@@ -46,6 +50,42 @@ def test_two_pairs_always_run_one_pair_has_no_spread_to_judge_against():
 def test_a_side_without_a_fused_value_ends_the_session_and_says_why():
     out = rerun.session(_candidate(), lambda commit: {} if commit.startswith("b") else {"fused": 1.0}, 60, 4)
     assert out["problem"].startswith("no value for the fused series at bbbbbbbbbbbb") and len(out["rounds"]) == 1
+
+
+def _history(results, base):
+    spec = SeriesSpec("bench_ops.LinearAct.track_latency", ("linear_act M=64 K=128 N=256 fp32 gelu_tanh bias", "fused"),
+                      ("case", "impl"), base=base)
+    return write_history(results, [spec], 4, seed=3, n_samples=5)
+
+
+def _files(folder):
+    return {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()}
+
+
+@pytest.mark.parametrize("asv_ran", [True, False])
+def test_a_side_has_this_sessions_value_or_none_never_the_historys(tmp_path, monkeypatch, asv_ran):
+    history = _history(tmp_path / "results", 1e-4)
+    fresh = _history(tmp_path / "fresh", 2e-4)  # what asv writes when it runs: the same commits, new values
+    folder = history.results_dir / history.machine
+    kept = _files(folder)
+
+    def suite_runner(target, options, regex):
+        def run(commits):
+            for c in commits if asv_ran else ():
+                for f in (fresh.results_dir / fresh.machine).glob(f"{c[:8]}-*.json"):
+                    shutil.copy(f, folder / f.name)
+            return 0 if asv_ran else 1
+        return run
+
+    monkeypatch.setattr(rerun.bisect, "suite_runner", suite_runner)
+    a = history.commits[0]
+    c = Candidate("bench_ops.LinearAct.track_latency", FUSED, history.machine, history.env_name, a,
+                  history.commits[2], history.commits[-1], "suspected", 0.1)
+    measure = rerun.measure_candidate(c, Options(history.results_dir, Path("asv.conf.json"), "python", None), ())
+    now = series_values(fresh.results_dir, Target(c.benchmark, FUSED, fresh.machine, "", ""))[a]
+    assert now != series_values(history.results_dir, Target(c.benchmark, FUSED, history.machine, "", ""))[a]
+    assert measure(a) == ({"fused": now} if asv_ran else {})
+    assert _files(folder) == kept  # the history's files are back as they were, the run's dropped
 
 
 def test_the_controls_are_the_same_case_with_another_impl():
