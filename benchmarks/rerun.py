@@ -5,7 +5,8 @@
     python -m dashboard.regressions --rerun rerun.json               # the final verdict
 
 The candidates (dashboard.regressions.rerun_candidates: findings at the judged commits the
-first verdict decided on thin evidence; at most 5 a push) are each measured at the base (A, the
+first verdict decided on thin evidence; at most 5 a machine a push, --machine's chosen among
+that machine's own) are each measured at the base (A, the
 last commit surely before the change) and the series' newest commit (B), interleaved
 A B A B ..., the fused series and its eager and compile controls together (one asv run per side
 and round, through the bisect's machinery: benchmarks.run --commits, HEAD's suite against each
@@ -19,7 +20,7 @@ afterwards: the re-run's values go to --out only, and the gate judges them (reru
 
 Exit status: 0 the re-runs were written (a finding that could not be measured says why in the
 file), 2 bad arguments or input (a --from-gate file that is not the gate's JSON, a missing
---results folder).
+--results folder, an --out that cannot be written: checked before measuring).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from typing import Callable, Sequence
 
 from . import bisect
 from .bisect import BisectInputError, Options, Target
+from .writable import unwritable
 
 CONTROLS = ("eager", "compile")
 ROUNDS = 4  # A B pairs at most
@@ -159,7 +161,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--from-gate", metavar="FILE", required=True, help="the gate's --format json output ('-': stdin)")
     p.add_argument("--out", type=Path, required=True, help="where to write the re-run's JSON (for --rerun)")
     p.add_argument("--machine", help="only candidates of this asv machine (the runner this job is on)")
-    p.add_argument("--at-most", type=int, default=None, help="findings re-run at most (default 5)")
+    p.add_argument("--at-most", type=int, default=None, help="findings re-run at most, of --machine's (default 5)")
     p.add_argument("--seconds", type=float, default=None, help="budget per finding, seconds (default 60)")
     p.add_argument("--rounds", type=int, default=ROUNDS, help=f"A B pairs at most (default {ROUNDS})")
     p.add_argument("--controls", default=",".join(CONTROLS),
@@ -190,20 +192,23 @@ def main(argv: Sequence[str] | None = None, measure_for=None) -> int:
     controls = () if args.controls == "none" else tuple(c.strip() for c in args.controls.split(","))
     if not set(controls) <= set(CONTROLS) or not all(controls):
         p.error(f"--controls {args.controls!r}: expected some of {','.join(CONTROLS)}, or none")
+    problem = unwritable(args.out)
+    if problem:  # before the measuring (minutes of GPU), not after it
+        p.error(f"--out {args.out}: {problem}")
     try:
         results = args.results or bisect._results_dir(args.config)
         if not results.is_dir():
             raise BisectInputError(f"--results {results}: no such folder (the asv results the gate judged)")
         doc = bisect._read_json(args.from_gate)
         try:
-            chosen = candidates(doc, at_most=AT_MOST)
+            chosen = candidates(doc, at_most=sys.maxsize)  # capped per machine below, after --machine
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BisectInputError(f"--from-gate {args.from_gate}: not the gate's JSON output (python -m "
                                    f"dashboard.regressions --format json): {type(exc).__name__} {exc}") from None
     except BisectInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return BAD_INPUT
-    chosen = [c for c in chosen if args.machine in (None, c.machine)][:at_most]
+    chosen = [c for c in chosen if args.machine in (None, c.machine)][:at_most]  # at most 5 a machine
     options = Options(results, args.config, args.python, args.grid)
     reruns = []
     for c in chosen:

@@ -137,3 +137,56 @@ def test_the_gate_refuses_a_rerun_file_it_cannot_read(tmp_path, capsys, content,
     assert cli.main(["--results", str(tmp_path), "--rerun", str(tmp_path / "rerun.json")]) == 2
     err = capsys.readouterr().err
     assert f"--rerun {tmp_path / 'rerun.json'}" in err and said in err
+
+
+def _gate_doc(machines_and_changes):
+    """The gate's JSON with one failing, unconfirmed fused finding per (machine, change)."""
+    judged = [{"machine": m, "env_name": "env", "commits": ["n" * 40]} for m in dict.fromkeys(m for m, _ in
+                                                                                               machines_and_changes)]
+    items = [{"category": "regression", "change": {
+        "benchmark": "bench_ops.LinearAct.track_latency", "params": FUSED.replace("bias", f"bias {i}"), "machine": m,
+        "env_name": "env", "before": 1.0, "confirmed": False, "series_last_commit": "n" * 40,
+        "before_earliest": "a" * 40, "previous_commit": "a" * 40, "commit_hash": "b" * 40, "relative_change": change}}
+        for i, (m, change) in enumerate(machines_and_changes)]
+    return {"gate": {"judged": judged, "items": items}}
+
+
+def _rerun_main(tmp_path, doc, *args, measure_for=None):
+    (tmp_path / "gate.json").write_text(json.dumps(doc))
+    measured = []
+
+    def fake(candidate, options, controls):
+        measured.append(candidate.machine)
+        return lambda commit: {"fused": 1.0}
+
+    code = rerun.main(["--from-gate", str(tmp_path / "gate.json"), "--results", str(tmp_path), "--rounds", "2",
+                       *args], measure_for=measure_for or fake)
+    return code, measured
+
+
+def test_the_cap_is_per_machine_after_the_machine_filter(tmp_path):
+    # the larger changes, all on b200, came first in the global order: h200's one was dropped
+    doc = _gate_doc([("b200-a-gpu0", 0.3)] * 6 + [("h200-a-gpu0", 0.1)])
+    out = tmp_path / "r.json"
+    code, measured = _rerun_main(tmp_path, doc, "--machine", "h200-a-gpu0", "--out", str(out))
+    assert code == 0 and measured == ["h200-a-gpu0"]
+    assert [r["machine"] for r in json.loads(out.read_text())["reruns"]] == ["h200-a-gpu0"]
+    code, measured = _rerun_main(tmp_path, doc, "--machine", "b200-a-gpu0", "--out", str(out))
+    assert code == 0 and measured == ["b200-a-gpu0"] * 5  # 5 a machine a push
+
+
+@pytest.mark.parametrize("out, said", [("{tmp}", "is a folder"), ("{tmp}/gate.json/r.json", "gate.json is not a folder")])
+def test_an_out_that_cannot_be_written_exits_2_before_measuring(tmp_path, capsys, out, said):
+    def refuse(*args):
+        raise AssertionError("measured although --out cannot be written")
+
+    with pytest.raises(SystemExit) as exc:
+        _rerun_main(tmp_path, _gate_doc([("m", 0.1)]), "--out", out.format(tmp=tmp_path), measure_for=refuse)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and f"--out {out.format(tmp=tmp_path)}: " in err and said in err
+
+
+def test_an_out_in_a_folder_not_made_yet_is_written(tmp_path):
+    out = tmp_path / "not" / "yet" / "r.json"
+    code, measured = _rerun_main(tmp_path, _gate_doc([("m", 0.1)]), "--out", str(out))
+    assert code == 0 and measured == ["m"] and len(json.loads(out.read_text())["reruns"]) == 1
