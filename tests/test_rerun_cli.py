@@ -190,3 +190,34 @@ def test_an_out_in_a_folder_not_made_yet_is_written(tmp_path):
     out = tmp_path / "not" / "yet" / "r.json"
     code, measured = _rerun_main(tmp_path, _gate_doc([("m", 0.1)]), "--out", str(out))
     assert code == 0 and measured == ["m"] and len(json.loads(out.read_text())["reruns"]) == 1
+
+
+def _missing(tmp_path, capsys, doc, reruns):
+    from benchmarks import rerun_missing
+
+    (tmp_path / "gate.json").write_text(json.dumps(doc))
+    files = []
+    for i, content in enumerate(reruns):
+        files.append(str(tmp_path / f"rerun-{i}.json"))
+        Path(files[-1]).write_text(content if isinstance(content, str) else json.dumps(content))
+    code = rerun_missing.main([str(tmp_path / "gate.json"), *files])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_final_gate_names_a_machine_whose_rerun_is_missing(tmp_path, capsys):
+    doc = _gate_doc([("b200-a-gpu0", 0.3), ("b200-a-gpu0", 0.2), ("h200-a-gpu0", 0.1), ("h200-b-gpu0", 0.1)])
+    h200 = {"version": 1, "reruns": [{"benchmark": "b", "params": "p", "machine": "h200-a-gpu0", "commit_hash": "b" * 40,
+                                      "base_commit": "a" * 40, "newest_commit": "n" * 40, "rounds": [], "problem": "x"}]}
+    code, out, _ = _missing(tmp_path, capsys, doc, [h200, {"version": 1, "reruns": []}])
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 2 and "h200-a-gpu0" not in out
+    assert "No A/B re-run came back from b200-a-gpu0" in lines[0] and "its 2 candidate finding(s) keep the first verdict" in lines[0]
+    assert "from h200-b-gpu0" in lines[1]
+    assert _missing(tmp_path, capsys, _gate_doc([("h200-a-gpu0", 0.1)]), [h200])[:2] == (0, "")  # all came back
+
+
+@pytest.mark.parametrize("rerun_file, said", [("{", "rerun-0.json: "), ({"reruns": []}, "expected benchmarks.rerun's JSON")])
+def test_a_rerun_file_it_cannot_read_exits_2_naming_it(tmp_path, capsys, rerun_file, said):
+    code, _, err = _missing(tmp_path, capsys, _gate_doc([("m", 0.1)]), [rerun_file])
+    assert code == 2 and err.startswith("error: ") and said in err and "Traceback" not in err
