@@ -184,7 +184,7 @@ def main(argv: Sequence[str] | None = None, measure_for=None) -> int:
     at_most = AT_MOST if args.at_most is None else args.at_most
     seconds = SECONDS_EACH if args.seconds is None else args.seconds
     if not 1 <= at_most <= AT_MOST:
-        p.error(f"--at-most {at_most}: expected 1 to {AT_MOST} (findings re-run per push)")
+        p.error(f"--at-most {at_most}: expected 1 to {AT_MOST} (findings re-run per machine and push)")
     if not 0 < seconds <= SECONDS_EACH:
         p.error(f"--seconds {seconds:g}: expected more than 0 and at most {SECONDS_EACH} (GPU seconds per finding)")
     if args.rounds < 2:
