@@ -221,3 +221,18 @@ def test_the_final_gate_names_a_machine_whose_rerun_is_missing(tmp_path, capsys)
 def test_a_rerun_file_it_cannot_read_exits_2_naming_it(tmp_path, capsys, rerun_file, said):
     code, _, err = _missing(tmp_path, capsys, _gate_doc([("m", 0.1)]), [rerun_file])
     assert code == 2 and err.startswith("error: ") and said in err and "Traceback" not in err
+
+
+def test_the_missing_rerun_check_runs_without_torch(tmp_path):
+    """The final gate's job installs the dashboard alone (no torch, triton, fused_mlp)."""
+    import subprocess
+    import sys
+
+    from tests.test_layering import WITHOUT_TORCH  # torch, triton and fused_mlp not importable
+
+    (tmp_path / "gate.json").write_text(json.dumps(_gate_doc([("m", 0.1)])))
+    blocker = WITHOUT_TORCH[:WITHOUT_TORCH.index("from tests.suite_fixtures")]
+    code = blocker + "from benchmarks import rerun_missing\nsys.exit(rerun_missing.main(sys.argv[1:]))\n"
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "gate.json")], cwd=Path(__file__).parents[1], capture_output=True,
+                          text=True)
+    assert done.returncode == 0 and "No A/B re-run came back from m" in done.stdout, done.stderr[-3000:]
