@@ -155,6 +155,18 @@ def kept_history(results: Path, machine: str):
     return keep()
 
 
+def per_machine(chosen: list, at_most: int) -> list:
+    """The first ``at_most`` candidates of each machine, in their order: the cap is per machine
+    (each runner's re-run job measures its own), so one machine's many never crowd out another's."""
+    taken: dict[str, int] = {}
+    out = []
+    for c in chosen:
+        taken[c.machine] = taken.get(c.machine, 0) + 1
+        if taken[c.machine] <= at_most:
+            out.append(c)
+    return out
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.rerun", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -208,7 +220,7 @@ def main(argv: Sequence[str] | None = None, measure_for=None) -> int:
     except BisectInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return BAD_INPUT
-    chosen = [c for c in chosen if args.machine in (None, c.machine)][:at_most]  # at most 5 a machine
+    chosen = per_machine([c for c in chosen if args.machine in (None, c.machine)], at_most)
     options = Options(results, args.config, args.python, args.grid)
     reruns = []
     for c in chosen:

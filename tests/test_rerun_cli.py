@@ -173,6 +173,8 @@ def test_the_cap_is_per_machine_after_the_machine_filter(tmp_path):
     assert [r["machine"] for r in json.loads(out.read_text())["reruns"]] == ["h200-a-gpu0"]
     code, measured = _rerun_main(tmp_path, doc, "--machine", "b200-a-gpu0", "--out", str(out))
     assert code == 0 and measured == ["b200-a-gpu0"] * 5  # 5 a machine a push
+    code, measured = _rerun_main(tmp_path, doc, "--out", str(out))  # every machine: 5 each still
+    assert code == 0 and measured == ["b200-a-gpu0"] * 5 + ["h200-a-gpu0"]
 
 
 @pytest.mark.parametrize("out, said", [("{tmp}", "is a folder"), ("{tmp}/gate.json/r.json", "gate.json is not a folder")])
