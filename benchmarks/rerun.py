@@ -5,23 +5,28 @@
     python -m dashboard.regressions --rerun rerun.json               # the final verdict
 
 The candidates (dashboard.regressions.rerun_candidates: findings at the judged commits the
-first verdict decided on thin evidence; at most 5 a push) are each measured at the base (A, the
+first verdict decided on thin evidence; at most 5 a machine a push, --machine's chosen among
+that machine's own) are each measured at the base (A, the
 last commit surely before the change) and the series' newest commit (B), interleaved
 A B A B ..., the fused series and its eager and compile controls together (one asv run per side
 and round, through the bisect's machinery: benchmarks.run --commits, HEAD's suite against each
 commit's library). Two A B pairs always run; more while the finding's budget (--seconds, 60, of
 the session's wall time, which includes asv's start-up: more than the GPU's share) allows
-another pair, up to --rounds. The history's result files of this machine are put back afterwards: the
-re-run's values go to --out only, and the gate judges them (rerun_judgement.py).
+another pair, up to --rounds. While asv measures a commit, the history's result files of that
+commit are set aside, so every value is this session's: a side where asv gave none ends the
+finding's session with a `problem` (the final verdict then keeps the first, saying why), never
+the history's old value standing in. The history's result files of this machine are put back
+afterwards: the re-run's values go to --out only, and the gate judges them (rerun_judgement.py).
 
 Exit status: 0 the re-runs were written (a finding that could not be measured says why in the
 file), 2 bad arguments or input (a --from-gate file that is not the gate's JSON, a missing
---results folder).
+--results folder, an --out that cannot be written: checked before measuring).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -34,6 +39,7 @@ from typing import Callable, Sequence
 
 from . import bisect
 from .bisect import BisectInputError, Options, Target
+from .writable import unwritable
 
 CONTROLS = ("eager", "compile")
 ROUNDS = 4  # A B pairs at most
@@ -69,7 +75,8 @@ def session(candidate, measure: Callable[[str], dict[str, float]], seconds: floa
         for side, commit in (("A", candidate.base_commit), ("B", candidate.newest_commit)):
             values = measure(commit)
             if "fused" not in values:
-                out["problem"] = f"no value for the fused series at {commit[:12]} (see above)"
+                out["problem"] = (f"no value for the fused series at {commit[:12]}: asv measured none in this "
+                                  "session (the re-run job's log says why)")
                 break
             out["rounds"].append({"side": side, "values": values})
         if out["problem"]:
@@ -91,21 +98,44 @@ def measure_candidate(candidate, options: Options, controls: Sequence[str] = CON
     run = bisect.suite_runner(target, options, regex)
 
     def measure(commit: str) -> dict[str, float]:
-        run([commit])
         got = {}
-        for impl, params in series.items():
-            v = bisect.series_values(options.results, Target(candidate.benchmark, params, candidate.machine, "", ""))
-            if commit in v and math.isfinite(v[commit]):
-                got[impl] = v[commit]
+        with history_set_aside(options.results / candidate.machine, commit):
+            run([commit])
+            for impl, params in series.items():
+                v = bisect.series_values(options.results, Target(candidate.benchmark, params, candidate.machine, "", ""))
+                if commit in v and math.isfinite(v[commit]):
+                    got[impl] = v[commit]
         return got
 
     return measure
 
 
+ASIDE = ".aside"  # asv and the dashboard read *.json only
+
+
+@contextlib.contextmanager
+def history_set_aside(machine_dir: Path, commit: str):
+    """While asv measures ``commit``: the history's result files of it (asv names them
+    <hash[:8]>-<env>.json) renamed *.json.aside, so a value read then is this run's, never the
+    history's (A and B are history commits: where asv did not run, the old value would stand
+    for every round of that side). Afterwards what the run wrote is dropped and they are back."""
+    own = f"{commit[:8]}-*.json"
+    history, moved = sorted(machine_dir.glob(own)), []
+    try:
+        for f in history:
+            f.replace(f.with_name(f.name + ASIDE))
+            moved.append(f)
+        yield
+    finally:
+        for f in machine_dir.glob(own):
+            if f in moved or f not in history:  # the run's: a history file that could not move stays
+                f.unlink()
+        for f in moved:
+            f.with_name(f.name + ASIDE).replace(f)
+
+
 def kept_history(results: Path, machine: str):
     """A context manager: the machine's result folder as it is now comes back at the end."""
-    import contextlib
-
     @contextlib.contextmanager
     def keep():
         folder = results / machine
@@ -125,13 +155,25 @@ def kept_history(results: Path, machine: str):
     return keep()
 
 
+def per_machine(chosen: list, at_most: int) -> list:
+    """The first ``at_most`` candidates of each machine, in their order: the cap is per machine
+    (each runner's re-run job measures its own), so one machine's many never crowd out another's."""
+    taken: dict[str, int] = {}
+    out = []
+    for c in chosen:
+        taken[c.machine] = taken.get(c.machine, 0) + 1
+        if taken[c.machine] <= at_most:
+            out.append(c)
+    return out
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m benchmarks.rerun", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--from-gate", metavar="FILE", required=True, help="the gate's --format json output ('-': stdin)")
     p.add_argument("--out", type=Path, required=True, help="where to write the re-run's JSON (for --rerun)")
     p.add_argument("--machine", help="only candidates of this asv machine (the runner this job is on)")
-    p.add_argument("--at-most", type=int, default=None, help="findings re-run at most (default 5)")
+    p.add_argument("--at-most", type=int, default=None, help="findings re-run at most, of --machine's (default 5)")
     p.add_argument("--seconds", type=float, default=None, help="budget per finding, seconds (default 60)")
     p.add_argument("--rounds", type=int, default=ROUNDS, help=f"A B pairs at most (default {ROUNDS})")
     p.add_argument("--controls", default=",".join(CONTROLS),
@@ -154,7 +196,7 @@ def main(argv: Sequence[str] | None = None, measure_for=None) -> int:
     at_most = AT_MOST if args.at_most is None else args.at_most
     seconds = SECONDS_EACH if args.seconds is None else args.seconds
     if not 1 <= at_most <= AT_MOST:
-        p.error(f"--at-most {at_most}: expected 1 to {AT_MOST} (findings re-run per push)")
+        p.error(f"--at-most {at_most}: expected 1 to {AT_MOST} (findings re-run per machine and push)")
     if not 0 < seconds <= SECONDS_EACH:
         p.error(f"--seconds {seconds:g}: expected more than 0 and at most {SECONDS_EACH} (GPU seconds per finding)")
     if args.rounds < 2:
@@ -162,20 +204,23 @@ def main(argv: Sequence[str] | None = None, measure_for=None) -> int:
     controls = () if args.controls == "none" else tuple(c.strip() for c in args.controls.split(","))
     if not set(controls) <= set(CONTROLS) or not all(controls):
         p.error(f"--controls {args.controls!r}: expected some of {','.join(CONTROLS)}, or none")
+    problem = unwritable(args.out)
+    if problem:  # before the measuring (minutes of GPU), not after it
+        p.error(f"--out {args.out}: {problem}")
     try:
         results = args.results or bisect._results_dir(args.config)
         if not results.is_dir():
             raise BisectInputError(f"--results {results}: no such folder (the asv results the gate judged)")
         doc = bisect._read_json(args.from_gate)
         try:
-            chosen = candidates(doc, at_most=AT_MOST)
+            chosen = candidates(doc, at_most=sys.maxsize)  # capped per machine below, after --machine
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BisectInputError(f"--from-gate {args.from_gate}: not the gate's JSON output (python -m "
                                    f"dashboard.regressions --format json): {type(exc).__name__} {exc}") from None
     except BisectInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return BAD_INPUT
-    chosen = [c for c in chosen if args.machine in (None, c.machine)][:at_most]
+    chosen = per_machine([c for c in chosen if args.machine in (None, c.machine)], at_most)
     options = Options(results, args.config, args.python, args.grid)
     reruns = []
     for c in chosen:

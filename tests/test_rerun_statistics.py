@@ -3,6 +3,7 @@ covariate test of fused against its controls, the A/B re-run's judgement, the ca
 the final verdict (not the rates: tools/measure_classification.py measures those)."""
 
 import math
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -72,6 +73,17 @@ def test_a_runner_wide_move_cancels_in_the_difference(rng):
 def test_one_control_alone_moving_within_its_noise_does_not_excuse_the_library(rng):
     fused, controls, before, after = _three_series(rng, 0.10, (0.01, -0.01))
     assert not covariate_test(fused, controls, before, after, 0.10).controls_explain
+
+
+def test_a_commit_where_every_control_is_missing_warns_nothing(rng):
+    fused, controls, before, after = _three_series(rng, 0.10, (0.0, 0.0))
+    controls[:, [3, 27]] = np.nan  # eager and compile both failed there: those commits do not enter
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        test = covariate_test(fused, controls, before, after, 0.10)
+    keep = np.setdiff1d(np.arange(len(fused)), [3, 27])
+    again = covariate_test(fused[keep], controls[:, keep], np.arange(24), np.arange(24, 28), 0.10)
+    assert test == again and not test.controls_explain
 
 
 def test_no_control_either_side_gives_no_test(rng):

@@ -180,11 +180,18 @@ def test_the_gates_first_verdict_is_rerun_on_each_gpu_machine_and_the_final_verd
     _, shards = _shards()
     rerun = jobs["rerun"]
     assert rerun["needs"] == ["publish-and-gate"] and "${{ matrix.host }}" in rerun["runs-on"]
-    machines = {(m["machine"], m["host"], m["gpu"]) for m in rerun["strategy"]["matrix"]["include"]}
-    assert machines == {(f"{s['host']}-gpu{s['gpu']}", s["host"], s["gpu"]) for s in shards}  # every bench machine
-    assert rerun["env"]["CUDA_VISIBLE_DEVICES"] == "${{ matrix.gpu }}"
+    # not the implicit success(), which a failed shard two jobs up would fail (actions/runner#2205)
+    assert rerun["if"] == "${{ !cancelled() && needs.publish-and-gate.result == 'success' }}"
+    machines = {(m["machine"], m["host"], m["gpu"], m["grid"]) for m in rerun["strategy"]["matrix"]["include"]}
+    beyond = jobs["bench-beyond-hopper"]
+    beyond_grid = re.search(r"--grid (\w+)", beyond["steps"][2]["run"]).group(1)
+    assert machines == ({(f"{s['host']}-gpu{s['gpu']}", s["host"], s["gpu"], "default") for s in shards}
+                        | {(f"{m['host']}-gpu0", m["host"], 0, beyond_grid)
+                           for m in beyond["strategy"]["matrix"]["include"]})  # every bench machine, at its grid
+    assert beyond["env"]["MACHINE"] == "${{ matrix.host }}-gpu0" and "--grid default" in jobs["bench"]["steps"][2]["run"]
+    assert rerun["env"]["CUDA_VISIBLE_DEVICES"] == rerun["env"]["HIP_VISIBLE_DEVICES"] == "${{ matrix.gpu }}"
     steps = "\n".join(s.get("run", "") for s in rerun["steps"])
-    assert '-m benchmarks.rerun --from-gate gate.json --machine "$MACHINE"' in steps
+    assert '-m benchmarks.rerun --from-gate gate.json --machine "$MACHINE"' in steps and '--grid "$GRID"' in steps
     first = "\n".join(s.get("run", "") for s in jobs["publish-and-gate"]["steps"])
     # the first verdict fails the job only when it cannot judge; the final one decides
     assert '"$status" -eq 2' in first and 'exit "$status"' not in first
@@ -192,6 +199,10 @@ def test_the_gates_first_verdict_is_rerun_on_each_gpu_machine_and_the_final_verd
     assert final["needs"] == ["publish-and-gate", "rerun"]
     script = "\n".join(s.get("run", "") for s in final["steps"])
     assert 'args+=(--rerun "$file")' in script and 'exit "$status"' in script and '--base "$BEFORE..$GITHUB_SHA"' in script
+    # a machine whose re-run is missing is named in the summary, not silently judged on the first verdict
+    assert any(s.get("with", {}).get("name") == "first-verdict" for s in final["steps"])
+    assert 'python -m benchmarks.rerun_missing gate.json "${files[@]}" > missing.md' in script
+    assert "cat missing.md gate.md" in script
 
 
 def test_blackwell_and_amd_runners_have_labels_and_a_compile_history_each():

@@ -68,7 +68,9 @@ def covariate_test(fused: np.ndarray, controls: np.ndarray, before: np.ndarray, 
     before, after = before[present[before]], after[present[after]]
     if not len(before) or not len(after) or fused_step == 0:
         return None
-    mean_control = controls.mean(axis=0, where=np.isfinite(controls)) if controls.size else fused * np.nan
+    mean_control = fused * np.nan  # only the commits that enter: a commit with no control would warn
+    if controls.size:
+        mean_control[present] = controls[:, present].mean(axis=0)
     sign = math.copysign(1.0, fused_step)
     control_step, control_z = step_z(mean_control, before, after, sign)
     _, excess_z = step_z(fused - mean_control, before, after, sign)

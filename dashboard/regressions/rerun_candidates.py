@@ -5,7 +5,7 @@ one of them) that its first commits decide: not yet confirmed (fewer than min_af
 the new level), in a category the first verdict gave on that thin evidence: a regression
 (fails), suspected (fails only with --strict), or one the classification moved to environment
 or noise. Only series that change with the library
-(impl fused, or a series without controls) are re-run. At most AT_MOST per push, the failing
+(impl fused, or a series without controls) are re-run. At most AT_MOST per machine per push, the failing
 ones first, then the suspected, then the excused; larger changes first within each; then,
 within the same cap, the series the re-run's screen picked (rerun_screen.py: below the
 detector's bar, but above the history's noise), largest z first.
@@ -23,7 +23,7 @@ from dashboard.regressions.classify import ENVIRONMENT, FUSED, NOISE, impl_of
 from dashboard.regressions.gate import REGRESSION_ITEM, SUSPECTED
 from dashboard.regressions.rerun_screen import SCREENED
 
-AT_MOST = 5  # findings re-run per push
+AT_MOST = 5  # findings re-run per machine per push (benchmarks.rerun applies it per machine)
 SECONDS_EACH = 60  # GPU seconds per finding, at most
 ORDER = (REGRESSION_ITEM, SUSPECTED, ENVIRONMENT, NOISE)  # what is re-run first
 
