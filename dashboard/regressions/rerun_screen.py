@@ -4,7 +4,7 @@ run(s) sit high enough to be worth one session (pure numpy/pandas; no Dash, no t
 At its own commit a 10 % step in 3 % run noise is about 3 sigma for one run, below the
 detector's bar for "suspected", so the gate's items miss most such steps. The screen asks less
 and decides nothing: a fused series (or one without controls) measured at a judged commit whose
-newest 1, 2 or 3 runs' mean lies more than Z of its own history sigmas (noise_model.py, up to
+newest 1 to 4 runs' mean lies more than Z of its own history sigmas (noise_model.py, up to
 HISTORY commits before them) beyond the history's median, one-sided the way a regression goes.
 They are ranked by the same z of log(fused) - mean(log(controls)) (the controls as covariates:
 a runner-wide move cancels, so it ranks last; requiring it too would miss one 10 % step in five
