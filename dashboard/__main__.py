@@ -70,6 +70,10 @@ def _serve(parser, args, note: str | None = None) -> int:
     # Before anything starts a process: a SIGTERM during the first load (its parse workers
     # running) must end it the way Ctrl-C does, through the clean-up below.
     signal.signal(signal.SIGTERM, _stop_like_ctrl_c)
+    # ... and SIGINT too, even when this process started with it ignored: Python then installs
+    # no Ctrl-C handler, and a server started in the background of a script (or by a parent that
+    # ignores SIGINT) would not stop on it.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from dashboard.app import create_app
 
     cache_dir = None if args.no_cache else (args.cache_dir or default_cache_dir())

@@ -95,14 +95,23 @@ def results(tmp_path_factory):
     return write_dashboard_fixture(tmp_path_factory.mktemp("shutdown") / "results").results_dir
 
 
-@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=lambda s: s.name)
-def test_stopping_the_server_ends_every_child_process(results, how, tmp_path):
+def _ignore_sigint():
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# "SIGINT, inherited ignored": a server started by a parent that ignores SIGINT (a script's
+# background job; once a test run's worker) must still stop on it.
+@pytest.mark.parametrize("how, start_ignoring", [(signal.SIGTERM, False), (signal.SIGINT, False),
+                                                 (signal.SIGINT, True), (signal.SIGKILL, False)],
+                         ids=["SIGTERM", "SIGINT", "SIGINT, inherited ignored", "SIGKILL"])
+def test_stopping_the_server_ends_every_child_process(results, how, start_ignoring, tmp_path):
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET",)}
     log = tmp_path / "server.log"  # a file, not a pipe: a process left behind would hold a pipe open
     server = subprocess.Popen([sys.executable, "-m", "dashboard", "--results", str(results), "--port", str(port),
                                "--cache-dir", str(tmp_path / "cache")],  # not the user's ~/.cache
-                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log.open("wb"))
+                              cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=log.open("wb"),
+                              preexec_fn=_ignore_sigint if start_ignoring else None)
     children: dict[int, str] = {}
     try:
         base = f"http://127.0.0.1:{port}"

@@ -284,16 +284,17 @@ def test_benchmarks_run_gives_each_asv_run_a_folder_and_keeps_what_its_passes_fi
              "start": {"recorded": False, "reason": "not recorded: no NVML (test)"},
              "end": {"recorded": False, "reason": "not recorded: no NVML (test)"}}
 
-    def fake_subprocess_run(cmd, cwd, env=None, **kwargs):
-        if "asv" not in cmd:  # the run's own snapshot probe
-            return subprocess.CompletedProcess(cmd, 1, stdout="", stderr="no NVML here")
+    def fake_asv(cmd, env, commit):  # asv run: one result file, one measuring pass filing its state
+        assert "asv" in cmd
         (tmp_path / "results" / "m").mkdir(parents=True)
         (tmp_path / "results" / "m" / f"{'a' * 8}-existing-py.json").write_text("{}")
         runner_state.file_benchmark_state(env[runner_state.BENCHMARKS_ENV], "x.json", filed["benchmarks"],
                                           filed["params"], filed["start"], filed["end"])
-        return subprocess.CompletedProcess(cmd, 0)
+        return 0
 
-    monkeypatch.setattr(run.subprocess, "run", fake_subprocess_run)
+    # the run's own snapshot probes find no NVML
+    monkeypatch.setattr(run.subprocess, "run", lambda cmd, **kwargs: subprocess.CompletedProcess(cmd, 1, "", "no NVML"))
+    monkeypatch.setattr(run, "run_naming_commit", fake_asv)
     assert run.run_asv("python", config, "m", "a" * 40, ROOT, ["-b", "LinearAct"]) == 0
     doc = read_state_file(tmp_path / "results" / "m" / f"{'a' * 8}-existing-py.json")
     assert doc["benchmarks"] == [filed]
