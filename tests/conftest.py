@@ -4,6 +4,7 @@ TRITON_INTERPRET must be set before triton (and so fused_mlp) is imported: `@tri
 chooses the interpreter when it decorates each kernel.
 """
 
+import importlib
 import os
 
 import pytest
@@ -33,6 +34,30 @@ def _environment_restored():
     if dict(os.environ) != before:
         os.environ.clear()
         os.environ.update(before)
+
+
+@pytest.fixture
+def suite_module_on_grid():
+    """A benchmarks module as asv imports it for a grid (bench_hot and bench_training read
+    $FUSED_MLP_GRID at import, into their classes' params); afterwards each module reloaded under
+    the session's own environment, so no later test in this worker sees another grid's classes."""
+    from benchmarks.harness.grids import GRID_ENV
+
+    was = os.environ.get(GRID_ENV)
+    reloaded = []
+
+    def on(module, grid_name):
+        os.environ[GRID_ENV] = grid_name
+        reloaded.append(module)
+        return importlib.reload(module)
+
+    yield on
+    if was is None:
+        os.environ.pop(GRID_ENV, None)
+    else:
+        os.environ[GRID_ENV] = was
+    for module in reloaded:
+        importlib.reload(module)
 
 
 @pytest.fixture

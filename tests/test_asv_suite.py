@@ -1,7 +1,6 @@
 """The asv suite: `asv check`, and a real CPU run of the tiny grid whose result files are read
 back (names, params, samples; skipped = NaN, failed = null)."""
 
-import importlib
 import itertools
 import json
 import math
@@ -319,13 +318,12 @@ def _asv_call(name: str, param_idx: int, cache_dir, monkeypatch):
         return f"skipped: {e}"
 
 
-def test_training_classes_run_the_way_asv_calls_them(tmp_path, monkeypatch):
+def test_training_classes_run_the_way_asv_calls_them(tmp_path, monkeypatch, suite_module_on_grid):
     """bench_training's classes take asv's setup_cache folder like bench_ops' (a signature
     without it fails every training benchmark in a real run) and share one measuring pass."""
     from benchmarks import bench_training
 
-    monkeypatch.setenv(common.GRID_ENV, "tiny")
-    params = list(itertools.product(*importlib.reload(bench_training).LinearActTraining.params))
+    params = list(itertools.product(*suite_module_on_grid(bench_training, "tiny").LinearActTraining.params))
     idx = params.index((grid("tiny")["linear_act"][0].key, "eager", "backward"))
     calls = []
     real = common._CaseBenchmark._measure
@@ -345,24 +343,19 @@ def test_training_classes_run_the_way_asv_calls_them(tmp_path, monkeypatch):
     assert len(calls) == measured  # the second metric read what the first filed
 
 
-def test_hot_classes_run_the_way_asv_calls_them(tmp_path, monkeypatch, capsys):
+def test_hot_classes_run_the_way_asv_calls_them(tmp_path, monkeypatch, capsys, suite_module_on_grid):
     """bench_hot's classes on asv's own setup_cache/setup/track calls: on the tiny grid (CPU)
     each metric's process skips with the reason, from one filed pass."""
     from benchmarks import bench_hot
 
-    monkeypatch.setenv(common.GRID_ENV, "tiny")
-    try:
-        importlib.reload(bench_hot)
-        calls = []
-        real = bench_hot._HotBenchmark._measure
-        monkeypatch.setattr(bench_hot._HotBenchmark, "_measure", lambda self, *a: calls.append(a[1]) or real(self, *a))
-        for op in benchmarked_ops():
-            name = f"bench_hot.{OPS[op].benchmark_class}Hot"
-            for idx, metric in itertools.product((0, 1), ("track_graph_latency", "track_launch_overhead")):
-                assert _asv_call(f"{name}.{metric}", idx, tmp_path, monkeypatch) == "skipped", (name, metric)
-                assert bench_hot.NO_CUDA in capsys.readouterr().out  # asv_runner prints the setup's skip
-        # fused's first process passes over eager too (its sibling); the other three processes read the files
-        assert calls == ["fused", "eager"] * len(benchmarked_ops())
-    finally:
-        monkeypatch.delenv(common.GRID_ENV)
-        importlib.reload(bench_hot)
+    suite_module_on_grid(bench_hot, "tiny")
+    calls = []
+    real = bench_hot._HotBenchmark._measure
+    monkeypatch.setattr(bench_hot._HotBenchmark, "_measure", lambda self, *a: calls.append(a[1]) or real(self, *a))
+    for op in benchmarked_ops():
+        name = f"bench_hot.{OPS[op].benchmark_class}Hot"
+        for idx, metric in itertools.product((0, 1), ("track_graph_latency", "track_launch_overhead")):
+            assert _asv_call(f"{name}.{metric}", idx, tmp_path, monkeypatch) == "skipped", (name, metric)
+            assert bench_hot.NO_CUDA in capsys.readouterr().out  # asv_runner prints the setup's skip
+    # fused's first process passes over eager too (its sibling); the other three processes read the files
+    assert calls == ["fused", "eager"] * len(benchmarked_ops())

@@ -3,7 +3,6 @@ sequence of CUDA calls against a fake torch.cuda (only that boundary is faked), 
 arithmetic, the argument checks, the skips without CUDA, which classes a grid defines, and the
 one measuring pass that serves both metrics."""
 
-import importlib
 import os
 
 import pytest
@@ -135,25 +134,11 @@ def test_without_cuda_both_say_why():
 
 
 @pytest.fixture
-def bench_hot_on(monkeypatch):
-    """bench_hot as asv imports it for a grid (the module reads $FUSED_MLP_GRID at import); the
-    default grid's module again afterwards."""
-    from benchmarks.harness.grids import GRID_ENV
-
+def bench_hot_on(suite_module_on_grid):
+    """bench_hot as asv imports it for a grid; the session's grid's module again afterwards."""
     import benchmarks.bench_hot as bench_hot
 
-    was = os.environ.get(GRID_ENV)
-
-    def on(grid_name):
-        monkeypatch.setenv(GRID_ENV, grid_name)
-        return importlib.reload(bench_hot)
-
-    yield on
-    if was is None:
-        monkeypatch.delenv(GRID_ENV)
-    else:
-        monkeypatch.setenv(GRID_ENV, was)
-    importlib.reload(bench_hot)
+    return lambda grid_name: suite_module_on_grid(bench_hot, grid_name)
 
 
 def test_a_grid_s_classes_time_its_decode_cases_fused_and_eager(bench_hot_on):
