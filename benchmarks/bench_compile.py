@@ -17,9 +17,9 @@ value as a failure (setup_cache raises). Nothing here imports fused_mlp at impor
 
 import sys
 
-from .common import grid_name, skip
-from .harness.kernel_configs import COMPILE_ARCHS, KERNEL_CONFIGS, compile_arch, params, series_name
-from .harness.library import compile_check
+from benchmarks.common import grid_name, skip
+from benchmarks.harness.kernel_configs import COMPILE_ARCHS, KERNEL_CONFIGS, compile_arch, params, series_name
+from benchmarks.harness.library import compile_check
 
 
 class KernelResources:

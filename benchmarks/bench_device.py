@@ -9,9 +9,9 @@ CPU run (pipeline smoke test) the small ones.
 
 import torch
 
-from .harness import timing
+from benchmarks.harness import timing
 
-from .common import skip
+from benchmarks.common import skip
 
 GPU_COPY_BYTES, CPU_COPY_BYTES = timing.COPY_BYTES, 256 * 1024**2
 GPU_MATMUL_N, CPU_MATMUL_N = timing.MATMUL_N, 1024
@@ -58,7 +58,7 @@ class MatmulCeiling:
 
 def _fp8_matmul(device: str, n: int):
     """The FP8 roof: an e4m3 n^3 torch._scaled_mm, skipped where the device has no FP8 matmul."""
-    from .harness import fp8
+    from benchmarks.harness import fp8
 
     reason = fp8.matmul_missing(device)
     if reason:

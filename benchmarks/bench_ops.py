@@ -7,7 +7,7 @@ Each class's name is its op's `benchmark_class` (harness/ops/<op>.py); a new op 
 of its own gets one here (tests/test_asv_suite.py checks that every such op has one).
 """
 
-from .common import _CaseBenchmark
+from benchmarks.common import _CaseBenchmark
 
 
 class LinearAct(_CaseBenchmark):

@@ -11,10 +11,10 @@ cannot train (a fused_mlp commit without the op's backward, cuBLASLt's epilogue 
 no formula, a peer not installed) skips with the reason.
 """
 
-from .common import _CaseBenchmark, grid_name
-from .harness import implementations, training  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
-from .harness.grids import training_grid
-from .harness.modes import TRAINING_MODES
+from benchmarks.common import _CaseBenchmark, grid_name
+from benchmarks.harness import implementations, training  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
+from benchmarks.harness.grids import training_grid
+from benchmarks.harness.modes import TRAINING_MODES
 
 
 class _TrainingBenchmark(_CaseBenchmark):

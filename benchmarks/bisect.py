@@ -1,6 +1,6 @@
 """Find the commit that brought a regression: measure the commits inside a finding's interval.
 
-    python -m dashboard.regressions --format json > gate.json     # exit 1: it failed
+    python -m regressions --format json > gate.json     # exit 1: it failed
     python -m benchmarks.bisect --from-gate gate.json             # bisect the gate's failing changes
     python -m benchmarks.bisect --machine h200-runner --benchmark bench_ops.LinearAct.track_latency \\
         --params "case='linear_act M=16 K=4096 N=16384 bf16 gelu_tanh', impl='fused'" --range A..B
@@ -17,7 +17,7 @@ from the old level to the new one, "new" in the last quarter, "between" otherwis
 spread either side says whether one run can be placed at all. A long
 interval is bisected (one commit per run); a short one (at most --short commits), a gradual change,
 or an interval where a commit measured "between" is measured commit by commit. Then the detector
-(the gate's own, dashboard.regressions) judges the filled-in series again: the answer is
+(the gate's own, regressions) judges the filled-in series again: the answer is
 "introduced at <commit>" only where the search and the detector agree on one commit.
 
 Exit status: 0 a commit was named for every finding, 1 not (the report says why), 2 bad
@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import run as suite_run
-from .harness.safe_read import MAX_FILE_BYTES, parse_json, read_json
+from benchmarks import run as suite_run
+from asv_results.safe_read import MAX_FILE_BYTES, parse_json, read_json
 
 REPO = Path(__file__).resolve().parents[1]
 OLD, NEW, BETWEEN = "old", "new", "between"
@@ -167,7 +167,7 @@ def _scan(s: Search, lo: int, hi: int, old: float, new: float) -> Search:
 
 def series_values(results_dir: Path, target: Target) -> dict[str, float]:
     """Measured value per commit of the target's series (ok results only)."""
-    from dashboard.data import STATUS_OK, load_results
+    from asv_results.data import STATUS_OK, load_results
 
     frame = load_results(results_dir, machine=target.machine, jobs=1).frame
     if frame.empty:
@@ -179,7 +179,7 @@ def series_values(results_dir: Path, target: Target) -> dict[str, float]:
 
 def history_order(results_dir: Path, target: Target) -> list[str]:
     """The series' measured commits in the results' (date) order."""
-    from dashboard.data import commit_order, load_results
+    from asv_results.data import commit_order, load_results
 
     frame = load_results(results_dir, machine=target.machine, jobs=1).frame
     rows = frame[(frame["benchmark"].astype(str) == target.benchmark)
@@ -232,7 +232,7 @@ def suite_runner(target: Target, options: Options, regex: str) -> Callable[[list
     selects (the bisect's, or a re-run's series and controls). The Python is checked and the
     machine registered once, before the first run, not once per step (each costs a torch
     import: ~5 s on the GPU runner)."""
-    from .harness.grids import GRID_ENV, GRIDS
+    from benchmarks.harness.grids import GRID_ENV, GRIDS
 
     grid = options.grid or grid_of(target.params) or os.environ.get(GRID_ENV, "default")
     prepared = []
@@ -264,7 +264,7 @@ def grid_of(params: str) -> str | None:
     if case is None:
         return None
     key = case.strip("'\"")
-    from .harness.grids import GRIDS, grid
+    from benchmarks.harness.grids import GRIDS, grid
 
     for name in GRIDS:
         if any(c.key == key for cases in grid(name).values() for c in cases):
@@ -289,7 +289,7 @@ def targets_from_gate(doc: dict, results: Path) -> tuple[list[Target], list[str]
     try:
         items = doc["gate"]["failing"]
     except (KeyError, TypeError):
-        raise BisectInputError("not the gate's JSON output (python -m dashboard.regressions --format json): "
+        raise BisectInputError("not the gate's JSON output (python -m regressions --format json): "
                                "no gate.failing") from None
     if not isinstance(items, list):
         raise BisectInputError(f"gate.failing is {type(items).__name__}, expected a list (the gate's JSON output)")
@@ -335,8 +335,8 @@ def _gate_change(item: object, i: int) -> dict:
 
 def rejudge(results: Path, target: Target, boundary: str):
     """The detector's regression in the filled-in series at ``boundary`` (or None, and why)."""
-    from dashboard.data import load_results
-    from dashboard.regressions.findings import REGRESSION, find_changes
+    from asv_results.data import load_results
+    from regressions.findings import REGRESSION, find_changes
 
     loaded = load_results(results, machine=target.machine, jobs=1)
     frame = loaded.frame

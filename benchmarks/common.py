@@ -41,14 +41,14 @@ from pathlib import Path
 
 import torch
 
-from .harness import cost, first_calls, implementations, modes, runner_state, timing  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
-from . import skip_reasons
-from .harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV, grid
-from .harness.references import mismatch, reference
-from .harness.safe_read import read_json
-from .harness.tensors import make_inputs, torch_dtype
-from .harness.tolerances import tolerance
-from .harness.workloads import Case
+from benchmarks.harness import cost, first_calls, implementations, modes, runner_state, timing  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
+from benchmarks import skip_reasons
+from benchmarks.harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV, grid
+from benchmarks.harness.references import mismatch, reference
+from asv_results.safe_read import read_json
+from benchmarks.harness.tensors import make_inputs, torch_dtype
+from benchmarks.harness.tolerances import tolerance
+from benchmarks.harness.workloads import Case
 
 # Largest case the CPU smoke run attempts; the default grid's big shapes skip on a CPU.
 CPU_MAX_FLOPS = 2e9
@@ -294,7 +294,7 @@ class _CaseBenchmark(_MeasuredBenchmark):  # underscore: asv discovers only the 
 
     def kernels_per_call(self, call) -> float:
         """Device kernels one call launches (a hook, as latency_samples; CUDA only)."""
-        from .harness.profiling import kernels_per_call  # torch.profiler: imported when counted
+        from benchmarks.harness.profiling import kernels_per_call  # torch.profiler: imported when counted
 
         return kernels_per_call(call)
 

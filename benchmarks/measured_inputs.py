@@ -24,11 +24,11 @@ import statistics
 import sys
 from pathlib import Path
 
-from .harness import first_calls
-from .harness.implementations import COMPILE, COMPILE_MAX_AUTOTUNE
-from .harness.modes import FORWARD
-from .harness.workloads import Case
-from .suite_cost import INPUTS, _gemm_shapes, value
+from benchmarks.harness import first_calls
+from benchmarks.harness.implementations import COMPILE, COMPILE_MAX_AUTOTUNE
+from benchmarks.harness.modes import FORWARD
+from benchmarks.harness.workloads import Case
+from benchmarks.suite_cost import INPUTS, _gemm_shapes, value
 
 SETUP_LINE = re.compile(r"^measured: (.*)$", re.M)
 SETUP_INPUTS = ("check_python_s", "register_s")
@@ -91,7 +91,7 @@ def main(argv=None) -> int:
     for flag, path, kind in (("--first-calls", args.first_calls, "dir"), ("--log", args.log, "file")):
         if path is not None and not (path.is_dir() if kind == "dir" else path.is_file()):
             parser.error(f"{flag} {path}: no such {'folder' if kind == 'dir' else 'file'}")
-    from .session_cost import CONSTANTS
+    from benchmarks.session_cost import CONSTANTS
 
     model = {**{n: v for n, (v, _) in INPUTS.items()}, **{n: v for n, (v, _) in CONSTANTS.items()}}
     values = derived(first_calls.collect(args.first_calls) if args.first_calls else [])

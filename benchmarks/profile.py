@@ -22,14 +22,14 @@ from pathlib import Path
 
 import torch
 
-from .checkout import uncommitted_code_changes
-from .harness import cost, implementations
-from .harness.environment import machine_identity
-from .harness.grids import GRID_ENV, GRIDS, grid
-from .harness.ops import OPS
-from .harness.profiling import ProfileSummary, profile_call
-from .harness.tensors import make_inputs
-from .harness.workloads import Case
+from benchmarks.checkout import uncommitted_code_changes
+from benchmarks.harness import cost, implementations
+from benchmarks.harness.environment import machine_identity
+from benchmarks.harness.grids import GRID_ENV, GRIDS, grid
+from benchmarks.harness.ops import OPS
+from benchmarks.harness.profiling import ProfileSummary, profile_call
+from benchmarks.harness.tensors import make_inputs
+from benchmarks.harness.workloads import Case
 
 OP_ALIASES = {**{spec.short_name: op for op, spec in OPS.items() if spec.short_name}, **{op: op for op in OPS}}
 
@@ -214,7 +214,7 @@ def main(argv=None) -> int:
     if args.grid or args.save or args.machine:
         if not (args.grid and args.save and args.machine):
             parser.error("a profile pass needs --grid, --machine and --save together")
-        from .run import check_machine_name  # the rule benchmarks.run applies to results/<machine>/
+        from benchmarks.run import check_machine_name  # the rule benchmarks.run applies to results/<machine>/
 
         problem = check_machine_name(args.machine)
         if problem:

@@ -1,10 +1,10 @@
 """Measure again what the gate suspects: an A/B re-run of its candidates in one session.
 
-    python -m dashboard.regressions --format json > gate.json        # the first verdict
+    python -m regressions --format json > gate.json        # the first verdict
     python -m benchmarks.rerun --from-gate gate.json --machine h200-a-gpu0 --out rerun.json
-    python -m dashboard.regressions --rerun rerun.json               # the final verdict
+    python -m regressions --rerun rerun.json               # the final verdict
 
-The candidates (dashboard.regressions.rerun_candidates: findings at the judged commits the
+The candidates (regressions.rerun_candidates: findings at the judged commits the
 first verdict decided on thin evidence; at most 5 a machine a push, --machine's chosen among
 that machine's own) are each measured at the base (A, the
 last commit surely before the change) and the series' newest commit (B), interleaved
@@ -37,9 +37,9 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-from . import bisect
-from .bisect import BisectInputError, Options, Target
-from .writable import unwritable
+from benchmarks import bisect
+from benchmarks.bisect import BisectInputError, Options, Target
+from benchmarks.writable import unwritable
 
 CONTROLS = ("eager", "compile")
 ROUNDS = 4  # A B pairs at most
@@ -189,7 +189,7 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None, measure_for=None) -> int:
     """``measure_for(candidate, options)``: the measuring function (tests replace asv with it)."""
-    from dashboard.regressions.rerun_candidates import AT_MOST, SECONDS_EACH, candidates
+    from regressions.rerun_candidates import AT_MOST, SECONDS_EACH, candidates
 
     p = parser()
     args = p.parse_args(argv)
@@ -216,7 +216,7 @@ def main(argv: Sequence[str] | None = None, measure_for=None) -> int:
             chosen = candidates(doc, at_most=sys.maxsize)  # capped per machine below, after --machine
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BisectInputError(f"--from-gate {args.from_gate}: not the gate's JSON output (python -m "
-                                   f"dashboard.regressions --format json): {type(exc).__name__} {exc}") from None
+                                   f"regressions --format json): {type(exc).__name__} {exc}") from None
     except BisectInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return BAD_INPUT

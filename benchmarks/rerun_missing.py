@@ -19,15 +19,15 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
-from .bisect import BisectInputError
-from .harness.safe_read import read_json
+from benchmarks.bisect import BisectInputError
+from asv_results.safe_read import read_json
 
 BAD_INPUT = 2
 
 
 def missing(gate_doc: dict, rerun: set[str]) -> dict[str, list]:
     """{machine: its candidates} for the machines with candidates and none in ``rerun``."""
-    from dashboard.regressions.rerun_candidates import candidates
+    from regressions.rerun_candidates import candidates
 
     out: dict[str, list] = {}
     for c in candidates(gate_doc, at_most=sys.maxsize):
@@ -37,11 +37,11 @@ def missing(gate_doc: dict, rerun: set[str]) -> dict[str, list]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from dashboard.regressions.rerun_verdict import RerunFileError, parse_reruns
+    from regressions.rerun_verdict import RerunFileError, parse_reruns
 
     p = argparse.ArgumentParser(prog="python -m benchmarks.rerun_missing", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("gate", help="the first verdict's JSON (python -m dashboard.regressions --format json)")
+    p.add_argument("gate", help="the first verdict's JSON (python -m regressions --format json)")
     p.add_argument("reruns", nargs="*", type=Path, help="the re-run files that came back (benchmarks.rerun --out)")
     args = p.parse_args(argv)
     try:

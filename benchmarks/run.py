@@ -43,13 +43,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from .checkout import uncommitted_code_changes
-from . import skip_reasons
-from .harness import runner_state
-from .harness.companion_files import move_old_companions
-from .harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV
-from .harness.kernel_configs import ARCH_ENV, arch_of_machine
-from .harness.safe_read import parse_json, read_json, read_json_text
+from benchmarks.checkout import uncommitted_code_changes
+from benchmarks import skip_reasons
+from benchmarks.harness import runner_state
+from asv_results.companion_files import move_old_companions
+from benchmarks.harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV
+from benchmarks.harness.kernel_configs import ARCH_ENV, arch_of_machine
+from asv_results.safe_read import parse_json, read_json, read_json_text
 
 REPO = Path(__file__).resolve().parents[1]
 # Static compile metrics (bench_compile) need no GPU: a runner's time goes to the timings only.

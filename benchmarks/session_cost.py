@@ -34,7 +34,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .harness.safe_read import read_json
+from asv_results.safe_read import read_json
 
 REPO = Path(__file__).resolve().parents[1]
 SESSION = REPO / "tools" / "gpu_runner" / "session.sh"
@@ -113,7 +113,7 @@ def pattern_costs(patterns: list[str], grid: str = "default", caches=None) -> di
     on-disk caches (`caches`, default cold) filled by the earlier runs serve the later, each run
     starts its own measuring processes. A pattern may select some combinations of a class (its
     implementations, say): only those are counted."""
-    from . import suite_cost
+    from benchmarks import suite_cost
 
     caches = caches if caches is not None else suite_cost._Session(warm=False)
     return {p: {name: c for name, c in suite_cost.model(grid, False, _matches([p]), session=caches).items()
@@ -152,7 +152,7 @@ def model(grid: str, constants: dict[str, float], durations: dict[str, float] | 
     quick stage's grid, or (`part` K) the call `--stages rest --part K`, the default grid's Kth
     part from cold caches. On a CPU rehearsal (device False) the classes' work is `durations`
     (asv's records) and the profile pass's `profile_seconds` (its own records)."""
-    from . import suite_cost
+    from benchmarks import suite_cost
 
     c = constants
     stages: dict[str, list[Item]] = {"setup": [

@@ -22,7 +22,7 @@ import json
 import os
 from pathlib import Path
 
-from .harness.safe_read import read_json
+from asv_results.safe_read import read_json
 
 VERSION = 1
 DIRNAME = "reasons"

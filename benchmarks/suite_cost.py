@@ -30,7 +30,7 @@ import pkgutil
 import sys
 from dataclasses import dataclass, field
 
-from .harness import device_specs, fp8_dtypes
+from benchmarks.harness import device_specs, fp8_dtypes
 
 # (value, source). H200 numbers are from the runner measurements in docs/design.md.
 INPUTS = {
@@ -129,7 +129,7 @@ PARTS = ("asv", "measuring", "torch.compile", "max-autotune", "Triton compile", 
 def _grid_selected(grid: str):
     """$FUSED_MLP_GRID = grid while the model reads the suite (the asv classes' params and the
     implementations' grid rules follow it), then as it was, with the suite's modules re-read."""
-    from .harness.grids import GRID_ENV
+    from benchmarks.harness.grids import GRID_ENV
 
     before = os.environ.get(GRID_ENV)
     os.environ[GRID_ENV] = grid
@@ -201,7 +201,7 @@ def _gemm_shapes(case, training: bool) -> list[tuple]:
 
 def _offered_configs() -> dict[tuple[str, str], int]:
     """Offered sm_90 configs per (kernel name, dtype), both GEMM variants together (plan only, no compile)."""
-    from .harness.library import compile_check  # the suite's one way into fused_mlp
+    from benchmarks.harness.library import compile_check  # the suite's one way into fused_mlp
 
     aot, reason = compile_check()
     if aot is None:
@@ -219,7 +219,7 @@ def _offered_configs() -> dict[tuple[str, str], int]:
 
 
 def _call_seconds(case) -> float:
-    from .harness import cost as workload_cost
+    from benchmarks.harness import cost as workload_cost
 
     flops = workload_cost.flops(case)
     roof = value("tflops")[workload_cost.roof_dtype(case)]  # W8A8 on the FP8 roof, W8A16 on bf16's
@@ -281,7 +281,7 @@ def _measured_seconds(cls, case, training: bool, mode: str | None, first_in_proc
     """One measuring pass without compiles and autotuning: the float64 reference, warm-up and
     samples with the L2 flush, peak memory, the profiler (twice for a backward's kernels); CUDA's
     and the profiler's start for the first pass of a process (one per case: common._CaseBenchmark)."""
-    from .harness import cost as workload_cost
+    from benchmarks.harness import cost as workload_cost
 
     calls = value("training_calls") if training else 1.0
     call = calls * _call_seconds(case)
@@ -321,10 +321,10 @@ def model(grid: str, warm: bool, only=None, session: "_Session | None" = None) -
 
 
 def _model(grid: str, only, session: "_Session") -> dict[str, Cost]:
-    from .common import _CaseBenchmark
-    from .harness import implementations
-    from .harness.modes import FORWARD
-    from .harness.workloads import Case
+    from benchmarks.common import _CaseBenchmark
+    from benchmarks.harness import implementations
+    from benchmarks.harness.modes import FORWARD
+    from benchmarks.harness.workloads import Case
 
     offered = _offered_configs()
     per_class = {"asv run": Cost(asv_runs=1)}  # one asv run for the grid, as benchmarks.run makes it
@@ -343,7 +343,7 @@ def _model(grid: str, only, session: "_Session") -> dict[str, Cost]:
             per_class[f"{cls.__module__}.{cls.__name__}"] = c
             continue
         if not issubclass(cls, _CaseBenchmark):  # the device ceilings: the GPU sizes run, the CPU ones skip
-            from . import bench_device
+            from benchmarks import bench_device
 
             c.measured = sum(1 for combo in combos if {bench_device.GPU_COPY_BYTES, bench_device.GPU_MATMUL_N} & set(combo))
             c.spend("measuring", c.measured * value("ceiling_process_s"))
@@ -367,8 +367,8 @@ def _first_call(session: "_Session", c: Cost, case, impl: str, training: bool, o
     """What the first call of `impl` on `case` compiles and tunes, as far as `session`'s caches
     do not hold it already: torch.compile's graphs, max-autotune's GEMM shapes, the Triton
     autotuners (Liger's, fused_mlp's forward and, training, backward kernels)."""
-    from .harness import implementations
-    from .harness.fp8_dtypes import SCALED_MM_COMPILE
+    from benchmarks.harness import implementations
+    from benchmarks.harness.fp8_dtypes import SCALED_MM_COMPILE
 
     call = _call_seconds(case)
     graph = "training" if training else "inference"  # backward and full modes share one graph
@@ -398,8 +398,8 @@ def profile_pass(grid: str, session: "_Session") -> Cost:
     with every implementation CUDA runs, one profiled call each (the profiler's start once), a
     fresh torch.compile per case (profile_case resets Dynamo) from the caches the runs left; the
     grid's own rules (grids.left_out) say what runs, as benchmarks.profile applies them."""
-    from .harness import implementations
-    from .harness.grids import grid as grid_cases
+    from benchmarks.harness import implementations
+    from benchmarks.harness.grids import grid as grid_cases
 
     with _grid_selected(grid):
         offered = _offered_configs()

@@ -8,7 +8,7 @@ import signal
 import sys
 from pathlib import Path
 
-from dashboard.cache import cache_inside_results, default_cache_dir
+from asv_results.cache import cache_inside_results, default_cache_dir
 from dashboard.model import DEFAULT_RESULTS_DIR
 
 

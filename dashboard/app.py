@@ -21,7 +21,7 @@ from dash import ALL, Dash, Input, Output, State, dcc, html
 from dashboard import callbacks_boundary
 from dashboard.notices import empty_state, link_notice, load_report_panel, message
 from dashboard.figures import THEMES, warm_up
-from dashboard.commit_order import order_note
+from asv_results.commit_order import order_note
 from dashboard.model import DEFAULT_RESULTS_DIR, ResultsStore
 from dashboard.pages import Page, discover_pages, page_layout
 from dashboard.urlstate import QUERY_TYPE, SHELL, Query, encode_query, qid
@@ -93,7 +93,7 @@ def query_from_controls(values: list, ids: list[dict], current: str | None):
 
 
 def _import_in_background() -> None:
-    for name in ("dashboard.regressions", "asv.commands.compare"):
+    for name in ("regressions", "asv.commands.compare"):
         try:
             importlib.import_module(name)
         except ImportError:  # then the callback that needs it says so
@@ -106,7 +106,7 @@ def create_app(results_dir: str | Path | None = None, asv_conf: Path | None = No
 
     ``asv_conf``: the project's asv.conf.json (None: the one beside the results, if any), for
     commit links and commit order. ``cache_dir``: where parsed result files are kept between
-    starts (dashboard.cache; None: parse at every start and keep nothing on disk).
+    starts (asv_results.cache; None: parse at every start and keep nothing on disk).
     """
     store = ResultsStore(results_dir if results_dir is not None else DEFAULT_RESULTS_DIR, asv_conf,
                          detect_in_background, cache_dir)

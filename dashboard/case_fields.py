@@ -46,7 +46,7 @@ def case_series(series: pd.DataFrame) -> pd.DataFrame:
     ``metric`` (latency, peak_memory, kernels), ``case`` (the Case key), ``impl``, ``mode``
     (forward, backward, full; "forward" for a benchmark without that parameter), the Case
     fields and the cost model's flops, minimum bytes and intensity. Indexed like ``series``
-    (dashboard.table: benchmark, param_names, param_values per series).
+    (asv_results.table: benchmark, param_names, param_values per series).
 
     A series counts when its benchmark records a stored metric and has ``case`` and ``impl``
     parameters whose case key parses; any other series (the ceilings, another project's

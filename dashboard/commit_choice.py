@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from dashboard import commit_order
+from asv_results import commit_order
 from dashboard.run_view import Run
 from dashboard.urlstate import Query
 

@@ -15,10 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dashboard import asvconf
-from dashboard.data import LoadReport
+from asv_results import asvconf
+from asv_results.data import LoadReport
 from dashboard.run_view import Run
-from dashboard.table import ResultsTable
+from asv_results.table import ResultsTable
 
 MACHINE_IDENTITY_KEYS = ("gpu", "driver", "cuda", "torch", "triton", "cpu", "os")
 SUITE, GENERIC, STATIC = "suite", "generic", "static"

@@ -2,7 +2,7 @@
 worker process (no GIL contention with the web server); pages poll for its findings.
 
 The worker loads the results itself (from the cache the server already brought up to date, so
-it parses nothing it does not have to) and runs ``dashboard.regressions.find_changes`` on a few
+it parses nothing it does not have to) and runs ``regressions.find_changes`` on a few
 hundred series at a time: one frame of every row with its samples as lists would need gigabytes
 at 2,000 commits x 5,000 series.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dashboard.worker_processes import exit_with_parent
+from asv_results.worker_processes import exit_with_parent
 
 SERIES_PER_CHUNK = 250
 WORKER_STOP_SECONDS = 5  # per worker, after terminate (then kill): a stopping server never waits on a detection
@@ -28,11 +28,11 @@ WORKER_STOP_SECONDS = 5  # per worker, after terminate (then kill): a stopping s
 
 def detect(table, series_ids, benchmarks_meta: dict) -> list:
     """find_changes and find_status_changes (into and out of "failed", as the gate reports them)
-    over these series of a dashboard.table.ResultsTable, a chunk at a time: level changes
+    over these series of a asv_results.table.ResultsTable, a chunk at a time: level changes
     (regressions.Finding) and status changes (regressions.failures.StatusChange, ``kind`` "status"),
     newest first, as find_changes orders them."""
-    from dashboard.regressions import find_changes
-    from dashboard.regressions.failures import find_status_changes
+    from regressions import find_changes
+    from regressions.failures import find_status_changes
 
     ids = np.asarray(list(series_ids), dtype=np.int64)
     findings = []
@@ -48,20 +48,20 @@ def detect(table, series_ids, benchmarks_meta: dict) -> list:
 def detect_in_worker(results_dir: str, cache_dir: str | None, commit_rank: dict | None = None,
                      key: str | None = None, asv_conf: str | None = None) -> tuple[list, dict]:
     """What the worker process runs: load, pick the series the dashboard shows, detect, in the
-    dashboard's commit order (``commit_rank``: the repository's, dashboard.commit_order); and the
+    dashboard's commit order (``commit_rank``: the repository's, asv_results.commit_order); and the
     gate's own judgement of the folder (regressions.judgement.verdict_record: what
-    ``python -m dashboard.regressions`` gives with its defaults), which the pages render and never
+    ``python -m regressions`` gives with its defaults), which the pages render and never
     judge again. With a cache dir and a ``key`` (findings_store.findings_key), what another
     process over the same results already detected is read instead (gunicorn's workers detect
     once in all). Returns (findings, verdict record)."""
-    from dashboard.cache import ResultsCache
-    from dashboard.findings_store import detect_once
+    from asv_results.cache import ResultsCache
+    from regressions.findings_store import detect_once
     from dashboard.loaded_table import load_table, shown_series
 
     cache = Path(cache_dir) if cache_dir else None
 
     def run() -> tuple[list, dict]:
-        from dashboard.regressions.judgement import verdict_record
+        from regressions.judgement import verdict_record
 
         table = load_table(Path(results_dir), cache, commit_rank)
         findings = detect(table, shown_series(table), table.parsed.benchmarks)
@@ -102,7 +102,7 @@ class Detector:
                 state.status, state.findings, state.seconds = "done", [], 0.0
                 state.verdict = {"error": "no results to judge"}
                 return state
-            from dashboard.findings_store import findings_key
+            from regressions.findings_store import findings_key
 
             args = (str(results_dir), str(cache_dir) if cache_dir else None, commit_rank or None,
                     findings_key((key, str(asv_conf)), commit_rank) if cache_dir else None,
@@ -130,8 +130,8 @@ class Detector:
         """With a cache folder: take the folder's findings lock in this process; read what another
         process over the same results stored, else detect in the worker process (started only
         now, so only the process that detects has one) and store it for the others."""
-        from dashboard import findings_store
-        from dashboard.cache import ResultsCache
+        from regressions import findings_store
+        from asv_results.cache import ResultsCache
 
         results_dir, cache_dir, _, key, _ = args
         folder = ResultsCache(results_dir, Path(cache_dir)).dir

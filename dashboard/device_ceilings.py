@@ -11,7 +11,7 @@ import pandas as pd
 
 from benchmarks.harness import cost
 
-from dashboard.data import STATUS_OK
+from asv_results.data import STATUS_OK
 
 
 COPY_BENCHMARK = "bench_device.CopyCeiling.track_copy_seconds"

@@ -14,17 +14,19 @@ from pathlib import Path
 
 import pandas as pd
 
-from dashboard import asvconf, case_fields, device_ceilings, results_folder, static_metrics
-from dashboard.cache import ResultsCache
+from dashboard import case_fields, device_ceilings, static_metrics
+
+from asv_results import asvconf, results_folder
+from asv_results.cache import ResultsCache
 from dashboard.dashboard_data import GENERIC, STATIC, SUITE, DashboardData
-from dashboard.data import LoadReport, ResultsDirError, SkippedFile
+from asv_results.data import LoadReport, ResultsDirError, SkippedFile
 from dashboard.run_view import Run
-from dashboard.table import ResultsTable
+from asv_results.table import ResultsTable
 
 
 def results_signature(results_dir: Path) -> tuple:
     """Changes when the results do: the result files' names, sizes, mtimes, ctimes and inodes as
-    dashboard.results_folder lists them for the loaders, the other JSON files beside them, and
+    asv_results.results_folder lists them for the loaders, the other JSON files beside them, and
     what cannot be read ("missing" when the folder itself cannot be listed)."""
     try:
         return results_folder.list_results(results_dir, read_machines=False).signature()
@@ -62,7 +64,7 @@ def build_data(results_dir: str | Path, asv_conf: Path | None = None, cache_dir:
     """Load and index a results dir; never raises for bad input (the problem is reported).
 
     ``asv_conf``: the project's asv.conf.json (None: the one beside the results, if any).
-    ``cache_dir``: where dashboard.cache keeps parsed files (None: parse every time, keep nothing).
+    ``cache_dir``: where asv_results.cache keeps parsed files (None: parse every time, keep nothing).
     """
     started = time.perf_counter()
     root = Path(results_dir)

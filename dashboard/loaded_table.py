@@ -1,5 +1,5 @@
 """The results table the pages and the regression detector both read: every result file of a
-folder (through dashboard.cache when there is a cache dir) and the series the dashboard shows of
+folder (through asv_results.cache when there is a cache dir) and the series the dashboard shows of
 it. It sits below dashboard.model and dashboard.detection so that neither imports the other."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 
 from dashboard import case_fields, static_metrics
-from dashboard.cache import ResultsCache
-from dashboard.table import ResultsTable
+from asv_results.cache import ResultsCache
+from asv_results.table import ResultsTable
 
 
 def load_table(results_dir: Path, cache_dir: Path | None, commit_rank: dict | None = None) -> ResultsTable:

@@ -36,9 +36,9 @@ def is_fused_peer(impl) -> bool:
 
 
 def better_of(benchmark: str, unit: str | None = None, metadata=None) -> str:
-    """"lower" or "higher" is better: dashboard/regressions/direction.py decides (imported here on
+    """"lower" or "higher" is better: regressions/direction.py decides (imported here on
     first use: importing the detector's package imports scipy, seconds at start-up)."""
-    from dashboard.regressions.direction import metric_direction
+    from regressions.direction import metric_direction
 
     return metric_direction(benchmark, unit, metadata=metadata if isinstance(metadata, dict) else None)
 

@@ -1,7 +1,7 @@
 """The dashboard's data, loaded once per results set and shared by every page (no Dash here).
 
 ``ResultsStore(results_dir).get()`` returns a DashboardData (dashboard.dashboard_data) built by
-dashboard.load_data (through the on-disk cache of dashboard.cache when there is a cache dir). It
+dashboard.load_data (through the on-disk cache of asv_results.cache when there is a cache dir). It
 reloads only when the files under the results dir change, and it never writes there.
 
 Regression detection over every series runs once per results set in a worker process
@@ -16,7 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from dashboard import asvconf, conf_reader
+from asv_results import asvconf, conf_reader
 from dashboard.dashboard_data import DashboardData
 from dashboard.detection import Detector, FindingsState
 from dashboard.load_data import build_data, results_signature

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dashboard.safe_read import read_json
+from asv_results.safe_read import read_json
 
 DIRNAME = "reasons"  # benchmarks.skip_reasons.DIRNAME
 VERSION = 1

@@ -100,5 +100,5 @@ def whole_folder_note(view, results_dir) -> list:
     if not view.whole_folder_error:
         return []
     return [message(f"The gate over every machine cannot judge: {view.whole_folder_error} (exit 2 of `python -m "
-                    f"dashboard.regressions --results {results_dir}`). Below: its verdict on this machine alone.",
+                    f"regressions --results {results_dir}`). Below: its verdict on this machine alone.",
                     "error")]

@@ -3,7 +3,7 @@
 
 One row per (machine, commit, case, impl, kernel). A broken or foreign file is reported with its
 reason and skipped, and so is one bad entry inside a file (a number that is Infinity, a missing
-key); the rest loads. Files are read with the loader's limits (dashboard.safe_read: regular files
+key); the rest loads. Files are read with the loader's limits (asv_results.safe_read: regular files
 inside the results folder, size and nesting capped, sane dates). Nothing is ever written here.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dashboard.safe_read import date_problem, inside, read_json
+from asv_results.safe_read import date_problem, inside, read_json
 
 PROFILES_DIRNAME = "profiles"
 COLUMNS = ["machine", "commit_hash", "date", "case", "impl", "device", "kernel", "launches_per_call",

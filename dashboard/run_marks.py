@@ -2,7 +2,7 @@
 (driver, CUDA, cuBLAS, torch, Triton, Liger) differs from the run of the commit before.
 
 Read from the runner state benchmarks.run records beside each result file
-(``<machine>/runner-state/<result file stem>.state``, benchmarks/harness/companion_files.py), compared the
+(``<machine>/runner-state/<result file stem>.state``, asv_results/companion_files.py), compared the
 way the gate's classification compares it (regressions/recorded_state.py). Only those small
 companion files are read, through safe_read, once per results set and run; a run without them
 (a CPU machine, an older history) simply has no marks. Torch-free, no Dash.
@@ -14,7 +14,7 @@ import os
 from functools import lru_cache
 from pathlib import Path
 
-from benchmarks.harness.companion_files import STATE_DIR, readable_companion
+from asv_results.companion_files import STATE_DIR, readable_companion
 
 
 def marks_of(results_dir, machine: str, env_name: str, commits: tuple[str, ...], signature_key: int = 0
@@ -38,7 +38,7 @@ def marks_of_run(data, run) -> dict[str, str]:
 def _marks(root: str, machine: str, env_name: str, commits: tuple[str, ...], _signature: int,
            _listed_at: int) -> tuple:
     # the gate's package imports scipy: on first use, not with the page
-    from dashboard.regressions.recorded_state import SOFTWARE_KEYS, comparable_state, read_state_file, throttling
+    from regressions.recorded_state import SOFTWARE_KEYS, comparable_state, read_state_file, throttling
 
     folder = Path(root) / machine / STATE_DIR
     try:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard import case_fields, facet_filters, metrics
-from dashboard.table import ResultsTable, RunRows
+from asv_results.table import ResultsTable, RunRows
 from dashboard.urlstate import PARAM_PREFIX
 
 

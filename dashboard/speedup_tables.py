@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dashboard.data import STATUS_OK
+from asv_results.data import STATUS_OK
 from dashboard.metrics import CASE_FIELDS, FORWARD, FUSED, Metric, is_fused_peer, mode_order
 
 

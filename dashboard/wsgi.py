@@ -5,11 +5,11 @@
 
     FUSED_MLP_RESULTS    the asv results folder (default: the checkout's results/); read only
     FUSED_MLP_CACHE_DIR  the parsed-results cache the workers share (default: the user's cache
-                         folder, dashboard.cache.default_cache_dir); "none" keeps no cache
+                         folder, asv_results.cache.default_cache_dir); "none" keeps no cache
     FUSED_MLP_ASV_CONF   the project's asv.conf.json (default: the one beside the results)
 
 Or build one with arguments: ``gunicorn 'dashboard.wsgi:create_server("/srv/results")'``.
-Each worker loads the results itself, through the shared cache (dashboard.cache: one process at
+Each worker loads the results itself, through the shared cache (asv_results.cache: one process at
 a time loads through it, so the first worker parses and the others read what it wrote), and
 reloads when the folder changes. A setting that cannot work stops the server at start with a
 message naming it (ValueError), never a traceback from the first request.
@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dashboard.cache import cache_inside_results, default_cache_dir
+from asv_results.cache import cache_inside_results, default_cache_dir
 from dashboard.model import DEFAULT_RESULTS_DIR
 
 RESULTS_ENV, CACHE_ENV, CONF_ENV = "FUSED_MLP_RESULTS", "FUSED_MLP_CACHE_DIR", "FUSED_MLP_ASV_CONF"

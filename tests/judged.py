@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dashboard.detection import FindingsState
-from dashboard.regressions.judgement import verdict_record
+from regressions.judgement import verdict_record
 
 
 def judged_state(results_dir: str | Path, findings: list, asv_conf: Path | None = None) -> FindingsState:

@@ -147,7 +147,7 @@ def measured_history(tmp_path_factory) -> MeasuredHistory:
     done = history.py("-m", "benchmarks.run", "--machine", MACHINE, "--grid", "tiny", "--commits", " ".join(measured),
                       "-b", only_fused())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    gate = history.py("-m", "dashboard.regressions", "--results", "results", "--format", "json", "--base", commits[5])
+    gate = history.py("-m", "regressions", "--results", "results", "--format", "json", "--base", commits[5])
     assert gate.returncode == 1, gate.stdout[-3000:] + gate.stderr[-3000:]
     history.gate_json = gate.stdout
     return history

@@ -1,4 +1,4 @@
-"""Controls classification (dashboard.regressions.classify): a fused finding read beside the same
+"""Controls classification (regressions.classify): a fused finding read beside the same
 case's eager/compile controls, on synthetic histories written in asv's format; the gate's
 --fail-on; the recorded runner state that names what changed (recorded_state.py)."""
 
@@ -7,12 +7,12 @@ import json
 import numpy as np
 import pytest
 
-from dashboard.data import load_results
-from dashboard.regressions import Finding, find_changes
-from dashboard.regressions.classify import (ENVIRONMENT, LIBRARY, NOISE, classify, impl_of, state_changes,
+from asv_results.data import load_results
+from regressions import Finding, find_changes
+from regressions.classify import (ENVIRONMENT, LIBRARY, NOISE, classify, impl_of, state_changes,
                                             with_impl)
-from dashboard.regressions.cli import main
-from dashboard.regressions.recorded_state import comparable_state, recorded_states, state_path, throttling
+from regressions.cli import main
+from regressions.recorded_state import comparable_state, recorded_states, state_path, throttling
 from tests.asv_fixtures import SeriesSpec, write_history
 
 BENCH = "bench_ops.LinearAct.track_latency"

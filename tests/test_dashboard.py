@@ -9,14 +9,14 @@ import plotly.graph_objects as go
 import pytest
 
 from dashboard import ab_compare, case_fields, derived_metrics, device_ceilings, facet_filters, speedup_tables
-from dashboard.data import load_results
+from asv_results.data import load_results
 from dashboard.app import create_app, nav_state, query_from_controls, render_page
 from dashboard.figures import build_roofline_figure, build_speedup_panel_figure, build_trend_figure
 from dashboard.detection import FindingsState
 from dashboard.load_data import build_data, results_signature
 from dashboard.model import ResultsStore
 from dashboard.pages import discover_pages, overview, regressions as inbox_page, roofline, trends, compare
-from dashboard.regressions import find_changes
+from regressions import find_changes
 from dashboard.urlstate import Query, encode_query
 from benchmarks.harness import cost
 from benchmarks.harness.grids import grid
@@ -272,7 +272,7 @@ def test_overview_headline_answers_is_fused_faster_and_what_got_worse(data, main
 
 
 def test_a_planted_fused_regression_is_marked_in_the_headline_panel_and_change_list(data, main_run, fx):
-    from dashboard.regressions.judgement import verdict_record
+    from regressions.judgement import verdict_record
 
     commit = fx.regression_commit
     verdict = verdict_record(fx.results_dir, base=f"{main_run.previous_commit(commit)}..{commit}")  # the gate's
@@ -455,7 +455,7 @@ def test_real_cpu_run_of_the_suite_feeds_every_view(real_run):
 def test_the_dashboards_table_holds_what_load_results_reads(fx, data, main_run):
     """Every row a view can get (at_commit, of_case, rows_frame) has the value, status, CIs and
     samples that load_results reads from the same files."""
-    from dashboard.data import load_results
+    from asv_results.data import load_results
 
     lists = load_results(fx.results_dir).frame
     keys = ["machine", "env_name", "commit_hash", "benchmark", "params_key"]

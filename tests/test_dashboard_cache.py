@@ -1,4 +1,4 @@
-"""dashboard.cache: parsed result files kept between starts, outside the results folder; only
+"""asv_results.cache: parsed result files kept between starts, outside the results folder; only
 changed files are parsed again; any trouble with the cache falls back to parsing."""
 
 import json
@@ -8,8 +8,8 @@ import shutil
 import numpy as np
 import pytest
 
-from dashboard import cache as cache_module
-from dashboard.data import load_results
+from asv_results import cache as cache_module
+from asv_results.data import load_results
 from dashboard.load_data import build_data, results_signature
 from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, write_dashboard_fixture
 
@@ -316,7 +316,7 @@ def _reasons(skipped):
 
 
 def test_the_gate_and_the_dashboard_read_the_same_files_and_skip_them_alike(results, tmp_path):
-    """One listing (dashboard.results_folder) for the gate's loader, the cache and the reload
+    """One listing (asv_results.results_folder) for the gate's loader, the cache and the reload
     check: a dangling link, a stray file under profiles/ and a hidden folder read the same way."""
     os.symlink(tmp_path / "gone.json", results / MAIN_MACHINE / "dangling-virtualenv.json")
     (results / "profiles").mkdir()
@@ -382,7 +382,8 @@ def test_the_detector_runs_once_per_results_change_for_all_processes_on_one_cach
     """gunicorn's workers each have a detector: the first detects and stores the findings in the
     cache folder, the others read them; a changed folder, or a stored file that was tampered
     with, is detected again."""
-    from dashboard import detection, findings_store
+    from dashboard import detection
+    from regressions import findings_store
 
     calls = []
     real = detection.detect

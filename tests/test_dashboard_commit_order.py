@@ -10,11 +10,11 @@ from contextlib import redirect_stderr, redirect_stdout
 import numpy as np
 import pytest
 
-from dashboard.commit_order import ORDER, commit_order, with_order
-from dashboard.data import load_results
+from asv_results.commit_order import ORDER, commit_order, with_order
+from asv_results.data import load_results
 from dashboard.detection import detect_in_worker
 from dashboard.load_data import build_data
-from dashboard.regressions.cli import main as gate_main
+from regressions.cli import main as gate_main
 from tests.generic_fixtures import ENV, MACHINE, STEP_AT, write_generic_history
 
 N_COMMITS = 30

@@ -331,8 +331,8 @@ def test_a_reasons_entry_that_is_not_one_is_left_out_and_counted(tmp_path):
 def test_a_companion_over_one_mib_that_the_gate_uses_still_marks_its_run(tmp_path):
     """A v2 companion with many measuring passes is over 1 MiB: the gate reads it (its reader
     allows 64 MiB), so the Overview's run marks read it the same way rather than dropping it."""
-    from benchmarks.harness.companion_files import companion_file
-    from dashboard.regressions.recorded_state import read_state_file, UNREADABLE
+    from asv_results.companion_files import companion_file
+    from regressions.recorded_state import read_state_file, UNREADABLE
     from dashboard.run_marks import marks_of
 
     commits = ("a" * 40, "b" * 40)

@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import pytest
 
 from dashboard import case_fields, comparison_set, metrics, speedup_tables
-from dashboard.data import load_results
+from asv_results.data import load_results
 from dashboard.load_data import build_data
 from dashboard.pages import compare, overview, trends
 from dashboard.urlstate import Query
@@ -262,7 +262,7 @@ def test_a_finding_offers_the_accepted_json_entry_that_accepts_it(px, data, tmp_
 
     from dashboard.detection import detect_in_worker
     from dashboard.pages import regressions as inbox_page
-    from dashboard.regressions.acceptance import find_acceptance, load_accepted
+    from regressions.acceptance import find_acceptance, load_accepted
 
     from tests.judged import judged_state
     from tests.suite_fixtures import copy_results

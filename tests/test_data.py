@@ -1,4 +1,4 @@
-"""dashboard.data: asv results -> tidy DataFrame, with bad files reported and skipped."""
+"""asv_results.data: asv results -> tidy DataFrame, with bad files reported and skipped."""
 
 import json
 import math
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.data import ResultsDirError, load_results
+from asv_results.data import ResultsDirError, load_results
 from tests.asv_fixtures import SeriesSpec, write_history
 
 # A result file as asv 0.6.6 wrote it (`asv run --python=same --set-commit-hash HEAD
@@ -228,7 +228,7 @@ def test_odd_values_become_nan_not_errors(tmp_path):
 def test_a_file_cut_anywhere_is_reported_as_truncated(tmp_path):
     """Wherever a copy or a full disk cuts a result file (inside a number, a literal, a
     string), the reason says truncated; a file broken in the middle is not called truncated."""
-    from dashboard.result_file import read_json_file
+    from asv_results.result_file import read_json_file
 
     cuts = {len(REAL_RESULT) * i // 97 for i in range(5, 97)}
     cuts |= {REAL_RESULT.index("0.0001008") + 6, REAL_RESULT.index("NaN") + 2, REAL_RESULT.index("-Infinity") + 1}
@@ -248,7 +248,7 @@ def test_the_gate_and_the_regressions_page_print_one_change_alike(tmp_path, caps
 
     from dashboard.model import ResultsStore
     from dashboard.pages.regressions import inbox
-    from dashboard.regressions.cli import main as gate
+    from regressions.cli import main as gate
     from tests.suite_fixtures import MAIN_MACHINE, write_dashboard_fixture
 
     fx = write_dashboard_fixture(tmp_path / "results")
@@ -268,9 +268,9 @@ def test_the_gate_and_the_regressions_page_print_one_change_alike(tmp_path, caps
 
 
 def test_a_commit_prefix_names_the_same_commit_for_the_gate_and_the_pages(tmp_path):
-    """One resolve_commit (dashboard.commit_order): the pages once took the first commit an
+    """One resolve_commit (asv_results.commit_order): the pages once took the first commit an
     ambiguous prefix matched, and matched case-sensitively, where the gate refused."""
-    from dashboard.commit_order import resolve_commit
+    from asv_results.commit_order import resolve_commit
     from dashboard.commit_choice import named_commit
     from dashboard.load_data import build_data
 

@@ -1,5 +1,5 @@
-"""dashboard.folder_lock (issue 31, cause 2) and the asv machine registration's lock, both
-benchmarks/harness/file_lock.py: a lock file someone replaced never hangs a load or a
+"""asv_results.folder_lock (issue 31, cause 2) and the asv machine registration's lock, both
+asv_results/file_lock.py: a lock file someone replaced never hangs a load or a
 registration nor writes outside the folder, and a worker killed while it holds the lock frees
 it. Each command that could hang runs in a subprocess with a timeout."""
 
@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from dashboard.folder_lock import exclusive
+from asv_results.folder_lock import exclusive
 from tests.suite_run import ROOT
 
 TIMEOUT_S = 30
@@ -18,7 +18,8 @@ TIMEOUT_S = 30
 FIFO_LOCKS = r'''
 import os, sys
 from pathlib import Path
-from dashboard import cache, findings_store
+from asv_results import cache
+from regressions import findings_store
 from tests.suite_fixtures import write_dashboard_fixture
 
 fx = write_dashboard_fixture(sys.argv[1])
@@ -34,7 +35,7 @@ print("detected", findings_store.detect_once(store.dir, "key", lambda: ([], {}))
 HOLDER = r'''
 import sys, time
 from pathlib import Path
-from dashboard import findings_store
+from regressions import findings_store
 
 def detect():
     Path(sys.argv[2]).write_text("holding")
@@ -46,7 +47,7 @@ findings_store.detect_once(Path(sys.argv[1]), "key", detect)
 DETECT = r'''
 import sys
 from pathlib import Path
-from dashboard import findings_store
+from regressions import findings_store
 print("detected", findings_store.detect_once(Path(sys.argv[1]), "key", lambda: ([], {})), flush=True)
 '''
 

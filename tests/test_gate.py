@@ -5,11 +5,11 @@ import json
 import pandas as pd
 import pytest
 
-from dashboard.data import load_results
-from dashboard.regressions import find_status_changes, load_accepted
-from dashboard.regressions.acceptance import Acceptance, AcceptedFileError, find_acceptance, plausible_commits
-from dashboard.regressions.formatting import format_change, format_p, format_value
-from dashboard.regressions.gate import judged_runs
+from asv_results.data import load_results
+from regressions import find_status_changes, load_accepted
+from regressions.acceptance import Acceptance, AcceptedFileError, find_acceptance, plausible_commits
+from regressions.formatting import format_change, format_p, format_value
+from regressions.gate import judged_runs
 from tests.asv_fixtures import SeriesSpec, write_history
 
 
@@ -120,7 +120,7 @@ def test_a_pull_request_judged_on_base_and_head_alone_says_it_cannot_judge_a_lev
     """pr-benchmarks.yml's shape: the head measured after the base. With the base alone before it
     a 2x slowdown cannot be judged (the detector needs 5 commits before a change), and the gate's
     summary says so instead of passing in silence; with the base's history measured too, it fails."""
-    from dashboard.regressions.cli import main as gate
+    from regressions.cli import main as gate
 
     spec = SeriesSpec("bench_ops.LinearAct.track_latency", ("linear_act M=16 K=64 N=64 bf16 gelu_tanh bias", "fused"),
                       ("case", "impl"), run_noise=0.01, sample_noise=0.01, steps=((history - 1, 1.0),))

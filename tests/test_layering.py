@@ -141,7 +141,7 @@ fx = write_dashboard_fixture(sys.argv[1])
 from dashboard.app import create_app, render_page
 from dashboard.model import ResultsStore
 from dashboard.pages import compare, discover_pages, overview, regressions, roofline, trends
-from dashboard.regressions.cli import main as gate
+from regressions.cli import main as gate
 
 app = create_app(fx.results_dir, detect_in_background=False)
 client = app.server.test_client()

@@ -9,13 +9,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from dashboard import gate_records
+from regressions import gate_records
 from dashboard.detection import detect_in_worker, FindingsState
-from dashboard.gate_view import GateView, class_of
+from regressions.gate_view import GateView, class_of
 from dashboard.load_data import build_data
 from dashboard.pages import overview
 from dashboard.pages import regressions as page
-from dashboard.regressions.cli import main as gate
+from regressions.cli import main as gate
 from dashboard.synthetic.histories import write_function_history
 from dashboard.synthetic.runner_states import write_runner_states
 from tests.asv_fixtures import SeriesSpec, write_history
@@ -159,8 +159,8 @@ def test_an_offered_entry_committed_unchanged_accepts_nothing(tmp_path, capsys):
                if isinstance(getattr(c, "id", None), dict) and c.id.get("type") == page.ACCEPT]
     offered = [json.loads(texts(c)) for c in _walk([page.accept_box(state.findings, b.id["index"]) for b in buttons])
                if getattr(c, "className", "") == "accept-entry"]
-    from dashboard.regressions.report import acceptance_entry
-    from dashboard.regressions.findings import Finding
+    from regressions.report import acceptance_entry
+    from regressions.findings import Finding
 
     finding = next(f for f in state.findings if f.commit_hash == item["change"]["commit_hash"])
     assert isinstance(finding, Finding) and offered[0] == acceptance_entry(finding)  # one spelling
@@ -226,7 +226,7 @@ class _Store:  # what gate_records.record_for asks of a ResultsStore
 
 
 def test_the_overview_marks_a_runner_wide_step_as_the_gate_classifies_it(tmp_path, capsys):
-    from dashboard.gate_records import record_for
+    from regressions.gate_records import record_for
 
     from tests.suite_fixtures import all_cases
 
@@ -344,8 +344,8 @@ def test_the_demo_history_has_a_library_step_a_runner_wide_step_a_failing_baseli
 
     results = write_demo_history(tmp_path / "results")
     assert {d.name for d in results.iterdir() if d.is_dir()} == {MAIN, SECOND}
-    from benchmarks.harness.companion_files import companion_file
-    from dashboard.data import load_results
+    from asv_results.companion_files import companion_file
+    from asv_results.data import load_results
 
     states = results / MAIN / "runner-state"  # named as benchmarks.run names them (issue 32), not the old way
     written = sorted(p.name for p in states.iterdir())
@@ -367,8 +367,8 @@ def test_hierarchy_carried_in_a_parameter_nests_like_hierarchy_in_the_name():
 
     import pandas as pd
 
-    from dashboard.regressions.findings import Finding
-    from dashboard.regressions.report import nested
+    from regressions.findings import Finding
+    from regressions.report import nested
 
     base = Finding(benchmark="bench_model.Profile.track_time", params="function='step'", machine="m", env_name="e",
                    unit="seconds", commit_hash="c" * 40, previous_commit="b" * 40,
@@ -400,7 +400,7 @@ def test_a_case_that_fails_the_gate_in_one_mode_is_marked_in_that_mode_s_panel_o
 
 
 def test_a_bug_in_the_gate_is_said_on_the_pages_not_a_blank_page(tmp_path, monkeypatch, caplog):
-    from dashboard.regressions import judgement
+    from regressions import judgement
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("division by zero")
@@ -436,8 +436,8 @@ def test_an_accepted_regression_gone_by_the_newest_commit_shows_as_accepted_not_
 
 
 def test_the_overview_s_records_for_chosen_bases_are_kept_within_a_bound(monkeypatch):
-    from dashboard import gate_records
-    from dashboard.regressions import judgement
+    from regressions import gate_records
+    from regressions import judgement
 
     judged = []
     monkeypatch.setattr(judgement, "verdict_record",

@@ -1,14 +1,14 @@
-"""dashboard.regressions: the detector on small hand-made series and on generated histories."""
+"""regressions: the detector on small hand-made series and on generated histories."""
 
 import numpy as np
 import pytest
 
-from dashboard.data import load_results
-from dashboard.regressions import (
+from asv_results.data import load_results
+from regressions import (
     HIGHER, IMPROVEMENT, LOWER, REGRESSION, DetectorSettings, best_split, change_interval, detect_changes,
     find_changes, findings_frame, metric_direction,
 )
-from dashboard.regressions.statistics import _pettitt_p
+from regressions.statistics import _pettitt_p
 from tests.asv_fixtures import SeriesSpec, write_history
 
 

@@ -1,4 +1,4 @@
-"""python -m dashboard.regressions: output formats, exit codes, bad results reported (no traceback)."""
+"""python -m regressions: output formats, exit codes, bad results reported (no traceback)."""
 
 import dataclasses
 import json
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.regressions.cli import main, parse_threshold
+from regressions.cli import main, parse_threshold
 from tests.asv_fixtures import SeriesSpec, write_history
 
 REPO = Path(__file__).resolve().parents[1]
@@ -181,10 +181,10 @@ def test_json_and_markdown_formats(tmp_path, capsys):
 def test_reports_say_where_else_an_unpinned_change_could_be():
     import pandas as pd
 
-    from dashboard.data import LoadReport
-    from dashboard.regressions import Finding
-    from dashboard.regressions.gate import GateVerdict
-    from dashboard.regressions.report import render_markdown, render_text
+    from asv_results.data import LoadReport
+    from regressions import Finding
+    from regressions.gate import GateVerdict
+    from regressions.report import render_markdown, render_text
 
     finding = Finding(
         benchmark="bench.Mlp.track_latency", params="m=16", machine="gpu", env_name="env", unit="seconds",
@@ -206,7 +206,7 @@ def test_a_crash_inside_the_gate_exits_2_never_1(tmp_path, capsys, monkeypatch):
     def broken(*args, **kwargs):
         raise KeyError("boom")
 
-    monkeypatch.setattr("dashboard.regressions.judgement.find_changes", broken)
+    monkeypatch.setattr("regressions.judgement.find_changes", broken)
     code, out, err = run(capsys, "--results", str(history.results_dir))
     assert code == 2 and "internal error, the gate could not judge (KeyError: 'boom')" in err
 
@@ -247,11 +247,11 @@ def test_threshold_parsing():
 
 def test_module_entry_point_runs(tmp_path):
     history = make(tmp_path, steps=((39, 0.2),))
-    proc = subprocess.run([sys.executable, "-m", "dashboard.regressions", "--results", str(history.results_dir),
+    proc = subprocess.run([sys.executable, "-m", "regressions", "--results", str(history.results_dir),
                            "--threshold", "5%", "--format", "text"], cwd=REPO, capture_output=True, text=True)
     assert proc.returncode == 1, proc.stderr
     assert history.commits[39][:12] in proc.stdout
-    missing = subprocess.run([sys.executable, "-m", "dashboard.regressions", "--results", str(tmp_path / "nope")],
+    missing = subprocess.run([sys.executable, "-m", "regressions", "--results", str(tmp_path / "nope")],
                              cwd=REPO, capture_output=True, text=True)
     assert missing.returncode == 2 and "does not exist" in missing.stderr and "Traceback" not in missing.stderr
 
@@ -392,7 +392,7 @@ def test_an_unreadable_file_of_an_older_commit_is_only_a_warning(tmp_path, capsy
 
 def test_results_that_change_while_the_gate_reads_them_cannot_be_judged(tmp_path, capsys, monkeypatch):
     history = make(tmp_path, steps=((39, 0.4),))
-    from dashboard.regressions import judgement
+    from regressions import judgement
 
     real = judgement.load_results
 

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from dashboard import asvconf, conf_reader
+from asv_results import asvconf, conf_reader
 from dashboard.model import ResultsStore
 from tests.suite_fixtures import write_dashboard_fixture
 

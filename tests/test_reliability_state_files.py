@@ -21,7 +21,7 @@ import contextlib, io, os, resource, sys
 from pathlib import Path
 resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # /dev/zero read whole: MemoryError, not the machine's memory
 from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, write_dashboard_fixture
-from dashboard.regressions.recorded_state import state_path
+from regressions.recorded_state import state_path
 
 fx = write_dashboard_fixture(sys.argv[1])
 commits = fx.main.commits
@@ -45,7 +45,7 @@ def bad_companion(kind, commit):
 '''
 
 GATE = SETUP + r'''
-from dashboard.regressions.cli import main as gate
+from regressions.cli import main as gate
 
 before = commits[commits.index(fx.regression_commit) - 1]
 def judged():
@@ -116,7 +116,7 @@ def test_a_bad_companion_costs_the_overview_only_that_runs_state(tmp_path):
 
 
 def test_a_companion_of_the_wrong_shape_is_named_and_its_passes_dropped(tmp_path):
-    from dashboard.regressions.recorded_state import (UNREADABLE, benchmark_states, comparable_state,
+    from regressions.recorded_state import (UNREADABLE, benchmark_states, comparable_state,
                                                       read_state_file, state_path)
 
     result = tmp_path / "m" / "abcdef12-env.json"
@@ -143,7 +143,7 @@ def test_a_companion_of_the_wrong_shape_is_named_and_its_passes_dropped(tmp_path
 
 
 def test_an_oddly_named_newest_file_cut_before_its_hash_is_could_not_judge(tmp_path, capsys):
-    from dashboard.regressions.cli import main as gate
+    from regressions.cli import main as gate
     from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, write_dashboard_fixture
 
     fx = write_dashboard_fixture(tmp_path / "results")

@@ -1,5 +1,5 @@
 """Issue 31, causes 1 (the suite's side) and 3: what benchmarks.run, the benchmark processes and
-benchmarks.bisect read is read through the one reader (benchmarks.harness.safe_read). A FIFO, a
+benchmarks.bisect read is read through the one reader (asv_results.safe_read). A FIFO, a
 huge or a deeply nested file never hangs or crashes them; bisect's input of the wrong shape, too
 deep, or a --results that is not there is exit 2 with the problem named, never a traceback."""
 

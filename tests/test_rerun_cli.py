@@ -10,8 +10,8 @@ import pytest
 
 from benchmarks import rerun
 from benchmarks.bisect import Options, Target, series_values
-from dashboard.regressions import cli
-from dashboard.regressions.rerun_candidates import Candidate
+from regressions import cli
+from regressions.rerun_candidates import Candidate
 from tests.asv_fixtures import SeriesSpec, write_history
 
 FUSED = "case='linear_act M=64 K=128 N=256 fp32 gelu_tanh bias', impl='fused'"

@@ -16,7 +16,7 @@ RERUN = ("-m", "benchmarks.rerun", "--rounds", "2", "--controls", "none")
 
 
 def _gate(history, *args):
-    done = history.py("-m", "dashboard.regressions", "--results", "results", "--format", "json", *args)
+    done = history.py("-m", "regressions", "--results", "results", "--format", "json", *args)
     assert done.returncode in (0, 1), done.stdout[-3000:] + done.stderr[-3000:]
     return done.returncode, json.loads(done.stdout)["gate"]
 

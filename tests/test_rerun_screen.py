@@ -8,11 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.regressions.gate import REGRESSION_ITEM, SUSPECTED, GateItem, GateVerdict, JudgedRun
-from dashboard.regressions.rerun_candidates import AT_MOST, candidates
-from dashboard.regressions.rerun_judgement import CONFIRMED, DISMISSED, INCONCLUSIVE
-from dashboard.regressions.rerun_screen import SCREENED, WINDOWS, Z, screen, screen_z
-from dashboard.regressions.rerun_verdict import Rerun, with_reruns
+from regressions.gate import REGRESSION_ITEM, SUSPECTED, GateItem, GateVerdict, JudgedRun
+from regressions.rerun_candidates import AT_MOST, candidates
+from regressions.rerun_judgement import CONFIRMED, DISMISSED, INCONCLUSIVE
+from regressions.rerun_screen import SCREENED, WINDOWS, Z, screen, screen_z
+from regressions.rerun_verdict import Rerun, with_reruns
 from tests.test_rerun_statistics import SEED, _doc, _finding, _rounds
 
 N = 30

@@ -10,13 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.regressions.covariate import covariate_test
-from dashboard.regressions.findings import Finding
-from dashboard.regressions.gate import ACCEPTED, REGRESSION_ITEM, SUSPECTED, GateItem, GateVerdict, JudgedRun
-from dashboard.regressions.noise_model import robust_sigma, series_noise
-from dashboard.regressions.rerun_candidates import AT_MOST, candidates
-from dashboard.regressions.rerun_judgement import CONFIRMED, DISMISSED, INCONCLUSIVE, judge_rerun
-from dashboard.regressions.rerun_verdict import Rerun, RerunFileError, parse_reruns, with_reruns
+from regressions.covariate import covariate_test
+from regressions.findings import Finding
+from regressions.gate import ACCEPTED, REGRESSION_ITEM, SUSPECTED, GateItem, GateVerdict, JudgedRun
+from regressions.noise_model import robust_sigma, series_noise
+from regressions.rerun_candidates import AT_MOST, candidates
+from regressions.rerun_judgement import CONFIRMED, DISMISSED, INCONCLUSIVE, judge_rerun
+from regressions.rerun_verdict import Rerun, RerunFileError, parse_reruns, with_reruns
 
 SEED = 37
 

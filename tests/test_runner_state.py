@@ -12,9 +12,9 @@ from types import SimpleNamespace
 import pytest
 
 from benchmarks.harness import runner_state
-from benchmarks.harness.companion_files import companion_file
-from dashboard.regressions.classify import state_changes
-from dashboard.regressions.recorded_state import (benchmark_states, benchmark_states_of_run, comparable_state,
+from asv_results.companion_files import companion_file
+from regressions.classify import state_changes
+from regressions.recorded_state import (benchmark_states, benchmark_states_of_run, comparable_state,
                                                   pass_state, read_state_file, recorded_states)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -303,9 +303,9 @@ def test_benchmarks_run_gives_each_asv_run_a_folder_and_keeps_what_its_passes_fi
 def test_the_gate_names_a_throttle_during_the_finding_s_own_benchmark(tmp_path):
     """The per-benchmark snapshots reach the gate's evidence: the series that stepped had its own
     pass throttled at that commit (the run-level state does not say which benchmark)."""
-    from dashboard.data import load_results
-    from dashboard.regressions import find_changes
-    from dashboard.regressions.classify import classify, impl_of
+    from asv_results.data import load_results
+    from regressions import find_changes
+    from regressions.classify import classify, impl_of
     from tests.asv_fixtures import SeriesSpec, write_history
 
     bench, case = "bench_ops.LinearAct.track_latency", "linear_act M=16 K=64 N=64 bf16 gelu_tanh bias"
@@ -335,7 +335,7 @@ def test_companions_are_kept_where_asv_does_not_load_them_and_old_ones_move(tmp_
     "Skipping results: could not load .../runner-state/machine.json"; an old one is moved, not lost."""
     import shutil
 
-    from benchmarks.harness.companion_files import move_old_companions
+    from asv_results.companion_files import move_old_companions
 
     root = Path(__file__).resolve().parents[1]
     shutil.copytree(root / "results", tmp_path / "results")

@@ -1,5 +1,5 @@
 """No file in a results folder can hang, exhaust or crash the loader, the dashboard or the gate:
-each bad one is skipped with its reason and everything else loads (benchmarks.harness.safe_read)."""
+each bad one is skipped with its reason and everything else loads (asv_results.safe_read)."""
 
 import json
 import os
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.harness import safe_read
+from asv_results import safe_read
 from dashboard import profiles
-from dashboard.data import load_results
+from asv_results.data import load_results
 from tests.asv_fixtures import SeriesSpec, write_history
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,7 +34,7 @@ def _reasons(loaded) -> dict[str, str]:
 
 def _load_in_a_subprocess(results: Path) -> subprocess.CompletedProcess:
     """Load in a child with a timeout, so that a reader that blocks fails the test, not hangs it."""
-    code = ("import sys; from dashboard.data import load_results; r = load_results(sys.argv[1], jobs=1);"
+    code = ("import sys; from asv_results.data import load_results; r = load_results(sys.argv[1], jobs=1);"
             "print(r.frame['commit_hash'].nunique()); [print(l) for l in r.load_report.lines()]")
     return subprocess.run([sys.executable, "-c", code, str(results)], cwd=REPO, capture_output=True, text=True,
                           timeout=60)

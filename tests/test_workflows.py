@@ -62,7 +62,7 @@ def test_the_workflow_runs_the_suite_pushes_results_to_their_branch_and_gates():
     assert "git add results" in text and 'git push origin "HEAD:$RESULTS_BRANCH"' in text
     assert "HEAD:main" not in text  # main's branch protection stays: results live on their own branch
     assert workflow(PUSH)["env"]["RESULTS_BRANCH"] == "results"
-    assert "python -m dashboard.regressions" in text and '--base "$BEFORE..$GITHUB_SHA"' in text
+    assert "python -m regressions" in text and '--base "$BEFORE..$GITHUB_SHA"' in text
 
 
 def _shards():
@@ -118,7 +118,7 @@ def test_no_pushed_commit_goes_unmeasured_and_compile_metrics_run_on_a_cpu():
 
 def test_a_labelled_pull_request_is_timed_and_judged_by_the_project_s_gate():
     """The timing classes only (the compile metrics took 2,240 of 2,446 quick processes on the
-    GPU), judged by dashboard.regressions, not asv continuous's factor 1.1."""
+    GPU), judged by regressions, not asv continuous's factor 1.1."""
     doc = workflow(PR)
     assert doc["on"]["pull_request"]["types"] == ["labeled", "synchronize"]
     measure = doc["jobs"]["measure"]
@@ -127,7 +127,7 @@ def test_a_labelled_pull_request_is_timed_and_judged_by_the_project_s_gate():
     steps = " ".join(step.get("run", "") for step in measure["steps"])
     # the merge base's history before head: the gate needs 5 commits before a change to judge it
     assert "-m benchmarks.run" in steps and '--commits "$history$HEAD_SHA"' in steps
-    from dashboard.regressions.statistics import DetectorSettings
+    from regressions.statistics import DetectorSettings
 
     before = DetectorSettings().min_before + 1  # the merge base and the commits before it
     assert f'git rev-list --first-parent --max-count={before} --reverse "$base"' in steps
@@ -136,7 +136,7 @@ def test_a_labelled_pull_request_is_timed_and_judged_by_the_project_s_gate():
     comment = doc["jobs"]["comment"]
     assert comment["permissions"]["pull-requests"] == "write" and comment["runs-on"] == "ubuntu-latest"
     steps = " ".join(step.get("run", "") for step in comment["steps"])
-    assert "python -m dashboard.regressions" in steps and '--base "$base..$HEAD_SHA"' in steps
+    assert "python -m regressions" in steps and '--base "$base..$HEAD_SHA"' in steps
     assert "gh pr comment" in steps
 
 

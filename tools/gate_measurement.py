@@ -1,9 +1,9 @@
 """The per-commit gate measured as CI uses it: run at every commit of growing histories, judging
-the newest commit (python -m dashboard.regressions with no --base), against asv continuous's
+the newest commit (python -m regressions with no --base), against asv continuous's
 rule on the same data. Used by tools/measure_regression_detection.py (section "CI gate").
 
 What is written (tests/asv_fixtures.py, asv's exact format, 15 samples per commit, read back
-with dashboard.data like any results folder), once per noise condition:
+with asv_results.data like any results folder), once per noise condition:
 - steps of 10 % and 20 % at commit ``STEP_AT`` (40 commits of history before them), regressions
   and improvements, on a lower-is-better (seconds) and a higher-is-better (TFLOP/s) metric;
 - series where nothing changes: plain noise and bimodal runs (a run lands 6 % higher with
@@ -11,7 +11,7 @@ with dashboard.data like any results folder), once per noise condition:
 Noise: commit-to-commit jitter drawn per series from 1-3 %, 2 % jitter of the samples within a
 run, slow first samples; the second condition adds asv-like slow runs (2 % of runs 15-50 % slow).
 
-At every history length from ``GATE_FROM`` commits on, the real gate (dashboard.regressions.gate
+At every history length from ``GATE_FROM`` commits on, the real gate (regressions.gate
 on the frame cut at that commit) judges the newest commit. Reported per detector:
 - for planted regressions: the share whose gate fails at the commit of the step itself, within
   1, 3 and 10 commits after it, and the time to detection (commits after the step until the
@@ -36,11 +36,11 @@ from asv.commands.compare import _is_result_better
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
-from dashboard.data import load_results
-from dashboard.regressions import find_changes, find_status_changes, judge, metric_direction
-from dashboard.regressions.direction import HIGHER
-from dashboard.regressions.gate import REGRESSION_ITEM, SUSPECTED
-from dashboard.regressions.statistics import DetectorSettings
+from asv_results.data import load_results
+from regressions import find_changes, find_status_changes, judge, metric_direction
+from regressions.direction import HIGHER
+from regressions.gate import REGRESSION_ITEM, SUSPECTED
+from regressions.statistics import DetectorSettings
 from tests.asv_fixtures import SeriesSpec, params_key, write_history
 
 STEP_SIZES = (0.10, 0.20)

@@ -5,7 +5,7 @@ controls move too) or nothing (plain noise, or a bimodal runner).
     python tools/measure_classification.py --seeds 21 22 --reps 200
 
 Written with dashboard.synthetic.asv_history in asv's exact format (15 samples per commit, 1-3 %
-run noise per series, slow first samples) and read back with dashboard.data. Per case a fused
+run noise per series, slow first samples) and read back with asv_results.data. Per case a fused
 series and its two controls; planted at commit STEP_AT: library 5 %, 10 %, 20 % (fused only);
 environment 10 %, 20 % (all three, each control by the step times 0.7-1.3); nothing; a bimodal
 runner (each run of each series lands 6 % high with probability 0.3).
@@ -42,14 +42,14 @@ from scipy.stats import binom, binomtest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
-from dashboard.data import STATUS_OK, load_results
-from dashboard.regressions import find_changes, judge
-from dashboard.regressions.classify import LIBRARY, series_class
-from dashboard.regressions.findings import Finding
-from dashboard.regressions.gate import REGRESSION_ITEM, SUSPECTED
-from dashboard.regressions.rerun_candidates import AT_MOST, SECONDS_EACH, is_candidate
-from dashboard.regressions.rerun_screen import screen
-from dashboard.regressions.rerun_verdict import Rerun, with_reruns
+from asv_results.data import STATUS_OK, load_results
+from regressions import find_changes, judge
+from regressions.classify import LIBRARY, series_class
+from regressions.findings import Finding
+from regressions.gate import REGRESSION_ITEM, SUSPECTED
+from regressions.rerun_candidates import AT_MOST, SECONDS_EACH, is_candidate
+from regressions.rerun_screen import screen
+from regressions.rerun_verdict import Rerun, with_reruns
 from dashboard.synthetic.asv_history import SeriesSpec, write_history
 
 BENCH = "bench_ops.LinearAct.track_latency"

@@ -4,7 +4,7 @@
         [--gate-reps 25] [--gate-clean-reps 100] [--only-gate]
 
 What is planted (tests/asv_fixtures.py writes it in asv's exact result format; it is then
-read back with dashboard.data like any results directory):
+read back with asv_results.data like any results directory):
 - steps of 2, 5, 10 and 20 %, up and down, on a lower-is-better metric (seconds) and a
   higher-is-better one (TFLOP/s), ``--reps`` series each, at a random commit in the
   second half of the history;
@@ -62,8 +62,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from asv import step_detect  # noqa: E402
 
-from dashboard.data import load_results  # noqa: E402
-from dashboard.regressions import (  # noqa: E402
+from asv_results.data import load_results  # noqa: E402
+from regressions import (  # noqa: E402
     HIGHER, IMPROVEMENT, REGRESSION, DetectorSettings, best_split, change_interval, detect_changes, metric_direction,
 )
 from tests.asv_fixtures import SeriesSpec, params_key, write_history  # noqa: E402
@@ -405,7 +405,7 @@ def detector_tables(args) -> None:
         RULES[0].name: f"a change is found when reported in its direction within +-{TOLERANCE} commits.",
         RULES[1].name: f"a change is found when the planted commit lies within the report's interval (the "
                        f"split positions whose one-change fit is within a likelihood-ratio cut of the best, "
-                       f"dashboard.regressions.change_interval), widened to at least +-{TOLERANCE}; asv's "
+                       f"regressions.change_interval), widened to at least +-{TOLERANCE}; asv's "
                        f"steps get their interval by the same rule from the same data.",
         RULES[2].name: "a change is found when reported in its direction within +-5 commits, the margin "
                        "TCPDBench scores change point detectors with (van den Burg & Williams 2020).",

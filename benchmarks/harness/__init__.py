@@ -9,7 +9,6 @@ Torch-free (the dashboard and the gate import these without torch installed):
     ops         what each op is: inputs, cost, grid cases (and, torch side, reference and eager code)
     cost        flops, minimum bytes, device ceilings, the roofline floor
     grids       the named grids of Cases the suite runs
-    safe_read   the one JSON reader of results/, the cache and the suite's own files (numpy only)
 
 Torch side (imported by the suite, the tests and the CLIs):
     library          the fused_mlp under test, the one way in (and its compile check, fused_mlp.aot)

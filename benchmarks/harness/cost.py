@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import fp8_dtypes
-from .ops import RandomTensor, output_features, spec_of
-from .workloads import Case
+from benchmarks.harness import fp8_dtypes
+from benchmarks.harness.ops import RandomTensor, output_features, spec_of
+from benchmarks.harness.workloads import Case
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .file_lock import exclusive
+from asv_results.file_lock import exclusive
 
 
 def machine_identity() -> dict[str, str]:
@@ -20,7 +20,7 @@ def machine_identity() -> dict[str, str]:
     import torch
     import triton
 
-    from .liger import version as liger_version  # the peers' versions: results of two never mix
+    from benchmarks.harness.liger import version as liger_version  # the peers' versions: results of two never mix
 
     info = {"torch": torch.__version__, "triton": triton.__version__, "liger": liger_version(),
             "gpu": "none", "cuda": "none", "driver": "none"}

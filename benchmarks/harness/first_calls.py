@@ -16,7 +16,7 @@ import os
 import time
 from pathlib import Path
 
-from .safe_read import read_json
+from asv_results.safe_read import read_json
 
 FIRST_CALLS_ENV = "FUSED_MLP_FIRST_CALLS"
 

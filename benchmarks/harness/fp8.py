@@ -25,9 +25,9 @@ import functools
 
 # The vocabulary (fp8_dtypes.py) and the scaled_mm peers (fp8_peers.py) live below the op
 # registry so that it can import them; their names are re-exported here, the FP8 module's face.
-from .fp8_dtypes import (FP8_DTYPES, FP8_IMPLEMENTATIONS, FP8_OPS, SCALE_NAMES, SCALED_MM,  # noqa: F401
+from benchmarks.harness.fp8_dtypes import (FP8_DTYPES, FP8_IMPLEMENTATIONS, FP8_OPS, SCALE_NAMES, SCALED_MM,  # noqa: F401
                          SCALED_MM_COMPILE, form, is_fp8)
-from .fp8_peers import bias_in_mm, compiled_scaled_mm, scaled_mm, scaled_mm_missing  # noqa: F401
+from benchmarks.harness.fp8_peers import bias_in_mm, compiled_scaled_mm, scaled_mm, scaled_mm_missing  # noqa: F401
 
 def unavailable(case, impl: str, device="cpu") -> str | None:
     """Why `impl` cannot run `case` on `device` for FP8 reasons, or None (then the usual checks
@@ -78,7 +78,7 @@ def fnuz_only(gcn_arch_name: str) -> str | None:
 
 def dequantized(inputs: dict, dtype) -> dict:
     """The op's float inputs (x, weights, bias, activation) with every e4m3 tensor dequantized."""
-    from .fp8_quantize import dequantize
+    from benchmarks.harness.fp8_quantize import dequantize
 
     out = {}
     scales = set(SCALE_NAMES.values()) | {"x_scale"}
@@ -98,9 +98,9 @@ def reference(case, inputs: dict):
     MLP's hidden in bf16, and for W8A8 then quantized per token to e4m3."""
     import torch
 
-    from .fp8_quantize import dequantize, quantize
-    from .ops import OPS
-    from .tensors import rounded
+    from benchmarks.harness.fp8_quantize import dequantize, quantize
+    from benchmarks.harness.ops import OPS
+    from benchmarks.harness.tensors import rounded
 
     plain = dequantized(inputs, torch.float64)
     if case.op == "linear_act":
@@ -117,8 +117,8 @@ def eager(case_op: str, **inputs):
     requantizes its hidden per token, as its contract says)."""
     import torch
 
-    from .fp8_quantize import dequantize, quantize
-    from .ops import OPS
+    from benchmarks.harness.fp8_quantize import dequantize, quantize
+    from benchmarks.harness.ops import OPS
 
     plain = dequantized(inputs, torch.bfloat16)
     if case_op == "linear_act":
@@ -177,7 +177,7 @@ def cases(op: str, grid: str) -> list:
     """
     from itertools import product
 
-    from .workloads import ACTIVATIONS, MODEL_PROJECTIONS, TOKENS, Case
+    from benchmarks.harness.workloads import ACTIVATIONS, MODEL_PROJECTIONS, TOKENS, Case
 
     forms = ("fp8", "w8a16")
     if op == "linear_act":
@@ -219,7 +219,7 @@ def matmul_samples(device, n: int, samples: int = 20) -> list[float]:
     the FP8 roof of the roofline."""
     import torch
 
-    from . import timing
+    from benchmarks.harness import timing
 
     a = torch.randn(n, n, device=device).to(torch.float8_e4m3fn)
     b = torch.randn(n, n, device=device).to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm wants

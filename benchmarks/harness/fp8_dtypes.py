@@ -4,7 +4,7 @@ they are and how they run."""
 
 from __future__ import annotations
 
-from .workloads import FP8_X_BYTES
+from benchmarks.harness.workloads import FP8_X_BYTES
 
 # dtype -> (form, granularity of the scales)
 FP8_DTYPES = {"fp8": ("w8a8", "row"), "fp8_tensor": ("w8a8", "tensor"), "w8a16": ("w8a16", "row")}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 
-from .fp8_dtypes import FP8_DTYPES, SCALED_MM, SCALED_MM_COMPILE, form, is_fp8
+from benchmarks.harness.fp8_dtypes import FP8_DTYPES, SCALED_MM, SCALED_MM_COMPILE, form, is_fp8
 
 
 def _scales_2d(x_scale, w_scale, M: int, N: int):
@@ -56,8 +56,8 @@ def scaled_mm(case_op: str, bias_in_mm: bool = False, **inputs):
     """The op with torch._scaled_mm for every GEMM and the activation (and gating) in eager; a
     gated MLP's hidden is requantized per token between them, as gated_mlp_fp8's contract.
     bias_in_mm: give linear_act's bias to _scaled_mm (where it takes one, see bias_in_mm)."""
-    from .fp8_quantize import quantize_unchecked
-    from .numerics import activation_fn
+    from benchmarks.harness.fp8_quantize import quantize_unchecked
+    from benchmarks.harness.numerics import activation_fn
 
     act = activation_fn(inputs["activation"])
     x, xs = inputs["x"], inputs["x_scale"]
@@ -102,7 +102,7 @@ def scaled_mm_unavailable(case, device: str) -> str | None:
 
 def peers(op: str) -> dict:
     """The op's FP8 peers (ops/<op>.py `peers`): torch._scaled_mm and its torch.compile."""
-    from .ops._spec import Peer  # the record type only
+    from benchmarks.harness.ops._spec import Peer  # the record type only
 
     def call(compiled: bool):
         def run(**inputs):

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import os
 
-from . import fp8
-from .fp8_dtypes import SCALED_MM_COMPILE, is_fp8
-from .ops import OPS
-from .workloads import Case
+from benchmarks.harness import fp8
+from benchmarks.harness.fp8_dtypes import SCALED_MM_COMPILE, is_fp8
+from benchmarks.harness.ops import OPS
+from benchmarks.harness.workloads import Case
 
 GRIDS = ("tiny", "quick", "default", "full")
 GRID_ENV = "FUSED_MLP_GRID"  # the grid an asv run uses (default: "default")

@@ -22,11 +22,11 @@ import dataclasses
 import functools
 from collections.abc import Callable
 
-from . import fp8, grids, inductor, modes
-from .library import interpreter_requested, library
-from .modes import FORWARD
-from .ops import OPS, op_spec, spec_of
-from .workloads import Case
+from benchmarks.harness import fp8, grids, inductor, modes
+from benchmarks.harness.library import interpreter_requested, library
+from benchmarks.harness.modes import FORWARD
+from benchmarks.harness.ops import OPS, op_spec, spec_of
+from benchmarks.harness.workloads import Case
 
 FUSED, EAGER, COMPILE, COMPILE_MAX_AUTOTUNE = "fused", "eager", "compile", "compile_max_autotune"
 # torch.compile's modes, by implementation name. No CUDA graphs: the suite times single calls
@@ -92,8 +92,8 @@ def fused_backward_missing(case: Case, device: str) -> str | None:
     """Why the library under test cannot train `case`'s op, or None (probed on a few rows)."""
     import torch
 
-    from . import training
-    from .tensors import make_inputs
+    from benchmarks.harness import training
+    from benchmarks.harness.tensors import make_inputs
 
     probe = dataclasses.replace(case, M=min(case.M, 8))
     inputs = make_inputs(probe, device)
@@ -117,7 +117,7 @@ def prepare(case: Case, name: str, inputs: dict, mode: str = FORWARD):
     let the timing leave the forward of the backward mode outside the timed region."""
     check_name(case.op, name)
     modes.check_mode(mode)
-    from . import training  # torch: here, not at the top (the dashboard imports this module's names)
+    from benchmarks.harness import training  # torch: here, not at the top (the dashboard imports this module's names)
 
     if fp8.is_fp8(case.dtype) and mode == FORWARD:
         return fp8.prepare(case, name, inputs, library())

@@ -33,8 +33,8 @@ import functools
 import importlib
 from importlib import metadata
 
-from .library import interpreter_requested
-from .workloads import Case
+from benchmarks.harness.library import interpreter_requested
+from benchmarks.harness.workloads import Case
 
 PACKAGE = "liger-kernel"
 # The activation each Liger elementwise function implements (Liger's GeGLU is tanh-GELU only).

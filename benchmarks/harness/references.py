@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import torch
 
-from . import fp8
-from .ops import spec_of
-from .workloads import Case
+from benchmarks.harness import fp8
+from benchmarks.harness.ops import spec_of
+from benchmarks.harness.workloads import Case
 
 # Relative error ||out - ref|| / ||ref||, per dtype: about a few units of rounding of the output
 # dtype (fp32 with IEEE dot; fp16 2^-11; bf16 2^-8).

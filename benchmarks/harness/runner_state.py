@@ -13,7 +13,7 @@ snapshot says so: {"recorded": false, "reason": "not recorded: no NVML (...)"}.
 
 benchmarks.run writes {"start": snapshot, "end": snapshot} per result file into its companion,
 results/<machine>/runner-state/<result file's stem>.state (companion_files.py: a name asv does
-not try to load; dashboard/regressions/recorded_state.py reads it back and decides what counts
+not try to load; regressions/recorded_state.py reads it back and decides what counts
 as a change).
 
 Per benchmark too: where benchmarks.run sets $FUSED_MLP_RUNNER_STATE, every measuring pass
@@ -35,8 +35,8 @@ import json
 import sys
 from pathlib import Path
 
-from .companion_files import STATE_DIR, companion_file, readable_companion  # noqa: F401 (STATE_DIR re-exported)
-from .safe_read import read_json
+from asv_results.companion_files import STATE_DIR, companion_file, readable_companion  # noqa: F401 (STATE_DIR re-exported)
+from asv_results.safe_read import read_json
 VERSION = 2  # 2: per-benchmark GPU snapshots ("benchmarks"); 1: the run's start and end only
 # A folder where each measuring pass files its GPU snapshots (benchmarks.run sets it per asv run).
 BENCHMARKS_ENV = "FUSED_MLP_RUNNER_STATE"
@@ -168,7 +168,7 @@ def _torch_hip() -> str:
 
 def _amd_snapshot(taken: str, versions: bool, amd_loader=None) -> dict:
     """A ROCm build's snapshot: AMD SMI's GPU state in the NVML snapshot's keys (amd_state)."""
-    from . import amd_state
+    from benchmarks.harness import amd_state
 
     gpus, driver, why = amd_state.read(amd_loader or amd_state.load_amdsmi)
     out = {"recorded": gpus is not None, "taken_at": taken}

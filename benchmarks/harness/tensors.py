@@ -8,11 +8,11 @@ import dataclasses
 import torch
 
 
-from .fp8_dtypes import is_fp8
-from .fp8_quantize import quantize_inputs
-from .numerics import ACTIVATION_FNS, TORCH_DTYPES, F, activation_fn, f64, rounded, torch_dtype
-from .ops import RandomTensor, spec_of
-from .workloads import Case
+from benchmarks.harness.fp8_dtypes import is_fp8
+from benchmarks.harness.fp8_quantize import quantize_inputs
+from benchmarks.harness.numerics import ACTIVATION_FNS, TORCH_DTYPES, F, activation_fn, f64, rounded, torch_dtype
+from benchmarks.harness.ops import RandomTensor, spec_of
+from benchmarks.harness.workloads import Case
 
 __all__ = ["ACTIVATION_FNS", "F", "TORCH_DTYPES", "activation_fn", "f64", "make_inputs", "rounded", "torch_dtype"]
 

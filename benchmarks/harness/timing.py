@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 import torch
 
-from .cost import Ceilings, copy_gbps, matmul_tflops
-from .tensors import TORCH_DTYPES
+from benchmarks.harness.cost import Ceilings, copy_gbps, matmul_tflops
+from benchmarks.harness.tensors import TORCH_DTYPES
 
 # Bigger than any GPU's L2 (H100/H200: 50 MB), so zeroing it evicts everything the timed call
 # could otherwise find in cache: every sample is a cold-L2 sample.

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 import torch
 
-from .modes import BACKWARD, FORWARD, FULL, MODES, TRAINING_MODES, check_mode  # noqa: F401 (re-exported)
-from .ops import output_features, spec_of
-from .references import mismatch
-from .tensors import torch_dtype
-from .tolerances import gradient_tolerance
-from .workloads import Case
+from benchmarks.harness.modes import BACKWARD, FORWARD, FULL, MODES, TRAINING_MODES, check_mode  # noqa: F401 (re-exported)
+from benchmarks.harness.ops import output_features, spec_of
+from benchmarks.harness.references import mismatch
+from benchmarks.harness.tensors import torch_dtype
+from benchmarks.harness.tolerances import gradient_tolerance
+from benchmarks.harness.workloads import Case
 
 # The same L2 flush as timing.latency_samples: bigger than any GPU's L2 (H200: 50 MB).
 _FLUSH_BYTES = 256 * 1024 * 1024
@@ -183,7 +183,7 @@ def peak_memory(step: Step) -> int:
 def kernels_per_step(step: Step) -> float:
     """Device kernels of the timed part: the whole step for `full`, the step less its forward
     for `backward` (CUDA only)."""
-    from .profiling import kernels_per_call
+    from benchmarks.harness.profiling import kernels_per_call
 
     total = kernels_per_call(step)
     return total - kernels_per_call(step.forward) if step.mode == BACKWARD else total

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dashboard.data import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
+from asv_results.data import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
 from dashboard.figures.style import (IMPL_COLORS, IMPROVEMENT_COLOR, LINE_PALETTE, REGRESSION_COLOR, alpha,
                                      build_empty_figure, impl_sort_key, layout_dict)
 from dashboard.figures.ticks import log_ticks
@@ -342,7 +342,7 @@ def _add_change_markers(traces: list, shapes: list, ok: pd.DataFrame, changes: p
         if points.empty:
             continue
         notes = _position_notes(points)
-        from dashboard.regressions.findings import evidence_word  # the gate's words (its package: on first use)
+        from regressions.findings import evidence_word  # the gate's words (its package: on first use)
 
         clear = points["clear"] if "clear" in points.columns else pd.Series(False, index=points.index)
         words = [evidence_word(bool(c), bool(k)) for c, k in zip(points["confirmed"], clear)]
@@ -363,7 +363,7 @@ def _add_change_markers(traces: list, shapes: list, ok: pd.DataFrame, changes: p
 def _position_notes(points: pd.DataFrame) -> list[str]:
     if "plausible_commits" not in points.columns:
         return [""] * len(points)
-    from dashboard.regressions import position_note  # the detector's package imports scipy: on first use
+    from regressions import position_note  # the detector's package imports scipy: on first use
 
     notes = map(position_note, points["plausible_commits"], points["earliest_commit"], points["latest_commit"])
     return [f"<br>{note}" if note else "" for note in notes]

@@ -1,5 +1,5 @@
 """Compare for another project's asv results (generic mode): commit A vs B for every benchmark and
-parameter combination, each judged in its own direction (dashboard/regressions/direction.py, with
+parameter combination, each judged in its own direction (regressions/direction.py, with
 the benchmark's declared attribute) by asv's own significance rule."""
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from functools import lru_cache
 import pandas as pd
 from dash import ALL, Input, Output, State, html
 
-from dashboard import commit_messages
+from asv_results import commit_messages
 from dashboard.callback_guards import error_figure, guarded
 from dashboard.commit_choice import commit_options, resolve_commit
 from dashboard.notices import message
@@ -183,7 +183,7 @@ def measure_of(data: DashboardData, benchmark: str, unit) -> Measure:
 @lru_cache(maxsize=256)
 def _series_changes(signature_key: int, run: Run, series_ids: tuple[int, ...]) -> pd.DataFrame:
     """The detector on the series in view (the same algorithm as the inbox)."""
-    from dashboard.regressions import find_changes, findings_frame  # imports scipy: on first use
+    from regressions import find_changes, findings_frame  # imports scipy: on first use
 
     found = findings_frame(find_changes(run.of_series(series_ids), benchmarks_meta=run.table.parsed.benchmarks))
     if found.empty:

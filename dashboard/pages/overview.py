@@ -16,7 +16,7 @@ from dashboard import ab_compare, comparison_set, device_ceilings, facet_filters
 from dashboard.callback_guards import guarded
 from dashboard.commit_choice import commit_of, commit_options
 from dashboard.facet_widgets import facet_controls, register_facet_counts
-from dashboard.gate_view import GateView, class_of
+from regressions.gate_view import GateView, class_of
 from dashboard.notices import message, whole_folder_note
 from dashboard.run_selector import register_run_controls, run_controls, run_of
 from dashboard.widgets import dropdown, labelled
@@ -172,7 +172,7 @@ def gate_card(view: GateView, run, base, commit, results_dir) -> list:
     """The gate's verdict on this commit for this run, with each finding it judged there (the
     failing ones first) and its class and evidence, word for word."""
     since = f" --base {base[:8]}..{commit[:8]}" if base else ""
-    command = f"python -m dashboard.regressions --results {results_dir} --machine {run.machine}{since}"
+    command = f"python -m regressions --results {results_dir} --machine {run.machine}{since}"
     if not view.ready:
         return [html.H3("The gate"), html.P("The gate's verdict is not known yet (the detector is running).",
                                             className="hint")]
@@ -433,7 +433,7 @@ def device_panel(data: DashboardData, machine: str, env: str, commit: str):
 
 def runner_state_panel(data: DashboardData, machine: str, env: str, commit: str):
     """The runner's recorded state in this run; what changed since the previous commit is marked."""
-    from dashboard.regressions.recorded_state import changed_keys, state_of_run
+    from regressions.recorded_state import changed_keys, state_of_run
 
     run = data.run(machine, env)
     previous = run.previous_commit(commit) if run is not None else None
@@ -465,7 +465,7 @@ def register(app, store: ResultsStore):
                   Input(qid(ID, "mode"), "value"))
     @guarded(lambda t: message(t, "error"), lambda t: [], lambda t: "", lambda t: "")
     def _update(machine, env, commit, base, *rest):
-        from dashboard.gate_records import record_for
+        from regressions.gate_records import record_for
 
         data = store.get()
         return update(data, machine, env, commit, base, *rest, verdict=record_for(store, data, machine, env, commit,

@@ -2,7 +2,7 @@
 it with the gate's reason, class and evidence), then the detector's findings as an inbox grouped
 by commit, newest first: level changes, and series that started failing (ok -> failed) or
 stopped (failed -> ok); each finding links to the Trends view of its series with the change
-marked. Every class, evidence and acceptance is the gate's (dashboard.gate_view: the gate's own
+marked. Every class, evidence and acceptance is the gate's (regressions.gate_view: the gate's own
 report, kept by the detector's worker); this page judges nothing itself.
 
 Detection over every series runs once per results set in a worker process (model.ResultsStore);
@@ -15,18 +15,20 @@ import json
 
 from dash import MATCH, Input, Output, dcc, html, no_update
 
-from dashboard import commit_messages, metrics, static_metrics
+from dashboard import metrics, static_metrics
+
+from asv_results import commit_messages
 from dashboard.callback_guards import guarded
 from dashboard.notices import message, whole_folder_note
 from dashboard.widgets import dropdown, labelled
 from dashboard.dashboard_data import DashboardData
 from dashboard.detection import FindingsState
-from dashboard.regressions.acceptance import PLACEHOLDERS
-from dashboard.gate_view import FAILING_CLASS, GateView, change_key, class_of
-from dashboard.gate_records import machine_record
+from regressions.acceptance import PLACEHOLDERS
+from regressions.gate_view import FAILING_CLASS, GateView, change_key, class_of
+from regressions.gate_records import machine_record
 from dashboard.model import ResultsStore
 from dashboard.pages import Page
-from dashboard.regressions.formatting import format_p
+from regressions.formatting import format_p
 from dashboard.units import format_change, format_value  # the pages' one number and change format
 from dashboard.urlstate import SHELL, Query, link, qid
 
@@ -226,7 +228,7 @@ def _sub_metrics(ranked: list) -> dict[int, list]:
     """{id(parent finding): its sub-metrics' findings, in ``ranked`` order}. What counts as a
     sub-metric (``step.forward`` under ``step``, same parameters, same way) is the gate's rule
     (regressions.report.nested), so the page and the gate's report nest alike."""
-    from dashboard.regressions.report import nested  # the gate's package imports scipy: on first use
+    from regressions.report import nested  # the gate's package imports scipy: on first use
 
     out: dict[int, list] = {}
     path: list = []  # the chain of parents down to the item before
@@ -297,10 +299,10 @@ def _class_badge(item) -> tuple:
 
 
 def verdict_panel(data: DashboardData, view: GateView, findings, machine, theme) -> html.Div:
-    """The gate's verdict on the newest commit, as ``python -m dashboard.regressions --results
+    """The gate's verdict on the newest commit, as ``python -m regressions --results
     <dir> [--machine M]`` gives it: pass or fail, the judged commits, the findings that fail it
     (with the gate's reason, class and evidence), then what it lists without failing."""
-    command = f"python -m dashboard.regressions --results {data.results_dir}" + (f" --machine {machine}"
+    command = f"python -m regressions --results {data.results_dir}" + (f" --machine {machine}"
                                                                                   if machine else "")
     if not view.ready:
         return html.Div(message("The gate's verdict comes with the findings…"), id="regressions-verdict")

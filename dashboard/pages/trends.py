@@ -10,7 +10,9 @@ from collections import OrderedDict
 import pandas as pd
 from dash import Input, Output, State, html
 
-from dashboard import commit_messages, derived_metrics, facet_filters, metrics, speedup_tables
+from dashboard import derived_metrics, facet_filters, metrics, speedup_tables
+
+from asv_results import commit_messages
 from dashboard.callback_guards import error_figure, guarded
 from dashboard.commit_choice import commit_options, resolve_commit
 from dashboard.facet_widgets import facet_controls, register_facet_counts
@@ -89,7 +91,7 @@ def _series_changes(signature_key: int, run: Run, case: str, source: str, rows: 
         if found is not None:
             _CHANGES.move_to_end(key)
             return found
-    from dashboard.regressions import find_changes, findings_frame  # imports scipy: on first use
+    from regressions import find_changes, findings_frame  # imports scipy: on first use
 
     found = findings_frame(find_changes(rows if rows is not None else run.of_case(case, metric=source, mode=mode)))
     if found.empty:

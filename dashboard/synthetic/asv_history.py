@@ -31,7 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
-from dashboard.safe_read import read_json
+from asv_results.safe_read import read_json
 
 RESULT_COLUMNS = [
     "result", "params", "version", "started_at", "duration",
@@ -107,7 +107,7 @@ class History:
 
 
 def params_key(param_names: Sequence[str], param_reprs: Sequence[str]) -> str:
-    """The series label used by dashboard.data (``name=repr, ...``)."""
+    """The series label used by asv_results.data (``name=repr, ...``)."""
     return ", ".join(f"{n}={v}" for n, v in zip(param_names, param_reprs))
 
 

@@ -1,5 +1,5 @@
 """The runner-state companions of a synthetic history, as benchmarks.run records them beside each
-result (benchmarks/harness/companion_files.py names the file): the driver goes 570 -> 575 and the
+result (asv_results/companion_files.py names the file): the driver goes 570 -> 575 and the
 power limit 700 -> 600 W from one commit on, what the gate classifies as a runner-wide change.
 Shared by the demo history and the tests, so both write what benchmarks.run writes."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from benchmarks.harness.companion_files import companion_file
+from asv_results.companion_files import companion_file
 
 
 def snapshot(new: bool) -> dict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from ._spec import OpSpec, Peer, RandomTensor
+from benchmarks.harness.ops._spec import OpSpec, Peer, RandomTensor
 
 
 def _discover() -> dict[str, OpSpec]:

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..fp8_dtypes import FP8_OPS, is_fp8
+from benchmarks.harness.fp8_dtypes import FP8_OPS, is_fp8
 
 if TYPE_CHECKING:
-    from ..workloads import Case
+    from benchmarks.harness.workloads import Case
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from itertools import product
 
-from .. import fp8_peers, liger
-from ..workloads import TOKENS, Case
-from ._spec import OpSpec, Peer, RandomTensor
-from .gated_up import OP as GATED_UP
+from benchmarks.harness import fp8_peers, liger
+from benchmarks.harness.workloads import TOKENS, Case
+from benchmarks.harness.ops._spec import OpSpec, Peer, RandomTensor
+from benchmarks.harness.ops.gated_up import OP as GATED_UP
 
 
 class GatedMLP(OpSpec):
@@ -68,14 +68,14 @@ class GatedMLP(OpSpec):
         return []
 
     def reference(self, x, w_gate, w_up, w_down, activation="gelu_tanh"):
-        from ..numerics import f64, rounded
+        from benchmarks.harness.numerics import f64, rounded
 
         # the op stores the hidden activations in the input dtype between its two kernels
         hidden = rounded(GATED_UP.reference(x, w_gate, w_up, activation), x.dtype)
         return hidden @ f64(w_down).T
 
     def eager(self, x, w_gate, w_up, w_down, activation="gelu_tanh"):
-        from ..numerics import F
+        from benchmarks.harness.numerics import F
 
         return F.linear(GATED_UP.eager(x, w_gate, w_up, activation), w_down)
 

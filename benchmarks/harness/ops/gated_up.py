@@ -7,8 +7,8 @@ kernel (liger_mlp, SwiGLU, forward only on its own) and its elementwise GLU betw
 
 from __future__ import annotations
 
-from .. import liger
-from ._spec import OpSpec, Peer, RandomTensor
+from benchmarks.harness import liger
+from benchmarks.harness.ops._spec import OpSpec, Peer, RandomTensor
 
 
 class GatedUp(OpSpec):
@@ -29,12 +29,12 @@ class GatedUp(OpSpec):
                     w_up=RandomTensor((case.N, case.K), fan_in=case.K), activation=case.activation)
 
     def reference(self, x, w_gate, w_up, activation="gelu_tanh"):
-        from ..numerics import activation_fn, f64
+        from benchmarks.harness.numerics import activation_fn, f64
 
         return activation_fn(activation)(f64(x) @ f64(w_gate).T) * (f64(x) @ f64(w_up).T)
 
     def eager(self, x, w_gate, w_up, activation="gelu_tanh"):
-        from ..numerics import F, activation_fn
+        from benchmarks.harness.numerics import F, activation_fn
 
         return activation_fn(activation)(F.linear(x, w_gate)) * F.linear(x, w_up)
 

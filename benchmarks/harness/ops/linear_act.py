@@ -11,9 +11,9 @@ from __future__ import annotations
 import functools
 from itertools import product
 
-from .. import fp8_peers
-from ..workloads import ACTIVATIONS, MODEL_PROJECTIONS, TOKENS, Case
-from ._spec import OpSpec, Peer, RandomTensor
+from benchmarks.harness import fp8_peers
+from benchmarks.harness.workloads import ACTIVATIONS, MODEL_PROJECTIONS, TOKENS, Case
+from benchmarks.harness.ops._spec import OpSpec, Peer, RandomTensor
 
 # cuBLASLt's epilogues: ReLU, and GELU with the tanh approximation (torch's CUDA fallback for
 # use_gelu also uses tanh; its CPU path uses erf, one more reason this peer is CUDA-only).
@@ -128,7 +128,7 @@ class LinearAct(OpSpec):
         return []
 
     def reference(self, x, weight, bias=None, activation="gelu_tanh"):
-        from ..numerics import activation_fn, f64
+        from benchmarks.harness.numerics import activation_fn, f64
 
         y = f64(x) @ f64(weight).T
         if bias is not None:
@@ -136,7 +136,7 @@ class LinearAct(OpSpec):
         return activation_fn(activation)(y)
 
     def eager(self, x, weight, bias=None, activation="gelu_tanh"):
-        from ..numerics import F, activation_fn
+        from benchmarks.harness.numerics import F, activation_fn
 
         return activation_fn(activation)(F.linear(x, weight, bias))
 

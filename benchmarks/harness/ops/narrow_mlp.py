@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from itertools import product
 
-from ..workloads import Case
-from ._spec import OpSpec, RandomTensor
+from benchmarks.harness.workloads import Case
+from benchmarks.harness.ops._spec import OpSpec, RandomTensor
 
 
 def _case(rows, width, layers, dtype):
@@ -65,7 +65,7 @@ class NarrowMLP(OpSpec):
         return []
 
     def reference(self, x, weights, biases=None, activation="relu", output_activation=None):
-        from ..numerics import activation_fn, f64, rounded
+        from benchmarks.harness.numerics import activation_fn, f64, rounded
 
         biases = biases if biases is not None else [None] * len(weights)
         h = f64(x)
@@ -79,7 +79,7 @@ class NarrowMLP(OpSpec):
         return h
 
     def eager(self, x, weights, biases=None, activation="relu", output_activation=None):
-        from ..numerics import F, activation_fn
+        from benchmarks.harness.numerics import F, activation_fn
 
         hidden_act, out_act = activation_fn(activation), activation_fn(output_activation or "none")
         biases = biases if biases is not None else [None] * len(weights)

@@ -1,0 +1,264 @@
+"""The gate's judgement of a results folder, as one object: what ``python -m regressions``
+prints and what every dashboard page renders (nothing judges a second time).
+
+``judge_folder(results, ...)`` loads the folder, detects every change, judges the newest commit
+(or the commits after ``base``) and classifies each regression with its evidence and the runner
+state. ``Judgement.document()`` is the gate's JSON report (``--format json``): plain JSON, so a
+dashboard process can store it beside its findings and every page reads the same words.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from asv_results import asvconf
+from asv_results.commit_order import ORDER, order_note, with_order
+from asv_results.data import LoadReport, ResultsDirError, load_results
+from regressions.acceptance import AcceptedFileError, accepted_path, load_accepted, unknown_commits
+from regressions.classify import LIBRARY, classified_verdict
+from regressions.completeness import (changed_files, folder_state, git_is_ancestor, missing_at_head,
+                                                unread_results)
+from regressions.failures import StatusChange, find_status_changes
+from regressions.findings import Finding, find_changes, resolve_commit
+from regressions.gate import GateVerdict, judge, judged_runs
+from regressions.recorded_state import recorded_states
+from regressions.rerun_screen import screen
+from regressions.rerun_verdict import RerunFileError, parse_reruns, with_reruns
+from asv_results.safe_read import read_json
+from regressions.statistics import DetectorSettings
+
+
+class CannotJudge(Exception):
+    """The gate cannot give a verdict; the message says why (exit 2)."""
+
+
+@dataclass
+class Judgement:
+    verdict: GateVerdict
+    findings: list[Finding]
+    status_changes: list[StatusChange]
+    report: LoadReport
+    header: str
+    settings: DetectorSettings
+    warnings: list[str]  # printed on stderr by the gate: unusable files, accepted entries without results
+
+    def document(self) -> dict:
+        """The gate's JSON report (report.render_json), as a dict."""
+        from regressions.report import render_json
+
+        return json.loads(render_json(self.findings, self.status_changes, self.verdict, self.report, self.header,
+                                      self.settings))
+
+
+def judge_folder(results: str | Path, *, machine: str | None = None, threshold: float = 0.05,
+                 base: str | None = None, strict: bool = False, fail_on: str = LIBRARY,
+                 accepted: Path | None = None, since: str | None = None, asv_conf: Path | None = None,
+                 warn=None, rerun: list[Path] | None = None) -> Judgement:
+    """The gate's judgement (the CLI's options as keywords, their defaults the CLI's). The CLI and
+    the dashboard (verdict_record) get the same completeness check: CannotJudge unless the gate
+    read every result it judges and the folder did not change while it read them.
+    ``warn(line)``: told each warning as it comes (the CLI prints them on stderr, also before a
+    CannotJudge). CannotJudge when it cannot judge."""
+    # ``rerun``: benchmarks.rerun's files; the verdict is then the final one (rerun_verdict.py)
+    reruns = [r for path in rerun for r in _read_reruns(path)] if rerun else None
+    loaded_state = folder_state(results)
+    try:
+        loaded = load_results(results, machine=machine)
+    except ResultsDirError as exc:
+        raise CannotJudge(str(exc)) from None
+    frame, report = loaded.frame, loaded.load_report
+    project = asvconf.read_project(asvconf.find_conf(Path(results), asv_conf))
+    frame = with_order(frame, project.commit_rank)  # the dashboard's commit order (asv_results.commit_order)
+    warnings: list[str] = []
+
+    def warning(line: str) -> None:
+        warnings.append(line)
+        if warn is not None:
+            warn(line)
+
+    for line in report.lines():
+        warning(line)
+    if frame.empty:
+        where = f"machine {machine!r} in " if machine else ""
+        raise CannotJudge(f"no usable asv results for {where}{str(results)!r}")
+    if accepted is not None and not (accepted.exists() or accepted.is_symlink()):
+        raise CannotJudge(f"accepted regressions: --accepted {accepted}: no such file")
+    try:
+        entries = load_accepted(accepted or accepted_path(results), results if accepted is None else None)
+    except AcceptedFileError as exc:
+        raise CannotJudge(f"accepted regressions: {exc}") from None
+    for e in unknown_commits(entries, frame["commit_hash"].astype(str).unique()):
+        warning(f"accepted.json: no results for commit {e.commit} ({e.benchmark})")
+
+    base_commit, head = _parse_base(base, frame)
+    whole = frame
+    if head is not None:  # judge the history as it stood at head
+        frame = _up_to(frame, head)
+    _check_complete(results, report, whole, frame, base_commit, head, loaded_state)
+
+    settings = DetectorSettings(threshold=threshold)
+    findings = find_changes(frame, settings, benchmarks_meta=loaded.benchmarks)
+    status_changes = find_status_changes(frame)
+    verdict = judge(frame, findings, status_changes, settings, base_commit=base_commit, accepted=entries,
+                    strict=strict, benchmarks_meta=loaded.benchmarks)
+    verdict = classified_verdict(verdict, frame, lambda: recorded_states(results, frame, per_benchmark=True),
+                                 fail_on=fail_on)
+    verdict = replace(verdict, screened=screen(frame, verdict, loaded.benchmarks))
+    if reruns is not None:
+        verdict = with_reruns(verdict, reruns, settings.threshold)
+    listed, listed_status = findings, status_changes
+    if since:
+        start = _commit_date(frame, since, "--since")
+        listed = [f for f in findings if f.commit_date >= start]
+        listed_status = [c for c in status_changes if c.commit_date >= start]
+    lengths = frame.groupby(["machine", "env_name", "benchmark", "params_key"], observed=True)["commit_hash"].nunique()
+    header = (f"Level changes and failures in {results} (threshold {settings.threshold:.0%}, {len(lengths)} series, "
+              f"{frame['commit_hash'].nunique()} commits, {order_note(project.commit_rank, project.repo)}"
+              + (f", listed since {since}" if since else "") + ")" + _too_short_note(lengths, settings))
+    return Judgement(verdict, listed, listed_status, report, header, settings, warnings)
+
+
+def _read_reruns(path: Path) -> list:
+    """The re-run's measurements (benchmarks.rerun's --out), through the one reader; CannotJudge
+    naming the problem."""
+    doc, reason = read_json(Path(path), Path(os.path.realpath(path)).parent)  # the file named, wherever it lies
+    try:
+        if reason is not None:
+            raise RerunFileError(reason)
+        return parse_reruns(doc)
+    except RerunFileError as exc:
+        raise CannotJudge(f"--rerun {path}: {exc}") from None
+
+
+def _too_short_note(lengths, settings: DetectorSettings) -> str:
+    """What the gate cannot judge for want of history: a pass there says nothing of a level change
+    (two commits measured for a pull request, a new machine's first pushes)."""
+    short = int((lengths < settings.min_before + 1).sum())
+    if not short:
+        return ""
+    return (f". {short} of {len(lengths)} series have fewer than {settings.min_before + 1} commits: a level change "
+            "cannot be judged there yet, only a series that started failing")
+
+
+def verdict_record(results: str | Path, asv_conf: Path | None = None, base: str | None = None,
+                   machine: str | None = None) -> dict:
+    """What the dashboard keeps of the gate's judgement with the CLI's defaults (``base``: its
+    ``--base``; ``machine``: its ``--machine``), as plain JSON: {"document": the gate's JSON report,
+    "machines": {machine: {"failed", "verdict"}}} (the verdict of each machine's items, what
+    ``--machine`` gives), or {"error": why it cannot judge}."""
+    from dataclasses import replace
+
+    from regressions.report import verdict_word
+
+    try:
+        judgement = judge_folder(results, asv_conf=asv_conf, base=base, machine=machine)
+    except CannotJudge as exc:
+        return {"error": str(exc)}
+    except Exception as exc:  # a bug in the gate: said on the pages and logged whole, never a blank page
+        logging.getLogger(__name__).exception("the gate failed on %s", results)
+        return {"error": f"the gate failed ({type(exc).__name__}: {exc}); the server's log has the traceback"}
+    verdict = judgement.verdict
+    machines = {}
+    for machine in sorted({r.machine for r in verdict.runs}):
+        mine = replace(verdict, runs=[r for r in verdict.runs if r.machine == machine],
+                       items=[i for i in verdict.items if i.change.machine == machine])
+        machines[machine] = {"failed": mine.failed, "verdict": verdict_word(mine)}
+    return {"document": judgement.document(), "machines": machines}
+
+
+def _check_complete(results, report, whole, frame, base, head, state) -> None:
+    """CannotJudge unless the gate read every result it judges (see completeness.py)."""
+    judged: dict[str, list[str]] = {}
+    base_of: dict[str, str] = {}
+    dates = frame.groupby("commit_hash", observed=True)["date"].min()
+    judged_from: dict[str, int] = {}
+    for r in judged_runs(frame, base):
+        judged.setdefault(r.machine, []).extend(r.commits)
+        base_of[r.machine] = base_of.get(r.machine) or r.base_commit
+        if r.commits:
+            first = int(dates[r.commits[0]].value // 1_000_000)  # ms, as asv stores dates
+            judged_from[r.machine] = min(judged_from.get(r.machine, first), first)
+    problems = unread_results(report.skipped, results, whole, judged, base_of, git_is_ancestor, judged_from)
+    if head is not None:
+        problems += missing_at_head(frame, base, head)
+    changed = changed_files(state, folder_state(results))
+    if changed:
+        problems.append(f"the results changed while the gate read them ({', '.join(changed[:5])}"
+                        + (", ..." if len(changed) > 5 else "") + "); run it again once they are complete")
+    if problems:
+        raise CannotJudge("the gate could not read everything it judges:\n  " + "\n  ".join(problems))
+
+
+def _parse_base(text: str | None, frame) -> tuple[str | None, str | None]:
+    """--base A or A..B -> (full hash of A, full hash of B or None)."""
+    if text is None:
+        return None, None
+    first, sep, last = text.partition("..")
+    if not first:
+        raise CannotJudge(f"--base {text!r}: name the base commit (A or A..B)")
+    base = _resolve(frame, first, "--base")
+    head = _resolve(frame, last, "--base") if sep and last else None
+    if head is not None and _older(frame, head, base):
+        raise CannotJudge(f"--base {text!r}: {last} is older than {first}")
+    return base, head
+
+
+def _older(frame, commit: str, than: str) -> bool:
+    """In the commit order of a run that has both (else by stored date)."""
+    both = frame[frame["commit_hash"].astype(str).isin([commit, than])]
+    for _, rows in both.groupby(["machine", "env_name"], observed=True):
+        at = rows.groupby(rows["commit_hash"].astype(str))[ORDER].min()
+        if len(at) == 2:
+            return bool(at[commit] < at[than])
+    return bool(_date(frame, commit) < _date(frame, than))
+
+
+def _up_to(frame, head: str):
+    """The rows of the history as it stood at ``head``: per run, its commits up to head in the run's
+    order; a run without head, its commits dated up to head's date."""
+    runs = pd.MultiIndex.from_arrays([frame["machine"].astype(str), frame["env_name"].astype(str)])
+    at_head = frame["commit_hash"].astype(str).to_numpy() == head
+    head_at = pd.Series(frame[ORDER].to_numpy()[at_head], index=runs[at_head]).groupby(level=[0, 1]).min()
+    limit = head_at.reindex(runs).to_numpy(dtype=float)  # NaN: the run has no head
+    keep = np.where(np.isnan(limit), (frame["date"] <= _date(frame, head)).to_numpy(),
+                    frame[ORDER].to_numpy() <= np.nan_to_num(limit))
+    return frame[keep]
+
+
+def _resolve(frame, name: str, option: str) -> str:
+    """A commit of the results: a hash or prefix there, else a git revision of this checkout."""
+    try:
+        return resolve_commit(frame, name)
+    except ValueError as exc:
+        from_git = _git_revision(name)
+        if from_git is None:
+            raise CannotJudge(f"{option}: {exc}") from None
+        try:
+            return resolve_commit(frame, from_git)
+        except ValueError:
+            raise CannotJudge(f"{option}: {name} is commit {from_git[:12]}, which has no results here") from None
+
+
+def _git_revision(name: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{name}^{{commit}}"], capture_output=True,
+                              text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def _date(frame, commit: str):
+    return frame.loc[frame["commit_hash"].astype(str) == commit, "date"].min()
+
+
+def _commit_date(frame, name: str, option: str):
+    return _date(frame, _resolve(frame, name, option))
