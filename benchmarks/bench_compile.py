@@ -7,7 +7,7 @@ Lower is better for each, as for every metric asv stores. They are recorded on a
 their own (compile-<arch>-triton-<version>; benchmarks.run sets the variable from that name), never on a GPU runner's time (benchmarks.run leaves
 this module out unless asked with -b).
 
-The params are the suite's fixed list (harness.kernel_configs), not the library's: a config a
+The params are the suite's fixed list (workload.kernel_configs), not the library's: a config a
 commit does not offer is skipped with that reason, a commit without a compile check
 (no fused_mlp.aot) skips everything, and a commit whose library does not import records every
 value as a failure (setup_cache raises). Nothing here imports fused_mlp at import time.
@@ -18,7 +18,7 @@ value as a failure (setup_cache raises). Nothing here imports fused_mlp at impor
 import sys
 
 from benchmarks.common import grid_name, skip
-from benchmarks.harness.kernel_configs import COMPILE_ARCHS, KERNEL_CONFIGS, compile_arch, params, series_name
+from workload.kernel_configs import COMPILE_ARCHS, KERNEL_CONFIGS, compile_arch, params, series_name
 from benchmarks.harness.library import compile_check
 
 
@@ -83,7 +83,7 @@ def compile_request(aot, configs: list[str], dtypes: list[str], arch: str = "sm_
 
 
 def missing_configs() -> list[str]:
-    """Configs HEAD's library offers on any of COMPILE_ARCHS that harness.kernel_configs does not list."""
+    """Configs HEAD's library offers on any of COMPILE_ARCHS that workload.kernel_configs does not list."""
     aot, reason = compile_check()
     if aot is None:
         raise RuntimeError(reason)

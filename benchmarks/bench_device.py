@@ -3,7 +3,7 @@ be derived later from latency and the cost model against the device it ran on.
 
 Stored as times (lower is better, with samples, like every other metric here, so asv compare and
 continuous judge them the right way round); the dashboard turns them into GB/s and TFLOP/s with
-harness.cost.copy_gbps / matmul_tflops and the size parameters. The GPU runs the large sizes; a
+workload.cost.copy_gbps / matmul_tflops and the size parameters. The GPU runs the large sizes; a
 CPU run (pipeline smoke test) the small ones.
 """
 

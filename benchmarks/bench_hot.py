@@ -21,7 +21,7 @@ import torch
 
 from benchmarks.common import Skipped, _MeasuredBenchmark, grid_name
 from benchmarks.harness import hot_timing, implementations  # modules: asv takes track_* names
-from benchmarks.harness.grids import grid
+from workload.grids import grid
 
 DECODE_M = 16  # rows per call at decode: one token per sequence, a small batch
 SMOKE_GRID = "tiny"  # no decode case: its own cases stand in, so the pipeline runs (and skips on a CPU)

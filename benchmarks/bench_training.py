@@ -13,8 +13,8 @@ no formula, a peer not installed) skips with the reason.
 
 from benchmarks.common import _CaseBenchmark, grid_name
 from benchmarks.harness import implementations, training  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
-from benchmarks.harness.grids import training_grid
-from benchmarks.harness.modes import TRAINING_MODES
+from workload.grids import training_grid
+from workload.modes import TRAINING_MODES
 
 
 class _TrainingBenchmark(_CaseBenchmark):

@@ -232,7 +232,7 @@ def suite_runner(target: Target, options: Options, regex: str) -> Callable[[list
     selects (the bisect's, or a re-run's series and controls). The Python is checked and the
     machine registered once, before the first run, not once per step (each costs a torch
     import: ~5 s on the GPU runner)."""
-    from benchmarks.harness.grids import GRID_ENV, GRIDS
+    from workload.grids import GRID_ENV, GRIDS
 
     grid = options.grid or grid_of(target.params) or os.environ.get(GRID_ENV, "default")
     prepared = []
@@ -264,7 +264,7 @@ def grid_of(params: str) -> str | None:
     if case is None:
         return None
     key = case.strip("'\"")
-    from benchmarks.harness.grids import GRIDS, grid
+    from workload.grids import GRIDS, grid
 
     for name in GRIDS:
         if any(c.key == key for cases in grid(name).values() for c in cases):

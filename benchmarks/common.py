@@ -23,7 +23,7 @@ A new Case benchmark class (bench_ops.py's, or a training-mode one) subclasses _
 sets `op`, `params` (and `param_names` beyond case and impl) and, where its call is not the
 forward one, overrides the hooks `prepared_call` and `result_problem` and, where its call is
 measured differently, `latency_samples`, `peak_memory` and `kernels_per_call` (bench_training.py).
-A parameter named `mode` (harness.modes) is the one option this pass reads itself: it decides
+A parameter named `mode` (workload.modes) is the one option this pass reads itself: it decides
 what may run (`unavailable_reason`), the CPU size limit, and whether autograd records.
 
 The pass itself is _MeasuredBenchmark's; _CaseBenchmark adds the cold-L2 metrics above. A class
@@ -41,14 +41,16 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.harness import cost, first_calls, implementations, modes, runner_state, timing  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
+from benchmarks.harness import first_calls, implementations, runner_state, timing  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
+
+from workload import cost, modes
 from benchmarks import skip_reasons
-from benchmarks.harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV, grid
+from workload.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV, grid
 from benchmarks.harness.references import mismatch, reference
 from asv_results.safe_read import read_json
 from benchmarks.harness.tensors import make_inputs, torch_dtype
 from benchmarks.harness.tolerances import tolerance
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 
 # Largest case the CPU smoke run attempts; the default grid's big shapes skip on a CPU.
 CPU_MAX_FLOPS = 2e9

@@ -28,11 +28,11 @@ from pathlib import Path
 import torch
 
 from benchmarks.harness import fp8, implementations, timing  # modules, not names: asv takes any time_*/track_* name in the suite for a benchmark
-from benchmarks.harness.cost import Ceilings, floor_seconds, matmul_tflops, roof_dtype
+from workload.cost import Ceilings, floor_seconds, matmul_tflops, roof_dtype
 from benchmarks.harness.references import mismatch, reference, rel_error
 from benchmarks.harness.tensors import make_inputs, torch_dtype
 from benchmarks.harness.tolerances import tolerance
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 
 # bf16 first: what only the GPU can check; then the FP8 forms, never yet run natively
 DTYPES = ("bf16", "fp8", "w8a16", "fp8_tensor", "fp16", "fp32")

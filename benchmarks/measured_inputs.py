@@ -26,8 +26,8 @@ from pathlib import Path
 
 from benchmarks.harness import first_calls
 from benchmarks.harness.implementations import COMPILE, COMPILE_MAX_AUTOTUNE
-from benchmarks.harness.modes import FORWARD
-from benchmarks.harness.workloads import Case
+from workload.modes import FORWARD
+from workload.case import Case
 from benchmarks.suite_cost import INPUTS, _gemm_shapes, value
 
 SETUP_LINE = re.compile(r"^measured: (.*)$", re.M)

@@ -23,13 +23,14 @@ from pathlib import Path
 import torch
 
 from benchmarks.checkout import uncommitted_code_changes
-from benchmarks.harness import cost, implementations
+from benchmarks.harness import implementations
+from workload import cost
 from benchmarks.harness.environment import machine_identity
-from benchmarks.harness.grids import GRID_ENV, GRIDS, grid
+from workload.grids import GRID_ENV, GRIDS, grid
 from benchmarks.harness.ops import OPS
 from benchmarks.harness.profiling import ProfileSummary, profile_call
 from benchmarks.harness.tensors import make_inputs
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 
 OP_ALIASES = {**{spec.short_name: op for op, spec in OPS.items() if spec.short_name}, **{op: op for op in OPS}}
 

@@ -47,8 +47,8 @@ from benchmarks.checkout import uncommitted_code_changes
 from benchmarks import skip_reasons
 from benchmarks.harness import runner_state
 from asv_results.companion_files import move_old_companions
-from benchmarks.harness.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV
-from benchmarks.harness.kernel_configs import ARCH_ENV, arch_of_machine
+from workload.grids import BENCH_ENV, GRID_ENV, GRIDS, OUTCOMES_ENV
+from workload.kernel_configs import ARCH_ENV, arch_of_machine
 from asv_results.safe_read import parse_json, read_json, read_json_text
 
 REPO = Path(__file__).resolve().parents[1]

@@ -5,7 +5,7 @@
 
 The counts come from the suite itself: every timing class's params (bench_*.py, bench_compile
 left out: static metrics are recorded on their own machine) and the grids' rules for where each
-implementation runs (harness/grids.py `left_out`), so a new class, case or implementation
+implementation runs (workload/grids.py `left_out`), so a new class, case or implementation
 updates the model; whether a grid fits is the GPU session's question (benchmarks.session_cost:
 the quick stage under its cap, each part of the default grid within 80 % of a call, cold caches).
 One asv run (discovery and the forkserver each import torch), a fork per process, and one
@@ -30,7 +30,7 @@ import pkgutil
 import sys
 from dataclasses import dataclass, field
 
-from benchmarks.harness import device_specs, fp8_dtypes
+from workload import device_specs, fp8_dtypes
 
 # (value, source). H200 numbers are from the runner measurements in docs/design.md.
 INPUTS = {
@@ -129,7 +129,7 @@ PARTS = ("asv", "measuring", "torch.compile", "max-autotune", "Triton compile", 
 def _grid_selected(grid: str):
     """$FUSED_MLP_GRID = grid while the model reads the suite (the asv classes' params and the
     implementations' grid rules follow it), then as it was, with the suite's modules re-read."""
-    from benchmarks.harness.grids import GRID_ENV
+    from workload.grids import GRID_ENV
 
     before = os.environ.get(GRID_ENV)
     os.environ[GRID_ENV] = grid
@@ -219,7 +219,7 @@ def _offered_configs() -> dict[tuple[str, str], int]:
 
 
 def _call_seconds(case) -> float:
-    from benchmarks.harness import cost as workload_cost
+    from workload import cost as workload_cost
 
     flops = workload_cost.flops(case)
     roof = value("tflops")[workload_cost.roof_dtype(case)]  # W8A8 on the FP8 roof, W8A16 on bf16's
@@ -281,7 +281,7 @@ def _measured_seconds(cls, case, training: bool, mode: str | None, first_in_proc
     """One measuring pass without compiles and autotuning: the float64 reference, warm-up and
     samples with the L2 flush, peak memory, the profiler (twice for a backward's kernels); CUDA's
     and the profiler's start for the first pass of a process (one per case: common._CaseBenchmark)."""
-    from benchmarks.harness import cost as workload_cost
+    from workload import cost as workload_cost
 
     calls = value("training_calls") if training else 1.0
     call = calls * _call_seconds(case)
@@ -323,8 +323,8 @@ def model(grid: str, warm: bool, only=None, session: "_Session | None" = None) -
 def _model(grid: str, only, session: "_Session") -> dict[str, Cost]:
     from benchmarks.common import _CaseBenchmark
     from benchmarks.harness import implementations
-    from benchmarks.harness.modes import FORWARD
-    from benchmarks.harness.workloads import Case
+    from workload.modes import FORWARD
+    from workload.case import Case
 
     offered = _offered_configs()
     per_class = {"asv run": Cost(asv_runs=1)}  # one asv run for the grid, as benchmarks.run makes it
@@ -368,7 +368,7 @@ def _first_call(session: "_Session", c: Cost, case, impl: str, training: bool, o
     do not hold it already: torch.compile's graphs, max-autotune's GEMM shapes, the Triton
     autotuners (Liger's, fused_mlp's forward and, training, backward kernels)."""
     from benchmarks.harness import implementations
-    from benchmarks.harness.fp8_dtypes import SCALED_MM_COMPILE
+    from workload.fp8_dtypes import SCALED_MM_COMPILE
 
     call = _call_seconds(case)
     graph = "training" if training else "inference"  # backward and full modes share one graph
@@ -399,7 +399,7 @@ def profile_pass(grid: str, session: "_Session") -> Cost:
     fresh torch.compile per case (profile_case resets Dynamo) from the caches the runs left; the
     grid's own rules (grids.left_out) say what runs, as benchmarks.profile applies them."""
     from benchmarks.harness import implementations
-    from benchmarks.harness.grids import grid as grid_cases
+    from workload.grids import grid as grid_cases
 
     with _grid_selected(grid):
         offered = _offered_configs()
@@ -454,7 +454,7 @@ def main(argv=None) -> int:
     parser.add_argument("--caches", choices=("cold", "warm", "both"), default="both")
     parser.add_argument("--device", choices=sorted(device_specs.SPECS), default="H200",
                         help="model the GPU work on this device: the H200's measured ceilings at the same fraction "
-                             "of this device's datasheet peaks (harness/device_specs.py)")
+                             "of this device's datasheet peaks (workload/device_specs.py)")
     args = parser.parse_args(argv)
     if args.device != "H200":
         on_device(args.device)

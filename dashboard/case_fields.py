@@ -9,9 +9,9 @@ from functools import lru_cache
 
 import pandas as pd
 
-from benchmarks.harness import cost
-from benchmarks.harness.ops import spec_of
-from benchmarks.harness.workloads import Case
+from workload import cost
+from workload.ops import spec_of
+from workload.case import Case
 
 from dashboard.metrics import CASE_FIELDS, FORWARD, stored_metric_of
 

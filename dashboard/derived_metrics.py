@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from benchmarks.harness import cost
-from benchmarks.harness.workloads import Case
+from workload import cost
+from workload.case import Case
 
 from dashboard.device_ceilings import ceilings_of
 from dashboard.metrics import FORWARD, METRICS, STORED_METRICS

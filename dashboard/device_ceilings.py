@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from benchmarks.harness import cost
+from workload import cost
 
 from asv_results.data import STATUS_OK
 

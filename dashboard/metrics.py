@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from benchmarks.harness.modes import FORWARD, MODES  # FORWARD: a benchmark without a mode parameter
+from workload.modes import FORWARD, MODES  # FORWARD: a benchmark without a mode parameter
 
 FUSED = "fused"
 

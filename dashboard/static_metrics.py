@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from benchmarks.harness.kernel_configs import arch_of_machine
+from workload.kernel_configs import arch_of_machine
 
 BENCHMARK_PREFIX = "bench_compile.KernelResources."
 

@@ -1,5 +1,5 @@
 """Numbers as the gate's reports print them: values and changes exactly as the pages show them
-(dashboard.units: "196 µs", "2.15 GB", "+25.8%"; asv's placeholder unit "unit" never printed),
+(asv_results.units: "196 µs", "2.15 GB", "+25.8%"; asv's placeholder unit "unit" never printed),
 p-values with sensible precision.
 """
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from dashboard.units import format_change, format_value  # noqa: F401 (the one definition; re-exported)
+from asv_results.units import format_change, format_value  # noqa: F401 (the one definition; re-exported)
 
 P_FLOOR = 1e-6  # below this a p-value from a handful of points or samples says only "tiny"
 

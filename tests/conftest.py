@@ -41,7 +41,7 @@ def suite_module_on_grid():
     """A benchmarks module as asv imports it for a grid (bench_hot and bench_training read
     $FUSED_MLP_GRID at import, into their classes' params); afterwards each module reloaded under
     the session's own environment, so no later test in this worker sees another grid's classes."""
-    from benchmarks.harness.grids import GRID_ENV
+    from workload.grids import GRID_ENV
 
     was = os.environ.get(GRID_ENV)
     reloaded = []

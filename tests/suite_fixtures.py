@@ -19,10 +19,12 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks.harness import cost, fp8, implementations
-from benchmarks.harness.grids import benchmarked_ops, grid
+from benchmarks.harness import fp8, implementations
+
+from workload import cost
+from workload.grids import benchmarked_ops, grid
 from benchmarks.harness.ops import OPS
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 
 from dashboard.synthetic.suite_history import (  # noqa: F401 (re-exported for the tests)
     COPY_BENCHMARK, COPY_BYTES, FIXTURE_IMPLS, IDENTITY, IMPL_FACTOR, KERNELS, MATMUL_BENCHMARK, MATMUL_N, METRIC_UNITS,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from asv import util as asv_util
 
-from benchmarks.harness.grids import OUTCOMES_ENV
+from workload.grids import OUTCOMES_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
 MACHINE = "ci-cpu"

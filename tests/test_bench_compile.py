@@ -11,13 +11,13 @@ from types import SimpleNamespace
 import pytest
 
 from benchmarks import bench_compile
-from benchmarks.harness import kernel_configs
+from workload import kernel_configs
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_import_reads_no_library_and_params_are_the_fixed_list():
-    code = ("import sys, benchmarks.bench_compile as b, benchmarks.harness.kernel_configs as k; "
+    code = ("import sys, benchmarks.bench_compile as b, workload.kernel_configs as k; "
             "assert 'fused_mlp' not in sys.modules, 'fused_mlp imported'; "
             "assert b.KernelResources.params == [list(k.KERNEL_CONFIGS), list(k.DTYPES)]; print('ok')")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
@@ -31,7 +31,7 @@ def test_the_tiny_grid_lists_linear_act_in_bf16():
 
 
 def test_head_offers_no_config_the_list_lacks():
-    """A new kernel config (backward, FP8, ...) needs its entry in harness/kernel_configs.py."""
+    """A new kernel config (backward, FP8, ...) needs its entry in workload/kernel_configs.py."""
     assert bench_compile.missing_configs() == []
 
 

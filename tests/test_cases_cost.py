@@ -2,9 +2,9 @@
 
 import pytest
 
-from benchmarks.harness.cost import Ceilings, arithmetic_intensity, flops, floor_seconds, min_bytes
+from workload.cost import Ceilings, arithmetic_intensity, flops, floor_seconds, min_bytes
 from benchmarks.harness.ops import output_features
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 
 H200 = Ceilings(copy_gbps=4270.0, matmul_tflops={"bf16": 680.0, "fp16": 680.0, "fp32": 50.0})
 

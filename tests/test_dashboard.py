@@ -18,9 +18,9 @@ from dashboard.model import ResultsStore
 from dashboard.pages import discover_pages, overview, regressions as inbox_page, roofline, trends, compare
 from regressions import find_changes
 from dashboard.urlstate import Query, encode_query
-from benchmarks.harness import cost
-from benchmarks.harness.grids import grid
-from benchmarks.harness.workloads import Case
+from workload import cost
+from workload.grids import grid
+from workload.case import Case
 from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, SECOND_MACHINE, SYNTH_CEILINGS, write_dashboard_fixture
 from tests.suite_run import run_tiny_suite
 
@@ -480,7 +480,7 @@ def test_the_dashboards_table_holds_what_load_results_reads(fx, data, main_run):
 
 
 def test_values_are_shown_in_one_scaled_unit():
-    from dashboard.units import display_unit, format_value
+    from asv_results.units import display_unit, format_value
 
     assert display_unit("seconds", [135e-6, 140e-6, 2e-3]).symbol == "µs"  # the median decides
     assert display_unit("seconds", [135e-6])(135e-6) == pytest.approx(135)
@@ -682,7 +682,7 @@ def test_a_findings_numbers_sit_in_right_aligned_columns_and_its_evidence_in_sma
     (numbers,) = [c for c in item.children if getattr(c, "className", "") == "finding-numbers"]
     cells = [c for c in numbers.children if "num" in (getattr(c, "className", "") or "").split()]
     (f,) = [f for f in findings if fx.regressed[0] in f.params]
-    from dashboard.units import format_value
+    from asv_results.units import format_value
 
     assert [texts(c) for c in cells[:3]] == [format_value(f.before, f.unit), format_value(f.after, f.unit),
                                              f"{f.relative_change:+.1%}"]

@@ -9,8 +9,8 @@ from dashboard.load_data import build_data
 from dashboard.model import ResultsStore
 from dashboard.pages import discover_pages, machines
 from dashboard.urlstate import Query
-from benchmarks.harness import cost
-from benchmarks.harness.workloads import Case
+from workload import cost
+from workload.case import Case
 from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, SECOND_ENV, SECOND_MACHINE, write_dashboard_fixture
 from tests.test_dashboard import _walk, texts
 

@@ -15,7 +15,7 @@ from dashboard.app import create_app
 from dashboard.pages import profile as profile_page
 from dashboard.urlstate import Query
 from benchmarks import profile as profile_cli
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 
 from tests.browser_support import IN_CI, MISSING, browser_on, figure_value, poll, severe_logs
 from tests.suite_fixtures import write_dashboard_fixture

@@ -243,7 +243,7 @@ def test_a_file_cut_anywhere_is_reported_as_truncated(tmp_path):
 
 def test_the_gate_and_the_regressions_page_print_one_change_alike(tmp_path, capsys):
     """The same change read "123μs -> 160μs +30.1%" in the gate and "123 µs → 160 µs (+30.1%"
-    on the Regressions page: one format_value, one format_change (dashboard.units)."""
+    on the Regressions page: one format_value, one format_change (asv_results.units)."""
     import re
 
     from dashboard.model import ResultsStore

@@ -7,7 +7,7 @@ from torch import nn
 from benchmarks.harness import implementations
 from benchmarks.harness.references import assert_close
 from benchmarks.harness.tensors import make_inputs, torch_dtype
-from benchmarks.harness.workloads import ACTIVATIONS, DTYPES, Case
+from workload.case import ACTIVATIONS, DTYPES, Case
 from fused_mlp import FusedGatedMLP, FusedLinear, FusedMLP, FusedNarrowMLP
 
 from unfused_modules import LlamaStyleMLP, SeedGeGLU

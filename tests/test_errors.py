@@ -5,7 +5,7 @@ import torch
 
 import fused_mlp
 from benchmarks.harness.ops import spec_of
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 from fused_mlp import FusedNarrowMLP
 
 

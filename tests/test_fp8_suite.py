@@ -8,13 +8,14 @@ import pytest
 import torch
 
 from benchmarks import bench_ops
-from benchmarks.harness import cost, fp8, grids, implementations
-from benchmarks.harness.cost import Ceilings
+from benchmarks.harness import fp8, implementations
+from workload import cost, grids
+from workload.cost import Ceilings
 from benchmarks.harness.ops import spec_of
 from benchmarks.harness.references import mismatch, reference
 from benchmarks.harness.tensors import make_inputs, torch_dtype
 from benchmarks.harness.tolerances import tolerance
-from benchmarks.harness.workloads import DTYPES, Case
+from workload.case import DTYPES, Case
 
 
 def test_the_grids_hold_both_forms_and_full_adds_per_tensor_scales():

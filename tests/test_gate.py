@@ -96,7 +96,7 @@ def test_values_print_in_their_unit_never_the_word_unit(value, unit, text):
 
 def test_the_gate_prints_numbers_with_the_pages_one_definition():
     """Once the gate printed asv's "123μs" and the pages "123 µs": one format_value, one format_change."""
-    from dashboard import units
+    from asv_results import units
 
     assert format_value is units.format_value and format_change is units.format_change
     assert [format_change(r) for r in (0.2581, -0.031, float("nan"), None)] == ["+25.8%", "-3.1%", "–", "–"]

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from benchmarks import gpu_check
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 
 ROOT = Path(__file__).resolve().parents[1]
 

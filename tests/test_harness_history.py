@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.harness.grids import training_grid
+from workload.grids import training_grid
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ from torch._inductor import config
 
 from benchmarks import bench_ops
 from benchmarks.harness import implementations, inductor
-from benchmarks.harness.grids import grid
+from workload.grids import grid
 from benchmarks.harness.tensors import make_inputs
 
 

@@ -156,7 +156,7 @@ def test_a_grid_s_classes_time_its_decode_cases_fused_and_eager(bench_hot_on):
 
 
 def test_the_smoke_grid_lists_every_op_and_skips_each_combination_with_the_reason(bench_hot_on, tmp_path):
-    from benchmarks.harness.grids import grid
+    from workload.grids import grid
 
     bench_hot = bench_hot_on("tiny")
     assert bench_hot.HOT_CLASSES == ["LinearActHot", "GatedMLPHot", "NarrowMLPHot"]

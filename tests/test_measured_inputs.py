@@ -8,8 +8,8 @@ import pytest
 
 from benchmarks import measured_inputs, run
 from benchmarks.harness import first_calls
-from benchmarks.harness.grids import GRID_ENV
-from benchmarks.harness.workloads import Case
+from workload.grids import GRID_ENV
+from workload.case import Case
 
 LINEAR = Case("linear_act", 8192, 4096, 14336, "bf16", "gelu_tanh", bias=True).key
 

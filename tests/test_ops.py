@@ -8,7 +8,7 @@ from benchmarks.harness import implementations
 from benchmarks.harness.ops import OPS, output_features
 from benchmarks.harness.references import assert_close, reference
 from benchmarks.harness.tensors import make_inputs, torch_dtype
-from benchmarks.harness.workloads import DTYPES, Case
+from workload.case import DTYPES, Case
 
 ACTS = list(fused_mlp.ACTIVATIONS)
 DTYPE_NAMES = list(DTYPES)

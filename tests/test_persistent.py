@@ -9,7 +9,7 @@ import fused_mlp
 from benchmarks.harness.ops import OPS
 from benchmarks.harness.references import assert_close
 from benchmarks.harness.tensors import make_inputs
-from benchmarks.harness.workloads import DTYPES, Case
+from workload.case import DTYPES, Case
 from fused_mlp.ops._gemm_launch import force_config, tma_ok
 from fused_mlp.ops._tuning import INTERPRETER_CONFIGS, _gemm_config, _persistent
 from tests.test_ops import run_case

@@ -10,7 +10,7 @@ import torch
 from benchmarks import profile as profile_cli
 from benchmarks.harness import implementations
 from benchmarks.harness.profiling import ProfileSummary, profile_call
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 
 from unfused_modules import SeedGeGLU
 
@@ -83,7 +83,7 @@ def test_a_pass_over_a_grid_runs_under_that_grid_s_rules_and_records_each_impl_s
     """The pass over quick ran under the default grid's rules ($FUSED_MLP_GRID unset), so it
     autotuned max-autotune on quick's cases, which the quick grid leaves out; and the GPU
     session's model reads how long each profiled implementation took."""
-    from benchmarks.harness.grids import GRID_ENV, current_grid
+    from workload.grids import GRID_ENV, current_grid
 
     repo = tmp_path / "repo"
     repo.mkdir()

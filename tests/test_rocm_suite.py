@@ -6,9 +6,11 @@ import types
 import pytest
 import torch
 
-from benchmarks.harness import amd_state, device_specs, fp8, implementations, runner_state
+from benchmarks.harness import amd_state, fp8, implementations, runner_state
+
+from workload import device_specs
 from benchmarks.harness.ops import linear_act as linear_act_peers
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 from tests.test_runner_state import fake_nvml
 
 

@@ -179,7 +179,7 @@ def test_run_asv_keeps_the_reasons_the_benchmarks_filed(tmp_path, monkeypatch):
     """The benchmark processes file into $FUSED_MLP_OUTCOMES; benchmarks.run merges it into
     results/reasons/<machine>/<commit>.json (benchmarks/skip_reasons.py)."""
     from benchmarks import skip_reasons
-    from benchmarks.harness.grids import BENCH_ENV, OUTCOMES_ENV
+    from workload.grids import BENCH_ENV, OUTCOMES_ENV
 
     config = tmp_path / "asv.conf.json"
     config.write_text('{"version": 1, "results_dir": "results"}')
@@ -260,7 +260,7 @@ def test_a_tiny_grid_listing_merged_into_the_committed_one_keeps_every_compile_s
     """asv lists every benchmark it discovers with the current grid's params, so keeping only the
     benchmarks a run did not list kept nothing: after one tiny run `asv publish` graphed 16 of the
     committed compile history's 91 series. Merged per parameter value, all still show."""
-    from benchmarks.harness import kernel_configs
+    from workload import kernel_configs
 
     committed = json.loads((ROOT / "results" / "benchmarks.json").read_text())
     tiny = {}

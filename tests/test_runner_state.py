@@ -161,7 +161,7 @@ def _violating_nvml():
 
 def _pass_classes(counter):
     from benchmarks import common
-    from benchmarks.harness.grids import grid
+    from workload.grids import grid
 
     key = grid("tiny")["linear_act"][0].key
 
@@ -212,7 +212,7 @@ def test_each_measuring_pass_is_tied_to_its_own_snapshots(tmp_path, monkeypatch)
 
 def test_a_pass_records_nothing_without_the_folder_and_nothing_for_a_skip(tmp_path, monkeypatch):
     from benchmarks import common
-    from benchmarks.harness.grids import grid
+    from workload.grids import grid
 
     monkeypatch.setattr(runner_state, "load_nvml", lambda: pytest.fail("NVML asked outside benchmarks.run"))
     monkeypatch.delenv(runner_state.BENCHMARKS_ENV, raising=False)

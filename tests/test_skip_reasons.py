@@ -6,7 +6,7 @@ import json
 import pytest
 
 from benchmarks import bench_ops, common, skip_reasons
-from benchmarks.harness.grids import OUTCOMES_ENV, grid
+from workload.grids import OUTCOMES_ENV, grid
 
 KEY = grid("tiny")["linear_act"][0].key
 

@@ -9,9 +9,10 @@ import math
 import pytest
 
 from benchmarks import suite_cost
-from benchmarks.harness import grids, implementations
+from benchmarks.harness import implementations
+from workload import grids
 from benchmarks.harness.ops import OPS
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 
 GRIDS = ("quick", "default")
 

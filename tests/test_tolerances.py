@@ -9,7 +9,7 @@ import torch
 
 from benchmarks.harness.references import mismatch, rel_error
 from benchmarks.harness.tolerances import STORAGE, UNIT_ROUNDOFF, reduction_lengths, tolerance
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 
 GATED_BIG = Case("gated_mlp", 8192, 4096, 14336, "fp32", "silu")
 

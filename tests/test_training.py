@@ -10,11 +10,11 @@ import torch
 
 from benchmarks import bench_training, common
 from benchmarks.harness import fp8, implementations, liger, training
-from benchmarks.harness.grids import BENCH_ENV, grid, training_grid
+from workload.grids import BENCH_ENV, grid, training_grid
 from benchmarks.harness.ops import op_spec
 from benchmarks.harness.references import mismatch, reference
 from benchmarks.harness.tensors import make_inputs, torch_dtype
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 
 TINY = [case for cases in grid("tiny").values() for case in cases if not fp8.is_fp8(case.dtype)]  # FP8: inference only
 TORCH_SIDE = ("eager", "compile", "compile_max_autotune")

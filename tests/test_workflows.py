@@ -215,6 +215,6 @@ def test_blackwell_and_amd_runners_have_labels_and_a_compile_history_each():
     assert set(hosts) <= set(labels)
     compile_job = doc["jobs"]["compile-metrics"]
     assert compile_job["strategy"]["matrix"]["arch"] == ["sm_90", "sm_100", "sm_120", "gfx942", "gfx950"]
-    from benchmarks.harness.kernel_configs import COMPILE_ARCHS
+    from workload.kernel_configs import COMPILE_ARCHS
 
     assert tuple(compile_job["strategy"]["matrix"]["arch"]) == COMPILE_ARCHS

@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from benchmarks.harness import fp8  # noqa: E402
-from benchmarks.harness.grids import GRIDS  # noqa: E402
+from workload import fp8_cases  # noqa: E402
+from workload.grids import GRIDS  # noqa: E402
 from benchmarks.harness.ops import spec_of  # noqa: E402
 from benchmarks.harness.references import rel_error  # noqa: E402
 from benchmarks.harness.tensors import make_inputs  # noqa: E402
@@ -39,7 +40,7 @@ def cases_of(grid: str) -> list:
     """The grid's FP8 Cases, each W8A8 one followed by its per-tensor twin (deduplicated)."""
     out = []
     for op in fp8.FP8_OPS:
-        for case in fp8.cases(op, grid):
+        for case in fp8_cases.cases(op, grid):
             twins = [case] + ([dataclasses.replace(case, dtype="fp8_tensor")] if case.dtype == "fp8" else [])
             out += [c for c in twins if c not in out]
     return out

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import functools
 
-from benchmarks.harness.fp8_dtypes import FP8_DTYPES, SCALED_MM, SCALED_MM_COMPILE, form, is_fp8
+from benchmarks.harness.peer import Peer
+from workload.fp8_dtypes import FP8_DTYPES, SCALED_MM, SCALED_MM_COMPILE, form, is_fp8
 
 
 def _scales_2d(x_scale, w_scale, M: int, N: int):
@@ -102,8 +103,6 @@ def scaled_mm_unavailable(case, device: str) -> str | None:
 
 def peers(op: str) -> dict:
     """The op's FP8 peers (ops/<op>.py `peers`): torch._scaled_mm and its torch.compile."""
-    from benchmarks.harness.ops._spec import Peer  # the record type only
-
     def call(compiled: bool):
         def run(**inputs):
             fn = compiled_scaled_mm(op) if compiled else functools.partial(scaled_mm, op)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from benchmarks.harness.fp8_dtypes import SCALE_NAMES, WEIGHT_NAMES, form, granularity
+from workload.fp8_dtypes import SCALE_NAMES, WEIGHT_NAMES, form, granularity
 
 E4M3 = torch.float8_e4m3fn
 E4M3_LARGEST = float(torch.finfo(E4M3).max)  # 448

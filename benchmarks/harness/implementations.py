@@ -22,13 +22,15 @@ import dataclasses
 import functools
 from collections.abc import Callable
 
-from benchmarks.harness import fp8, grids, inductor, modes
-from benchmarks.harness.library import interpreter_requested, library
-from benchmarks.harness.modes import FORWARD
-from benchmarks.harness.ops import OPS, op_spec, spec_of
-from benchmarks.harness.workloads import Case
+from benchmarks.harness import fp8, inductor
 
-FUSED, EAGER, COMPILE, COMPILE_MAX_AUTOTUNE = "fused", "eager", "compile", "compile_max_autotune"
+from workload import grids, modes
+from benchmarks.harness.library import interpreter_requested, library
+from workload.modes import FORWARD
+from benchmarks.harness.ops import OPS, op_spec, spec_of
+from workload.ops import COMPILE, COMPILE_MAX_AUTOTUNE, EAGER, FUSED, implementation_names
+from workload.case import Case
+
 # torch.compile's modes, by implementation name. No CUDA graphs: the suite times single calls
 # with their launch overhead, as every other implementation is timed.
 COMPILE_MODES = {COMPILE: None, COMPILE_MAX_AUTOTUNE: inductor.MAX_AUTOTUNE_MODE}
@@ -36,7 +38,7 @@ COMPILE_MODES = {COMPILE: None, COMPILE_MAX_AUTOTUNE: inductor.MAX_AUTOTUNE_MODE
 
 def names(op: str) -> list[str]:
     """The implementations of `op`, fused first."""
-    return [FUSED, EAGER, COMPILE, COMPILE_MAX_AUTOTUNE, *op_spec(op).peers]
+    return implementation_names(op)
 
 
 def check_name(op: str, name: str) -> None:

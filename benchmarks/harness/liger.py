@@ -34,7 +34,7 @@ import importlib
 from importlib import metadata
 
 from benchmarks.harness.library import interpreter_requested
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 
 PACKAGE = "liger-kernel"
 # The activation each Liger elementwise function implements (Liger's GeGLU is tanh-GELU only).

@@ -12,8 +12,8 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from benchmarks.harness import fp8_dtypes
-from benchmarks.harness.workloads import Case
+from workload import fp8_dtypes
+from workload.case import Case
 
 TORCH_DTYPES: dict[str, torch.dtype] = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 

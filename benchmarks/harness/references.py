@@ -11,7 +11,7 @@ import torch
 
 from benchmarks.harness import fp8
 from benchmarks.harness.ops import spec_of
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 
 # Relative error ||out - ref|| / ||ref||, per dtype: about a few units of rounding of the output
 # dtype (fp32 with IEEE dot; fp16 2^-11; bf16 2^-8).

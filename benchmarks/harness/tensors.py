@@ -8,11 +8,11 @@ import dataclasses
 import torch
 
 
-from benchmarks.harness.fp8_dtypes import is_fp8
+from workload.fp8_dtypes import is_fp8
 from benchmarks.harness.fp8_quantize import quantize_inputs
 from benchmarks.harness.numerics import ACTIVATION_FNS, TORCH_DTYPES, F, activation_fn, f64, rounded, torch_dtype
 from benchmarks.harness.ops import RandomTensor, spec_of
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 
 __all__ = ["ACTIVATION_FNS", "F", "TORCH_DTYPES", "activation_fn", "f64", "make_inputs", "rounded", "torch_dtype"]
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import torch
 
-from benchmarks.harness.cost import Ceilings, copy_gbps, matmul_tflops
+from workload.cost import Ceilings, copy_gbps, matmul_tflops
 from benchmarks.harness.tensors import TORCH_DTYPES
 
 # Bigger than any GPU's L2 (H100/H200: 50 MB), so zeroing it evicts everything the timed call

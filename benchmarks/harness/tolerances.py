@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import math
 
-from benchmarks.harness import fp8_dtypes
+from workload import fp8_dtypes
 from benchmarks.harness.ops import output_features, spec_of
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 
 UNIT_ROUNDOFF = {"fp32": 2.0**-24, "fp16": 2.0**-11, "bf16": 2.0**-8}
 STORAGE = {"fp32": 1e-6, "fp16": 1e-3, "bf16": 1e-2}

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 import torch
 
-from benchmarks.harness.modes import BACKWARD, FORWARD, FULL, MODES, TRAINING_MODES, check_mode  # noqa: F401 (re-exported)
+from workload.modes import BACKWARD, FORWARD, FULL, MODES, TRAINING_MODES, check_mode  # noqa: F401 (re-exported)
 from benchmarks.harness.ops import output_features, spec_of
 from benchmarks.harness.references import mismatch
 from benchmarks.harness.tensors import torch_dtype
 from benchmarks.harness.tolerances import gradient_tolerance
-from benchmarks.harness.workloads import Case
+from workload.case import Case
 
 # The same L2 flush as timing.latency_samples: bigger than any GPU's L2 (H200: 50 MB).
 _FLUSH_BYTES = 256 * 1024 * 1024

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from plotly.io.json import to_json_plotly
 from plotly.subplots import make_subplots
 
-from benchmarks.harness.grids import benchmarked_ops
+from workload.grids import benchmarked_ops
 
 from dashboard.figures.heatmap import build_speedup_panel_figure, color_span, speedup_legend_stops
 from dashboard.figures.profile import build_profile_figure, build_profile_history_figure

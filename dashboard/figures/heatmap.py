@@ -16,7 +16,7 @@ from plotly.colors import sample_colorscale
 
 from dashboard.figures.style import REGRESSION_COLOR
 from dashboard.facet_filters import sort_values_naturally
-from dashboard.units import format_value
+from asv_results.units import format_value
 
 # Red: fused slower than the best unfused implementation; blue: faster; light grey: even. Light
 # enough at both ends for dark cell text.

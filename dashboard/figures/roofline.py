@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pandas as pd
 
-from benchmarks.harness import cost
-from benchmarks.harness.ops import OPS
+from workload import cost
+from workload.ops import OPS
 
 from dashboard.figures.style import build_empty_figure, impl_color, impl_sort_key, layout_dict
 from dashboard.figures.ticks import log_ticks

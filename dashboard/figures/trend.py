@@ -11,7 +11,7 @@ from dashboard.figures.style import (IMPL_COLORS, IMPROVEMENT_COLOR, LINE_PALETT
 from dashboard.figures.ticks import log_ticks
 from dashboard.facet_filters import sort_values_naturally
 from dashboard.metrics import METRICS
-from dashboard.units import display_unit, format_change
+from asv_results.units import display_unit, format_change
 
 # Where asv's stored value says a benchmark did not run; asv keeps no error message in its files.
 FAILED_HOVER = "failed: asv stored null (the benchmark raised an error or timed out; asv keeps no message)"

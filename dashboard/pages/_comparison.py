@@ -9,7 +9,7 @@ from dash.dash_table.Format import Format, Group, Scheme
 
 from dashboard import ab_compare
 from dashboard.widgets import BETTER_CELL, WORSE_CELL, dropdown, labelled, styled_datatable
-from dashboard.units import DisplayUnit
+from asv_results.units import DisplayUnit
 from dashboard.urlstate import Query, qid
 
 COMMITS = {"a": 1, "b": 0}  # URL key -> default offset from the newest commit

@@ -18,7 +18,7 @@ from dashboard.pages._comparison import (
     COMMITS, DEFAULT_FACTOR, comparison_columns, comparison_controls, comparison_datatable, summary_line,
 )
 from dashboard.pages._why_na import why_na_line
-from dashboard.units import display_unit, format_value, symbol_of
+from asv_results.units import display_unit, format_value, symbol_of
 from dashboard.urlstate import Query, qid
 
 ID = "gcompare"

@@ -33,7 +33,7 @@ from dashboard.run_view import Run
 from dashboard.na_reasons import reason_column
 from dashboard.pages._commit_info import commit_info
 from dashboard.run_marks import marks_of_run
-from dashboard.units import symbol_of
+from asv_results.units import symbol_of
 from dashboard.urlstate import PARAM_PREFIX, QUERY_TYPE, SHELL, Query, qid
 
 ID = "series"

@@ -20,7 +20,7 @@ from dashboard.pages._comparison import (
     COMMITS, DEFAULT_FACTOR, comparison_columns, comparison_controls, comparison_datatable, summary_line,
 )
 from dashboard.pages._why_na import why_na_line
-from dashboard.units import DisplayUnit, display_unit
+from asv_results.units import DisplayUnit, display_unit
 from dashboard.urlstate import Query, qid
 
 ID = "compare"

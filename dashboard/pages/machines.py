@@ -19,7 +19,7 @@ from dashboard.dashboard_data import SUITE, DashboardData
 from dashboard.model import ResultsStore
 from dashboard.run_view import Run
 from dashboard.pages import Page
-from dashboard.units import display_unit
+from asv_results.units import display_unit
 from dashboard.urlstate import Query, qid
 
 ID = "machines"

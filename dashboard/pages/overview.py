@@ -26,7 +26,7 @@ from dashboard.dashboard_data import STATIC, SUITE, DashboardData
 from dashboard.model import ResultsStore
 from dashboard.pages import Page
 from dashboard.pages._why_na import why_na_line
-from dashboard.units import format_change, format_value
+from asv_results.units import format_change, format_value
 from dashboard.urlstate import SHELL, Query, link, qid
 
 ID = "overview"

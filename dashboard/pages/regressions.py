@@ -29,7 +29,7 @@ from regressions.gate_records import machine_record
 from dashboard.model import ResultsStore
 from dashboard.pages import Page
 from regressions.formatting import format_p
-from dashboard.units import format_change, format_value  # the pages' one number and change format
+from asv_results.units import format_change, format_value  # the pages' one number and change format
 from dashboard.urlstate import SHELL, Query, link, qid
 
 ID = "regressions"

@@ -8,12 +8,12 @@ measurements. The tests (tests/suite_fixtures.py) and ``fused-mlp-dashboard --de
 
 from __future__ import annotations
 
-from benchmarks.harness import cost, fp8, implementations
-from benchmarks.harness.grids import benchmarked_ops, grid
-from benchmarks.harness.ops import OPS
-from benchmarks.harness.workloads import Case
-
 from dashboard.synthetic.asv_history import SeriesSpec
+from workload import cost
+from workload.case import Case
+from workload.fp8_dtypes import is_fp8
+from workload.grids import benchmarked_ops, grid
+from workload.ops import OPS, implementation_names
 
 METRIC_UNITS = {"track_latency": "seconds", "track_peak_memory": "bytes", "track_kernels_per_call": "kernels"}
 COPY_BENCHMARK = "bench_device.CopyCeiling.track_copy_seconds"
@@ -38,7 +38,7 @@ def benchmark_name(op: str, method: str) -> str:
 
 
 def _impls(op: str) -> list[str]:
-    return [i for i in implementations.names(op) if i in FIXTURE_IMPLS]
+    return [i for i in implementation_names(op) if i in FIXTURE_IMPLS]
 
 
 def case_series(cases: list[Case], *, ceilings: cost.Ceilings = SYNTH_CEILINGS, steps: dict | None = None,
@@ -82,4 +82,4 @@ def ceiling_series(ceilings: cost.Ceilings = SYNTH_CEILINGS) -> list[SeriesSpec]
 
 def all_cases(grid_name: str = "default") -> list[Case]:
     # the float dtypes only: these histories predate the FP8 ones (tests/test_fp8_suite.py has theirs)
-    return [c for op in benchmarked_ops() for c in grid(grid_name)[op] if not fp8.is_fp8(c.dtype)]
+    return [c for op in benchmarked_ops() for c in grid(grid_name)[op] if not is_fp8(c.dtype)]

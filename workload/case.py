@@ -3,7 +3,7 @@
 Grids, benchmarks, tests and the dashboard all speak in Cases. A Case has a stable text key
 (`case.key`, `Case.from_key`), so asv parameters and dashboard rows map back to Cases without
 anyone re-parsing shapes by hand. What a Case's op is (its inputs, cost and implementations) is
-described once, in `benchmarks.harness.ops`: a Case is plain data and imports no op; the op
+described once, in `workload.ops`: a Case is plain data and imports no op; the op
 registry looks a Case's spec up (`ops.spec_of(case)`, which also checks the Case against its
 op: a bias only where the op has one, widths exactly for layered ops).
 """

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import os
 
-from benchmarks.harness import fp8
-from benchmarks.harness.fp8_dtypes import SCALED_MM_COMPILE, is_fp8
-from benchmarks.harness.ops import OPS
-from benchmarks.harness.workloads import Case
+from workload import fp8_cases
+from workload.fp8_dtypes import SCALED_MM_COMPILE, is_fp8
+from workload.ops import OPS
+from workload.case import Case
 
 GRIDS = ("tiny", "quick", "default", "full")
 GRID_ENV = "FUSED_MLP_GRID"  # the grid an asv run uses (default: "default")
@@ -56,7 +56,7 @@ def _check(name: str) -> None:
 def grid(name: str) -> dict[str, list[Case]]:
     """The Cases of grid `name`, per benchmarked op."""
     _check(name)
-    return {op: OPS[op].cases(name) + fp8.cases(op, name) for op in benchmarked_ops()}  # + the FP8 dtypes'
+    return {op: OPS[op].cases(name) + fp8_cases.cases(op, name) for op in benchmarked_ops()}  # + the FP8 dtypes'
 
 
 def training_grid(name: str) -> dict[str, list[Case]]:
@@ -105,7 +105,7 @@ def _main_case(case: Case) -> bool:
 def _in_grid(case: Case, mode: str, name: str) -> bool:
     if mode != "forward":
         return case in OPS[case.op].training_cases(name)
-    return case in OPS[case.op].cases(name) or case in fp8.cases(case.op, name)
+    return case in OPS[case.op].cases(name) or case in fp8_cases.cases(case.op, name)
 
 
 def left_out(case: Case, impl: str, mode: str, name: str) -> str | None:

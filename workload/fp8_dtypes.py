@@ -4,7 +4,7 @@ they are and how they run."""
 
 from __future__ import annotations
 
-from benchmarks.harness.workloads import FP8_X_BYTES
+from workload.case import FP8_X_BYTES
 
 # dtype -> (form, granularity of the scales)
 FP8_DTYPES = {"fp8": ("w8a8", "row"), "fp8_tensor": ("w8a8", "tensor"), "w8a16": ("w8a16", "row")}
@@ -17,6 +17,7 @@ SCALE_BYTES = 4
 ROOF_DTYPE = {"fp8": "fp8", "fp8_tensor": "fp8", "w8a16": "bf16"}
 FP8_OPS = {"linear_act": "linear_act_fp8", "gated_mlp": "gated_mlp_fp8"}  # suite op -> fused_mlp function
 SCALED_MM, SCALED_MM_COMPILE = "scaled_mm", "scaled_mm_compile"
+FP8_PEERS = (SCALED_MM, SCALED_MM_COMPILE)  # the FP8 ops' peers (harness/fp8_peers.py)
 # What an FP8 Case is run by; every other implementation (cuBLASLt's bf16 epilogue, Liger,
 # max-autotune) has no FP8 form and skips.
 FP8_IMPLEMENTATIONS = ("fused", "eager", "compile", SCALED_MM, SCALED_MM_COMPILE)

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from benchmarks.harness import fp8_dtypes
-from benchmarks.harness.ops import RandomTensor, output_features, spec_of
-from benchmarks.harness.workloads import Case
+from workload import fp8_dtypes
+from workload.ops import RandomTensor, output_features, spec_of
+from workload.case import Case
 
 
 @dataclass(frozen=True)
