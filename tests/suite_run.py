@@ -13,6 +13,7 @@ from pathlib import Path
 
 from asv import util as asv_util
 
+from benchmarks import CHECKOUT_PACKAGES
 from workload.grids import OUTCOMES_ENV
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,10 +45,13 @@ def asv_env(tmp: Path, grid_name: str) -> dict:
 
 
 def asv_project(tmp: Path, extra_benchmark: str | None = None) -> Path:
-    """A copy of asv.conf.json whose repo is this checkout and whose outputs go under tmp."""
+    """A copy of asv.conf.json whose repo is this checkout and whose outputs go under tmp, with
+    a copy of the suite and of the layers it imports from its own checkout (benchmarks/__init__.py)."""
     conf = asv_util.load_json(ROOT / "asv.conf.json", js_comments=True)
     bench_dir = tmp / "benchmarks"
     shutil.copytree(ROOT / "benchmarks", bench_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    for layer in CHECKOUT_PACKAGES:  # beside the suite, as in a checkout: the suite imports them from there
+        shutil.copytree(ROOT / layer, tmp / layer, ignore=shutil.ignore_patterns("__pycache__"))
     # asv imports the config's plugins (its environment type) from the config's directory
     shutil.copytree(ROOT / "tools" / "asv_plugins", tmp / "tools" / "asv_plugins",
                     ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
