@@ -2,7 +2,7 @@
 
 Parsing JSON is the wall at scale (2,000 result files of 5,000 series each are ~1.7 GB of JSON;
 ``json.loads`` alone takes minutes on two cores). Each result file is parsed once, by the
-loader's own parser (``asv_results.data._parse_files``, with its checks), into flat numpy arrays
+loader's own parser (``asv_results.parallel_parse.parse_files``, with its checks), into flat numpy arrays
 that are stored as ``.npy`` segments beside a JSON manifest; a later start reads the manifest,
 memory-maps the segments and parses only the files whose name, size or mtime changed.
 
@@ -44,6 +44,7 @@ from asv_results import safe_read
 from asv_results.safe_read import inside
 from asv_results import cache_manifest, folder_lock, result_file, results_folder
 from asv_results import data as loader
+from asv_results.parallel_parse import parse_files
 from asv_results.cache_manifest import SEGMENT_NAME, CacheDamaged
 
 log = logging.getLogger(__name__)
@@ -402,7 +403,7 @@ class ResultsCache:
             entries.append(entry)
         note = ""
         for batch in _batches(todo):
-            parsed = loader._parse_files([(str(self.root / e.path), e.machine, str(self.root)) for e in batch],
+            parsed = parse_files([(str(self.root / e.path), e.machine, str(self.root)) for e in batch],
                                          self.jobs)
             segment = _segment_from_parsed(parsed, batch, layouts, len(segments), f"seg-{uuid.uuid4().hex[:12]}")
             del parsed

@@ -28,7 +28,6 @@ rows a view needs. Nothing is cached on disk and nothing is written into the res
 from __future__ import annotations
 
 import itertools
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,8 +38,8 @@ import numpy as np
 # modules; importers still take them from here.
 from asv_results.commit_order import commits_in_order as commit_order  # noqa: F401
 from asv_results.results_folder import ResultsDirError, SkippedFile, list_results, read_benchmarks  # noqa: F401
-from asv_results.result_file import STATS_KEYS, parse_chunk, parse_param_value
-from asv_results.worker_processes import available_cpus, stop_workers, parse_pool
+from asv_results.parallel_parse import parse_files
+from asv_results.result_file import STATS_KEYS, parse_param_value
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -58,9 +57,6 @@ FIXED_COLUMNS = (
 # SampleStore plus an integer SAMPLE_ROW column that indexes it.
 SAMPLES_LISTS, SAMPLES_COMPACT = "lists", "compact"
 SAMPLE_ROW = "sample_row"
-# Below this many bytes of result files a process pool costs more than it saves.
-PARALLEL_MIN_BYTES = 24 << 20
-FILES_PER_TASK = 8
 
 
 @dataclass
@@ -122,48 +118,6 @@ class SampleStore:
         it = iter(values)
         islice = itertools.islice
         return [None if n < 0 else list(islice(it, n)) for n in lengths.tolist()]
-
-
-def _parse_files(tasks: list[tuple[str, str, str]], jobs: int | None) -> list[dict]:
-    """Parse every file, in ``tasks`` order; in worker processes when it pays.
-
-    ``jobs``: parse processes (None: every available core when the files are large enough to
-    gain from it; 1: this process only). The pool is spawned, as forking a threaded web server
-    is unsafe. This process does not parse meanwhile: it must stay free to take the workers'
-    arrays off the pipe (a json.loads here holds the GIL for milliseconds and would stall
-    them). Any trouble with the pool (cannot start, a worker died) and the affected chunks are
-    parsed here instead.
-    """
-    if jobs is None:
-        size = 0
-        for path, _, _ in tasks:
-            try:
-                size += os.path.getsize(path)
-            except OSError:
-                pass
-        jobs = available_cpus() if size >= PARALLEL_MIN_BYTES else 1
-    jobs = max(1, min(int(jobs), len(tasks) // FILES_PER_TASK))
-    if jobs <= 1:
-        return parse_chunk(tasks)
-    chunks = [tasks[i:i + FILES_PER_TASK] for i in range(0, len(tasks), FILES_PER_TASK)]
-    try:
-        pool = parse_pool(jobs)
-        futures = [pool.submit(parse_chunk, chunk) for chunk in chunks]
-    except Exception:  # no processes here (sandbox, daemonic parent): one core it is
-        return parse_chunk(tasks)
-    parsed: list[dict] = []
-    try:
-        for chunk, future in zip(chunks, futures):
-            try:
-                parsed.extend(future.result())
-            except Exception:  # a worker died or could not start (BrokenProcessPool)
-                parsed.extend(parse_chunk(chunk))
-    except BaseException:  # SIGTERM or Ctrl-C during the load: the workers stop with it
-        stop_workers(pool)
-        raise
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
-    return parsed
 
 
 # --------------------------------------------------------------------------- all files -> one frame
@@ -340,7 +294,7 @@ def load_results(results_dir: str | Path, machine: str | None = None, *, samples
     report = LoadReport(skipped=bench_skipped + listing.skipped)
     machines = listing.machines
     tasks = [(str(root / f.relative), f.machine, str(root)) for f in listing.files]
-    parsed = _parse_files(tasks, jobs)
+    parsed = parse_files(tasks, jobs)
     files: list[dict] = []
     for item in parsed:
         if item["reason"] is not None:

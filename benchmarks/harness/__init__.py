@@ -4,13 +4,9 @@ asv runs HEAD's suite against each commit's library, so nothing here may rely on
 fused_mlp's public functions, and nothing here changes when the library does: the eager and
 torch.compile lines stay a fixed control.
 
-Torch-free (the dashboard and the gate import these without torch installed):
-    workloads   Case: the one description of a workload, with its stable text key
-    ops         what each op is: inputs, cost, grid cases (and, torch side, reference and eager code)
-    cost        flops, minimum bytes, device ceilings, the roofline floor
-    grids       the named grids of Cases the suite runs
-
-Torch side (imported by the suite, the tests and the CLIs):
+What a workload is (Case, each op's shapes and cost, the grids, the modes) is the torch-free
+vocabulary in workload/, which the dashboard reads too; here is the code that runs it:
+    ops              each op's code: float64 reference, eager code, its peers (peer.py) by name
     library          the fused_mlp under test, the one way in (and its compile check, fused_mlp.aot)
     tensors          random inputs for a Case; torch dtypes and activations
     references       float64 references' closeness check (tolerances per dtype)
