@@ -14,6 +14,13 @@ import triton
 import triton.language as tl
 
 
+# GELU's constants, shared by the functions and their gradients
+_SQRT_HALF = tl.constexpr(0.7071067811865476)  # 1 / sqrt(2)
+_INV_SQRT_2PI = tl.constexpr(0.3989422804014327)  # 1 / sqrt(2 pi)
+_GELU_TANH_K = tl.constexpr(0.7978845608028654)  # sqrt(2 / pi)
+_GELU_TANH_A = tl.constexpr(0.044715)
+
+
 @triton.jit
 def _identity(x):
     return x
@@ -27,16 +34,20 @@ def _relu(x):
 
 @triton.jit
 def _gelu_erf(x):
-    return 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
+    return 0.5 * x * (1.0 + tl.erf(x * _SQRT_HALF))
+
+
+@triton.jit
+def _tanh(u):
+    # tanh(u) = 2 * sigmoid(2u) - 1; written with exp so it needs no libdevice import, whose
+    # location differs between Triton versions.
+    return 2.0 / (1.0 + tl.exp(-2.0 * u)) - 1.0
 
 
 @triton.jit
 def _gelu_tanh(x):
-    # tanh(u) = 2 * sigmoid(2u) - 1; written with exp so it needs no libdevice import, whose
-    # location differs between Triton versions.
-    u = 0.7978845608028654 * (x + 0.044715 * x * x * x)
-    tanh_u = 2.0 / (1.0 + tl.exp(-2.0 * u)) - 1.0
-    return 0.5 * x * (1.0 + tanh_u)
+    u = _GELU_TANH_K * (x + _GELU_TANH_A * x * x * x)
+    return 0.5 * x * (1.0 + _tanh(u))
 
 
 @triton.jit
@@ -47,10 +58,6 @@ def _silu(x):
 # Gradients: (z, dy) -> dy * act'(z) on fp32 tiles, z being the pre-activation. They take dy
 # rather than returning act'(z) so that each can follow torch's own backward where it matters
 # (relu passes dy through at a NaN input, as torch's threshold_backward does).
-_SQRT_HALF = tl.constexpr(0.7071067811865476)  # 1 / sqrt(2)
-_INV_SQRT_2PI = tl.constexpr(0.3989422804014327)  # 1 / sqrt(2 pi)
-_GELU_TANH_K = tl.constexpr(0.7978845608028654)  # sqrt(2 / pi)
-_GELU_TANH_A = tl.constexpr(0.044715)
 
 
 @triton.jit
@@ -76,7 +83,7 @@ def _gelu_erf_grad(z, dy):
 def _gelu_tanh_grad(z, dy):
     # 0.5 z (1 + tanh u), u = k (z + a z^3): 0.5 (1 + tanh u) + 0.5 z (1 - tanh^2 u) k (1 + 3 a z^2)
     u = _GELU_TANH_K * (z + _GELU_TANH_A * z * z * z)
-    tanh_u = 2.0 / (1.0 + tl.exp(-2.0 * u)) - 1.0
+    tanh_u = _tanh(u)
     du = _GELU_TANH_K * (1.0 + 3.0 * _GELU_TANH_A * z * z)
     return dy * (0.5 * (1.0 + tanh_u) + 0.5 * z * (1.0 - tanh_u * tanh_u) * du)
 

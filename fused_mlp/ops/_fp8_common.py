@@ -18,7 +18,7 @@ from .. import _validate as v
 from .._arch import device_arch, w8a8_missing
 from .._triton_compat import INTERPRETER
 from ..quantize import FP8_DTYPE, check_scale
-from ._matmul_common import rows_view
+from ._matmul_common import dot_acc, rows_view
 from ._tuning import Exclusion, _gemm_config, _persistent, config_key, is_persistent
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_stages, num_warps). An e4m3 wgmma takes K in steps of 32 and a
@@ -133,6 +133,35 @@ def e4m3_bits_to(bits, DTYPE: tl.constexpr):
     value = half.to(tl.float32) * 256.0
     value = tl.where(magnitude == 0x7F, float("nan"), value)
     return value.to(DTYPE)
+
+
+@triton.jit
+def weight_tile(w, x, X_FP8: tl.constexpr):
+    """W's tile as the dot takes it: the e4m3 tile as loaded (W8A8), or its bytes up-cast to x's
+    dtype (W8A16)."""
+    if not X_FP8:
+        w = e4m3_bits_to(w, x.dtype)
+    return w
+
+
+@triton.jit
+def w8a8_dot(x, w, acc, BLOCK_K: tl.constexpr):
+    """acc + x @ w on e4m3 tiles. Hopper's e4m3 wgmma accumulates with fewer than fp32's bits:
+    promoted into the fp32 accumulator after every BLOCK_K products (torch._scaled_mm's
+    use_fast_accum=False)."""
+    return tl.dot(x, w, acc, max_num_imprecise_acc=BLOCK_K)
+
+
+@triton.jit
+def form_dot(x, w, acc, X_FP8: tl.constexpr, DOT_UPCAST: tl.constexpr, BLOCK_K: tl.constexpr):
+    """acc + x @ w for either form, w from weight_tile: W8A8's promoted e4m3 dot, or W8A16's
+    bf16/fp16 one through dot_acc (input precision None, tl.dot's default: it only matters for
+    fp32 operands, which the interpreter's upcast makes and computes exactly)."""
+    if X_FP8:
+        acc = w8a8_dot(x, w, acc, BLOCK_K)
+    else:
+        acc = dot_acc(x, w, acc, DOT_UPCAST, None)
+    return acc
 
 
 @triton.jit

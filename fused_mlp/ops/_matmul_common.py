@@ -74,10 +74,14 @@ def saved_rows(ptr, offs_m, M, layer, WIDTH: tl.constexpr):
     return ptr + (offs_m[:, None] + tl.full((), layer, tl.int64) * M) * WIDTH
 
 
+# The largest M bucket: every M past it (long prefills, training batches) shares one tuning.
+M_BUCKET_MAX = 16384
+
+
 def m_bucket(M: int) -> int:
-    """Autotune key for M: the next power of two (capped), so decode, prefill and training sizes
-    tune separately without re-tuning for every token count."""
-    return min(triton.next_power_of_2(max(M, 1)), 16384)
+    """Autotune key for M: the next power of two (capped at M_BUCKET_MAX), so decode, prefill and
+    training sizes tune separately without re-tuning for every token count."""
+    return min(triton.next_power_of_2(max(M, 1)), M_BUCKET_MAX)
 
 
 def check_activation_input(x, weights: dict):

@@ -107,8 +107,13 @@ def config_key(config: triton.Config) -> tuple:
     return (*tiles, config.num_warps, config.num_stages, *variant_flags(config.kwargs))
 
 
+# Row tiles per column sweep in the grouped tile order (see _matmul_common.grouped_tile):
+# Triton tutorial 03's value, in every GEMM config.
+GROUP_M = 8
+
+
 def _gemm_config(bm, bn, bk, stages, warps, **variant) -> triton.Config:
-    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8, **variant},
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M, **variant},
                          num_stages=stages, num_warps=warps)
 
 

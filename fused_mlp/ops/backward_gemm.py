@@ -31,7 +31,7 @@ from ._config_tables import (BACKWARD_EPILOGUES, BACKWARD_EXCLUDED, BACKWARD_TIL
                              ELEMENTWISE_TILES, PAIR_EXCLUDED, PAIR_TILES)
 from ._kernel_spec import EXAMPLE_DIM, EXAMPLE_HIDDEN, EXAMPLE_TOKENS, KernelSpec
 from ._matmul_common import dot_acc, grouped_tile, k_offsets, k_step, m_bucket, split_columns, to_storage
-from ._tuning import INTERPRETER_CONFIGS, device_pruner, gemm_shared_bytes
+from ._tuning import INTERPRETER_CONFIGS, _gemm_config, device_pruner, gemm_shared_bytes
 
 # Epilogues of _bwd_gemm_kernel (constexpr values)
 EPILOGUE_NONE: tl.constexpr = tl.constexpr(BACKWARD_EPILOGUES["none"])
@@ -46,8 +46,7 @@ _EXCLUDED, _PAIR_EXCLUDED, _ELEMENTWISE_EXCLUDED = BACKWARD_EXCLUDED, PAIR_EXCLU
 
 
 def backward_candidates(tiles=BACKWARD_TILES) -> list:
-    return [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": 8}, num_stages=s, num_warps=w)
-            for bm, bn, bk, s, w in tiles]
+    return [_gemm_config(*tile) for tile in tiles]
 
 
 def _bwd_configs(tiles=BACKWARD_TILES):

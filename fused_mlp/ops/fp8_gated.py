@@ -15,7 +15,7 @@ from ..quantize import FP8_DTYPE, check_scale, quantize_activations_fp8
 from . import _fp8_common as fp8
 from ._gemm_launch import launch, num_sms
 from ._kernel_spec import KernelSpec
-from ._matmul_common import k_step, m_bucket
+from ._matmul_common import k_step, m_bucket, to_storage
 from ._tile_loads import gated_tile_start, load_gated_k_tiles
 from ._tuning import Exclusion, device_pruner
 from .fp8_linear import linear_act_fp8
@@ -60,19 +60,9 @@ def _fp8_gated_kernel(
         BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M)
     for k0 in range(0, K, BLOCK_K):
         x, wg, wu = load_gated_k_tiles(x_ptrs, wg_ptrs, wu_ptrs, offs_m, offs_n, offs_k, M, N, K - k0)
-        if X_FP8:
-            # promote into fp32 after every BLOCK_K products (see fp8_linear)
-            acc_gate = tl.dot(x, wg, acc_gate, max_num_imprecise_acc=BLOCK_K)
-            acc_up = tl.dot(x, wu, acc_up, max_num_imprecise_acc=BLOCK_K)
-        else:
-            wg = fp8.e4m3_bits_to(wg, x.dtype)
-            wu = fp8.e4m3_bits_to(wu, x.dtype)
-            if DOT_UPCAST:
-                x = x.to(tl.float32)
-                wg = wg.to(tl.float32)
-                wu = wu.to(tl.float32)
-            acc_gate = tl.dot(x, wg, acc_gate)
-            acc_up = tl.dot(x, wu, acc_up)
+        wg, wu = fp8.weight_tile(wg, x, X_FP8), fp8.weight_tile(wu, x, X_FP8)
+        acc_gate = fp8.form_dot(x, wg, acc_gate, X_FP8, DOT_UPCAST, BLOCK_K)
+        acc_up = fp8.form_dot(x, wu, acc_up, X_FP8, DOT_UPCAST, BLOCK_K)
         x_ptrs += k_step(stride_xk, BLOCK_K)
         wg_ptrs += k_step(stride_wgk, BLOCK_K)
         wu_ptrs += k_step(stride_wuk, BLOCK_K)
@@ -84,7 +74,7 @@ def _fp8_gated_kernel(
     acc_up = fp8.scale_columns(acc_up, us_ptr, offs_n, N, W_ROW_SCALES)
     out = ACTIVATION(acc_gate) * acc_up
     out_ptrs = out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on
-    tl.store(out_ptrs, out.to(out_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+    tl.store(out_ptrs, to_storage(out, out_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
 def _tuned(form: str):

@@ -15,7 +15,7 @@ from ..quantize import FP8_DTYPE
 from . import _fp8_common as fp8
 from ._gemm_launch import launch, num_sms, tma_ok
 from ._kernel_spec import KernelSpec
-from ._matmul_common import grouped_tile, k_step, m_bucket, split_columns
+from ._matmul_common import grouped_tile, k_step, m_bucket, split_columns, to_storage
 from ._tile_loads import load_k_tiles, tile_pointers
 from ._tuning import Exclusion, device_pruner
 
@@ -48,10 +48,15 @@ def _epilogue(acc, xs_ptr, ws_ptr, b_ptr, stride_b, offs_m, offs_n, M, N,
 
 @triton.jit
 def _tile_program(
-    x_ptr, w_ptr, xs_ptr, ws_ptr, b_ptr, out_ptr, M, N, K,
+    # pointers and sizes (as _fp8_linear_kernel's)
+    x_ptr, w_ptr, xs_ptr, ws_ptr, b_ptr, out_ptr,
+    M, N, K,
+    # strides, in elements
     stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on,
+    # what to compute: the form, the scales' granularity, the epilogue
     X_FP8: tl.constexpr, X_ROW_SCALES: tl.constexpr, W_ROW_SCALES: tl.constexpr,
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, DOT_UPCAST: tl.constexpr,
+    # the config's tile sizes
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     """The tile variant, both forms: one output tile per program, pointer loads (any strides)."""
@@ -61,23 +66,14 @@ def _tile_program(
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         x, w = load_k_tiles(x_ptrs, w_ptrs, offs_m, offs_n, offs_k, M, N, K - k0)
-        if X_FP8:
-            # Hopper's e4m3 wgmma accumulates with fewer than fp32's bits: promote into the fp32
-            # accumulator after every BLOCK_K products (torch._scaled_mm's use_fast_accum=False).
-            acc = tl.dot(x, w, acc, max_num_imprecise_acc=BLOCK_K)
-        else:
-            w = fp8.e4m3_bits_to(w, x.dtype)
-            if DOT_UPCAST:
-                x = x.to(tl.float32)
-                w = w.to(tl.float32)
-            acc = tl.dot(x, w, acc)
+        acc = fp8.form_dot(x, fp8.weight_tile(w, x, X_FP8), acc, X_FP8, DOT_UPCAST, BLOCK_K)
         x_ptrs += k_step(stride_xk, BLOCK_K)
         w_ptrs += k_step(stride_wk, BLOCK_K)
 
     acc = _epilogue(acc, xs_ptr, ws_ptr, b_ptr, stride_b, offs_m, offs_n, M, N, X_FP8, X_ROW_SCALES, W_ROW_SCALES,
                     HAS_BIAS, ACTIVATION)
     out_ptrs = out_ptr + offs_m[:, None] * stride_om + offs_n[None, :] * stride_on
-    tl.store(out_ptrs, acc.to(out_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+    tl.store(out_ptrs, to_storage(acc, out_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
 @triton.jit
@@ -90,14 +86,19 @@ def _store_part(acc, out_desc, xs_ptr, ws_ptr, b_ptr, stride_b, off_m, off_n, M,
     offs_n = off_n + tl.arange(0, WIDTH)
     acc = _epilogue(acc, xs_ptr, ws_ptr, b_ptr, stride_b, offs_m, offs_n, M, N, True, X_ROW_SCALES, W_ROW_SCALES,
                     HAS_BIAS, ACTIVATION)
-    out_desc.store([off_m, off_n], acc.to(out_desc.dtype))
+    out_desc.store([off_m, off_n], to_storage(acc, out_desc.dtype))
 
 
 @triton.jit
 def _persistent_program(
-    x_ptr, w_ptr, xs_ptr, ws_ptr, b_ptr, out_ptr, M, N, K, NUM_SMS,
+    # pointers, sizes and the program count (as _fp8_linear_kernel's)
+    x_ptr, w_ptr, xs_ptr, ws_ptr, b_ptr, out_ptr,
+    M, N, K, NUM_SMS,
+    # row strides only: TMA needs unit inner strides (the launcher checked)
     stride_xm, stride_wn, stride_b, stride_om,
+    # what to compute (W8A8 only): the scales' granularity, the epilogue
     X_ROW_SCALES: tl.constexpr, W_ROW_SCALES: tl.constexpr, HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+    # the config: tile sizes, then the persistent variant's
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
 ):
@@ -122,8 +123,8 @@ def _persistent_program(
         for ki in range(k_tiles):
             x = x_desc.load([off_m, ki * BLOCK_K])
             w = w_desc.load([off_n, ki * BLOCK_K])
-            # W's tile is K-major, as fp8 wgmma wants both operands; promoted as in the tile variant
-            acc = tl.dot(x, w.T, acc, max_num_imprecise_acc=BLOCK_K)
+            # W's tile is K-major, as fp8 wgmma wants both operands
+            acc = fp8.w8a8_dot(x, w.T, acc, BLOCK_K)
         if EPILOGUE_SUBTILE == 2:
             left, right = split_columns(acc, BLOCK_M, BLOCK_N)
             _store_part(left, out_desc, xs_ptr, ws_ptr, b_ptr, stride_b, off_m, off_n, M, N,

@@ -42,9 +42,14 @@ _EXCLUDED = GATED_UP_EXCLUDED  # measured (see _config_tables)
 
 @triton.jit
 def _tile_program(
-    x_ptr, wg_ptr, wu_ptr, out_ptr, g_ptr, u_ptr, M, N, K,
+    # pointers and sizes (as _gated_up_kernel's)
+    x_ptr, wg_ptr, wu_ptr, out_ptr, g_ptr, u_ptr,
+    M, N, K,
+    # strides, in elements
     stride_xm, stride_xk, stride_wgn, stride_wgk, stride_wun, stride_wuk, stride_om, stride_on, stride_pm, stride_pn,
+    # what to compute: the epilogue, the dot's precision
     ACTIVATION: tl.constexpr, STORE_PRE: tl.constexpr, DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    # the config's tile sizes
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     """The tile variant: this program's one output tile, pointer loads (any strides)."""
@@ -82,9 +87,14 @@ def _store_gated(gate, up, out_desc, g_desc, u_desc, off_m, off_n, ACTIVATION: t
 
 @triton.jit
 def _persistent_program(
-    x_ptr, wg_ptr, wu_ptr, out_ptr, g_ptr, u_ptr, M, N, K, NUM_SMS,
+    # pointers, sizes and the program count (as _gated_up_kernel's)
+    x_ptr, wg_ptr, wu_ptr, out_ptr, g_ptr, u_ptr,
+    M, N, K, NUM_SMS,
+    # row strides only: TMA needs unit inner strides (the launcher checked)
     stride_xm, stride_wgn, stride_wun, stride_om, stride_pm,
+    # what to compute: the epilogue, the dot's precision
     ACTIVATION: tl.constexpr, STORE_PRE: tl.constexpr, DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    # the config: tile sizes, then the persistent variant's
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
 ):

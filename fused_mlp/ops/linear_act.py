@@ -43,10 +43,15 @@ def _add_bias(acc, b_ptr, stride_b, offs_n, N, HAS_BIAS: tl.constexpr):
 
 @triton.jit
 def _tile_program(
-    x_ptr, w_ptr, b_ptr, out_ptr, z_ptr, M, N, K,
+    # pointers and sizes (as _linear_act_kernel's)
+    x_ptr, w_ptr, b_ptr, out_ptr, z_ptr,
+    M, N, K,
+    # strides, in elements
     stride_xm, stride_xk, stride_wn, stride_wk, stride_b, stride_om, stride_on, stride_zm, stride_zn,
+    # what to compute: the epilogue, the dot's precision
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, STORE_PRE: tl.constexpr,
     DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    # the config's tile sizes
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     """The tile variant: this program's one output tile, pointer loads (any strides)."""
@@ -84,10 +89,15 @@ def _store_part(acc, out_desc, z_desc, b_ptr, stride_b, off_m, off_n, N,
 
 @triton.jit
 def _persistent_program(
-    x_ptr, w_ptr, b_ptr, out_ptr, z_ptr, M, N, K, NUM_SMS,
+    # pointers, sizes and the program count (as _linear_act_kernel's)
+    x_ptr, w_ptr, b_ptr, out_ptr, z_ptr,
+    M, N, K, NUM_SMS,
+    # row strides only: TMA needs unit inner strides (the launcher checked)
     stride_xm, stride_wn, stride_b, stride_om, stride_zm,
+    # what to compute: the epilogue, the dot's precision
     HAS_BIAS: tl.constexpr, ACTIVATION: tl.constexpr, STORE_PRE: tl.constexpr,
     DOT_UPCAST: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+    # the config: tile sizes, then the persistent variant's
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
 ):
