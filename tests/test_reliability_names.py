@@ -16,6 +16,7 @@ from tests.suite_fixtures import write_dashboard_fixture
 
 RAW_NAME = b"h200-\xff\xfe"  # not UTF-8
 NAME = os.fsdecode(RAW_NAME)  # 'h200-\udcff\udcfe', as os.listdir gives it
+PAGES = {"/", "/trends", "/compare", "/machines", "/roofline", "/regressions", "/profile", "/kernels"}
 
 
 def test_a_name_with_surrogate_escapes_round_trips_through_the_query_string():
@@ -52,7 +53,9 @@ def test_every_page_renders_over_http(app_over_a_non_utf8_machine, search):
     app = app_over_a_non_utf8_machine
     client = app.server.test_client()
     route = output_key(app, "page.children")
-    for page in discover_pages():
+    pages = discover_pages()
+    assert PAGES <= {page.path for page in pages}, [page.path for page in pages]  # an empty list checks nothing
+    for page in pages:
         response = call(client, app, route, {"url.pathname": page.path, "url.search": search})
         assert response.status_code == 200, (page.path, response.status_code)
         text = json.dumps(response.get_json())
