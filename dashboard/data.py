@@ -40,7 +40,7 @@ import numpy as np
 from dashboard.commit_order import commits_in_order as commit_order  # noqa: F401
 from dashboard.results_folder import ResultsDirError, SkippedFile, list_results, read_benchmarks  # noqa: F401
 from dashboard.result_file import STATS_KEYS, parse_chunk, parse_param_value
-from dashboard.worker_processes import available_cpus, stop_workers, parse_pool
+from dashboard.worker_processes import available_cpus, process_pool, stop_workers
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -147,7 +147,7 @@ def _parse_files(tasks: list[tuple[str, str, str]], jobs: int | None) -> list[di
         return parse_chunk(tasks)
     chunks = [tasks[i:i + FILES_PER_TASK] for i in range(0, len(tasks), FILES_PER_TASK)]
     try:
-        pool = parse_pool(jobs)
+        pool = process_pool(jobs)
         futures = [pool.submit(parse_chunk, chunk) for chunk in chunks]
     except Exception:  # no processes here (sandbox, daemonic parent): one core it is
         return parse_chunk(tasks)
