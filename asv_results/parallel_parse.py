@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from asv_results.result_file import parse_chunk
-from asv_results.worker_processes import available_cpus, parse_pool, stop_workers
+from asv_results.worker_processes import available_cpus, process_pool, stop_workers
 
 # Below this many bytes of result files a process pool costs more than it saves.
 PARALLEL_MIN_BYTES = 24 << 20
@@ -36,7 +36,7 @@ def parse_files(tasks: list[tuple[str, str, str]], jobs: int | None) -> list[dic
         return parse_chunk(tasks)
     chunks = [tasks[i:i + FILES_PER_TASK] for i in range(0, len(tasks), FILES_PER_TASK)]
     try:
-        pool = parse_pool(jobs)
+        pool = process_pool(jobs)
         futures = [pool.submit(parse_chunk, chunk) for chunk in chunks]
     except Exception:  # no processes here (sandbox, daemonic parent): one core it is
         return parse_chunk(tasks)

@@ -1,6 +1,7 @@
-"""Worker processes that end with the process that started them: the spawned pool that parses
-result files (asv_results.data) and the initializer the detector's worker uses too
-(dashboard.detection). Spawned, not forked: forking a threaded web server is unsafe."""
+"""Worker processes that end with the process that started them: the one builder of every process
+pool (the result-file parser in asv_results.data, the detector's worker in dashboard.detection, the
+measurement tools). Spawned, not forked: forking a threaded web server is unsafe. Imports no Dash,
+so the gate and the tools use it without the viewer."""
 
 from __future__ import annotations
 
@@ -27,10 +28,10 @@ def exit_with_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
-def parse_pool(jobs: int) -> concurrent.futures.ProcessPoolExecutor:
-    """The spawned pool that parses result files (forking a threaded web server is unsafe);
-    its workers end with this process, however it ends."""
-    return concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+def process_pool(workers: int) -> concurrent.futures.ProcessPoolExecutor:
+    """A spawned pool of `workers` processes (forking a threaded web server is unsafe) whose
+    workers end with this process, however it ends."""
+    return concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                                   initializer=exit_with_parent, initargs=(os.getpid(),))
 
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import concurrent.futures.process
-import multiprocessing
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -20,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from asv_results.worker_processes import exit_with_parent
+from asv_results.worker_processes import process_pool
 
 SERIES_PER_CHUNK = 250
 WORKER_STOP_SECONDS = 5  # per worker, after terminate (then kill): a stopping server never waits on a detection
@@ -120,10 +118,7 @@ class Detector:
 
     def _pool(self) -> concurrent.futures.ProcessPoolExecutor:
         if self._executor is None:
-            # spawn: forking a threaded web server is unsafe
-            self._executor = concurrent.futures.ProcessPoolExecutor(
-                max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=exit_with_parent,
-                initargs=(os.getpid(),))
+            self._executor = process_pool(1)
         return self._executor
 
     def _detect_once(self, state: FindingsState, args) -> None:

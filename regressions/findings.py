@@ -13,7 +13,7 @@ import pandas as pd
 from asv_results.commit_order import ORDER, resolve_commit  # noqa: F401 (re-exported by the package)
 from asv_results.data import STATUS_OK
 from regressions.direction import HIGHER, metric_direction
-from regressions.statistics import TAIL, Change, DetectorSettings, detect_changes
+from regressions.statistics import TAIL, DetectorSettings, detect_changes
 
 REGRESSION, IMPROVEMENT = "regression", "improvement"
 
@@ -83,13 +83,10 @@ def find_changes(
     settings: DetectorSettings = DetectorSettings(),
     direction_overrides: Mapping[str, str] | Callable | None = None,
     benchmarks_meta: Mapping[str, Mapping] | None = None,
-    *,
-    jobs: int | None = 1,
 ) -> list[Finding]:
     """Every level change in every series of a frame from :func:`asv_results.data.load_results`.
 
     Only status "ok" points enter a series; skipped and failed commits are left out.
-    ``jobs``: worker processes for the per-series work (1: this process; None: one per CPU).
     """
     ok = frame[frame["status"] == STATUS_OK]
     ok = ok[np.isfinite(ok["value"].to_numpy())]
@@ -126,16 +123,7 @@ def find_changes(
         has_samples = any(v is not None for v in tail)
         series_samples = [None] * (hi - lo - len(tail)) + list(tail) if has_samples else None
         tasks.append((values[lo:hi], ci_a[lo:hi], ci_b[lo:hi], series_samples))
-    if jobs is not None and jobs != 1 and len(tasks) > 1:
-        import os
-        from concurrent.futures import ProcessPoolExecutor
-
-        workers = jobs or os.cpu_count() or 1
-        with ProcessPoolExecutor(workers) as pool:
-            results = list(pool.map(_detect_task, [(settings, *t) for t in tasks],
-                                    chunksize=max(1, len(tasks) // (8 * workers))))
-    else:
-        results = [_detect_task((settings, *t)) for t in tasks]
+    results = [detect_changes(values, settings, a, b, s) for values, a, b, s in tasks]
 
     findings: list[Finding] = []
     for (lo, hi), changes in zip(bounds, results):
@@ -161,11 +149,6 @@ def find_changes(
                 before_earliest=commits[lo + low - 1] if low >= 1 else ""))
     findings.sort(key=lambda f: (f.commit_date, f.commit_hash, f.benchmark, f.params), reverse=True)
     return findings
-
-
-def _detect_task(task) -> list[Change]:
-    settings, values, ci_a, ci_b, samples = task
-    return detect_changes(values, settings, ci_a, ci_b, samples)
 
 
 def _codes(column: pd.Series) -> np.ndarray:

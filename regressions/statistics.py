@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
-from scipy.stats import mannwhitneyu
+from scipy.stats import mannwhitneyu, rankdata
 
 from asv import step_detect  # pinned asv==0.6.6: step_detect is not a stable asv API
 
@@ -412,23 +412,11 @@ def _gradual(x, accepted: list[Change], sigma, s: DetectorSettings, logspace) ->
     return found
 
 
-def _ranks(x: np.ndarray) -> np.ndarray:
-    """1-based ranks, ties given their average rank (as scipy.stats.rankdata)."""
-    order = np.argsort(x, kind="mergesort")
-    xs = x[order]
-    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
-    ends = np.r_[starts[1:], len(x)]
-    avg = (starts + ends + 1) / 2.0  # mean of ranks starts+1 .. ends
-    ranks = np.empty(len(x))
-    ranks[order] = np.repeat(avg, ends - starts)
-    return ranks
-
-
 def _rank_split(x: np.ndarray, first: int, stop: int, start: int, end: int) -> int:
     """The k in [first, stop) where x[start:k] and x[k:end] differ most by rank
     (the Mann-Whitney / Pettitt statistic): robust to outliers like a median split, but
     as precise as a split by means under normal noise."""
-    r = _ranks(x[start:end])
+    r = rankdata(x[start:end])  # 1-based, ties given their average rank
     n = end - start
     t = np.arange(first, stop) - start  # points before the split
     u = 2.0 * np.cumsum(r)[t - 1] - t * (n + 1)
@@ -441,7 +429,7 @@ def _pettitt_p(x: np.ndarray) -> float:
     n = len(x)
     if n < 3:
         return 1.0
-    r = _ranks(x)
+    r = rankdata(x)
     t = np.arange(1, n)
     u = 2.0 * np.cumsum(r)[:-1] - t * (n + 1)
     k = float(np.max(np.abs(u)))

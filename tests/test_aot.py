@@ -127,10 +127,11 @@ def test_every_kernel_has_an_offered_config_for_every_arch_and_dtype_it_runs_in(
 
     offered = {(KERNELS[t.kernel_index].name, KERNELS[t.kernel_index].variant, t.arch, t.dtype)
                for t in plan(("sm_90", "sm_80")) if t.offered}
-    for spec in KERNELS:
-        for arch in (a for a in spec.archs if a in ("sm_90", "sm_80")):  # the others: tests/test_arch.py
-            for dtype in spec.dtypes:
-                assert (spec.name, spec.variant, arch, dtype) in offered, (spec.name, spec.variant, arch, dtype)
+    runs_in = {(spec.name, spec.variant, arch, dtype) for spec in KERNELS
+               for arch in spec.archs if arch in ("sm_90", "sm_80")  # the others: tests/test_arch.py
+               for dtype in spec.dtypes}
+    assert runs_in, "no kernel runs on sm_90 or sm_80: nothing was checked"
+    assert sorted(runs_in - offered) == []
 
 
 def test_the_default_plan_compiles_every_epilogue_of_every_kernel_variant():
@@ -143,6 +144,7 @@ def test_the_default_plan_compiles_every_epilogue_of_every_kernel_variant():
 
     tasks = plan(("sm_90", "sm_80"))
     by_variant = {(spec.name, spec.variant): spec for spec in KERNELS}
+    assert KERNELS and {t.kernel_index for t in tasks} == set(range(len(KERNELS)))  # every kernel planned
     for k, spec in enumerate(KERNELS):
         activations = {t.activation for t in tasks if t.kernel_index == k}
         if spec.epilogue_covered_by is None:
@@ -242,11 +244,12 @@ def test_the_plan_compiles_every_config_a_training_forward_is_offered(op):
         assert constexprs["STORE_PRE"] is True
         out_index = 3  # x, weight(s), out, then the pre-activation buffer(s)
         assert all(a is not args[out_index] for a in args[out_index + 1:out_index + 3] if isinstance(a, torch.Tensor))
-        for arch in (a for a in spec.archs if a in ("sm_90", "sm_80")):  # measured: every passing config offered
-            for dtype in spec.dtypes:
-                offered = {c for c, config in enumerate(spec.candidates)
-                           if not_offered_because(config, ARCHS[arch], dtype, constexprs, spec.shared_estimate,
-                                                  spec.excluded) is None}
-                planned = {t.config_index for t in tasks if t.kernel_index == k and t.arch == arch
-                           and t.dtype == dtype and t.offered}
-                assert offered and planned == offered, (op, spec.variant, arch, dtype)
+        checked = [(arch, dtype) for arch in spec.archs if arch in ("sm_90", "sm_80") for dtype in spec.dtypes]
+        assert checked, (op, spec.variant)  # measured: every passing config offered
+        for arch, dtype in checked:
+            offered = {c for c, config in enumerate(spec.candidates)
+                       if not_offered_because(config, ARCHS[arch], dtype, constexprs, spec.shared_estimate,
+                                              spec.excluded) is None}
+            planned = {t.config_index for t in tasks if t.kernel_index == k and t.arch == arch
+                       and t.dtype == dtype and t.offered}
+            assert offered and planned == offered, (op, spec.variant, arch, dtype)

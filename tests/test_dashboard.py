@@ -22,6 +22,7 @@ from workload import cost
 from workload.grids import grid
 from workload.case import Case
 from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, SECOND_MACHINE, SYNTH_CEILINGS, write_dashboard_fixture
+from tests.every_page import every_page
 from tests.suite_run import run_tiny_suite
 
 
@@ -387,8 +388,7 @@ def test_url_state_round_trip_and_navigation():
 
 def test_every_page_renders_from_a_link_and_bad_links_degrade(fx):
     store = ResultsStore(fx.results_dir, detect_in_background=False)
-    pages = discover_pages()
-    assert [p.path for p in pages] == ["/", "/trends", "/compare", "/machines", "/roofline", "/regressions", "/profile", "/kernels"]
+    pages = every_page()
     for page in pages:
         assert "Could not build" not in texts(render_page(store, pages, page.path, "?machine=nope&commit=zzz&op=bogus"))
     restored = render_page(store, pages, "/trends", f"?metric=gbps&case={fx.regressed[0]}&logy=log".replace(" ", "+"))

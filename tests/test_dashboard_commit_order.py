@@ -106,14 +106,15 @@ def test_with_order_numbers_each_runs_commits_as_the_dashboard_does(project):
 def test_every_page_says_which_order_it_uses(project):
     from dashboard.app import render_page
     from dashboard.model import ResultsStore
-    from dashboard.pages import discover_pages
+    from tests.every_page import every_page
     from tests.test_dashboard import _walk, texts
 
     repo, _, _ = project
     for conf, said in ((None, "order of the repository"), (repo / "missing.json", "dates asv stored")):
         store = ResultsStore(repo / "results", conf, detect_in_background=False)
-        for page in discover_pages():
-            shown = render_page(store, discover_pages(), page.path, "")
+        pages = every_page()
+        for page in pages:
+            shown = render_page(store, pages, page.path, "")
             note = next(c for c in _walk(shown) if getattr(c, "id", None) == "commit-order-note")
             assert said in texts(note), page.path
         store.close()

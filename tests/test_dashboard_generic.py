@@ -16,6 +16,7 @@ from dashboard.load_data import build_data
 from dashboard.model import ResultsStore
 from dashboard.pages import _generic_compare, _generic_trends, discover_pages, regressions as inbox_page
 from dashboard.urlstate import Query, encode_query, link
+from tests.every_page import every_page
 from tests.generic_fixtures import (BROKEN, ENV, GRID, IMPORT, MACHINE, MIXED, MIXED_STATS, OPTIONAL, READ, STEP_AT,
                                     THROUGHPUT, snapshot, write_generic_history, write_run_notes)
 from tests.test_dashboard import _walk, texts
@@ -49,7 +50,7 @@ def test_other_projects_results_load_in_generic_mode(data, gx):
 
 def test_every_page_renders_and_overview_and_roofline_say_why_they_are_off(gx):
     store = ResultsStore(gx.results_dir, detect_in_background=False)
-    pages = discover_pages()
+    pages = every_page()
     for page in pages:
         text = texts(render_page(store, pages, page.path, ""))
         assert "Could not build" not in text and "no benchmark results of this suite" not in text, page.path

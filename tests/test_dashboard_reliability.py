@@ -101,8 +101,8 @@ def test_parse_workers_end_when_their_parent_is_killed(tmp_path):
     import time
 
     script = ("import os, sys, time\n"
-              "from asv_results.worker_processes import parse_pool\n"
-              "pool = parse_pool(1)\n"
+              "from asv_results.worker_processes import process_pool\n"
+              "pool = process_pool(1)\n"
               "print(pool.submit(os.getpid).result(), flush=True)\n"
               "pool.submit(time.sleep, 120)\n"
               "time.sleep(120)\n")

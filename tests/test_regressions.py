@@ -261,11 +261,6 @@ def test_findings_frame_is_newest_first(history):
             "present_at_newest", "confirmed"} <= set(frame.columns)
 
 
-def test_worker_processes_give_the_same_findings(history):
-    frame = load_results(history.results_dir).frame
-    assert find_changes(frame, jobs=2) == find_changes(frame)
-
-
 def test_series_too_short_to_judge_are_skipped(tmp_path):
     history = write_history(tmp_path, [SeriesSpec("bench.track_latency", steps=((3, 0.5),))], 6, seed=3)
     assert find_changes(load_results(history.results_dir).frame) == []

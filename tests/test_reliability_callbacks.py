@@ -10,8 +10,8 @@ import pytest
 
 from dashboard import callbacks_boundary
 from dashboard.app import create_app
-from dashboard.pages import discover_pages
 from tests.callback_requests import UPDATE_ROUTE, body, call, output_key, qkey
+from tests.every_page import every_page
 from tests.suite_fixtures import write_dashboard_fixture
 
 ALL_Q = '{"key":["ALL"],"page":["ALL"],"type":"q"}'
@@ -24,7 +24,7 @@ def served(tmp_path_factory):
     results = write_dashboard_fixture(tmp_path_factory.mktemp("callbacks") / "results").results_dir
     app = create_app(results, detect_in_background=False)
     client = app.server.test_client()
-    for page in discover_pages():  # a visitor opens every page: the server sees their controls
+    for page in every_page():  # a visitor opens every page: the server sees their controls
         assert call(client, app, output_key(app, "page.children"), {"url.pathname": page.path}).status_code == 200
     yield app, client
     app.server.config["FUSED_MLP_STORE"].close()

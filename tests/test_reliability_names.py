@@ -9,9 +9,9 @@ import shutil
 import pytest
 
 from dashboard.app import create_app
-from dashboard.pages import discover_pages
 from dashboard.urlstate import Query, encode_query, link
 from tests.callback_requests import call, output_key, qkey
+from tests.every_page import every_page
 from tests.suite_fixtures import write_dashboard_fixture
 
 RAW_NAME = b"h200-\xff\xfe"  # not UTF-8
@@ -52,7 +52,7 @@ def test_every_page_renders_over_http(app_over_a_non_utf8_machine, search):
     app = app_over_a_non_utf8_machine
     client = app.server.test_client()
     route = output_key(app, "page.children")
-    for page in discover_pages():
+    for page in every_page():
         response = call(client, app, route, {"url.pathname": page.path, "url.search": search})
         assert response.status_code == 200, (page.path, response.status_code)
         text = json.dumps(response.get_json())
@@ -103,7 +103,7 @@ def test_every_callback_given_the_machine_answers_without_an_error(app_over_a_no
     other controls empty, as on a page's first render)."""
     app = app_over_a_non_utf8_machine
     client = app.server.test_client()
-    for page in discover_pages():  # the server learns each page's controls as a visitor's browser shows them
+    for page in every_page():  # the server learns each page's controls as a visitor's browser shows them
         call(client, app, output_key(app, "page.children"), {"url.pathname": page.path, "url.search": ""})
     caplog.clear()
     called = 0

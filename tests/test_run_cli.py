@@ -39,8 +39,11 @@ def test_a_machine_name_that_is_not_one_folder_is_refused(machine):
 
 
 def test_plain_machine_names_pass():
-    for name in ("h200-runner", "compile-sm_90-triton-3.6.0", "ci.cpu_1"):
-        assert run.check_machine_name(name) is None
+    committed = [p.parent.name for p in (ROOT / "results").glob("*/machine.json")]  # the history's machines
+    assert committed
+    for name in ("h200-runner", "compile-sm_90-triton-3.6.0", "ci.cpu_1", *committed):
+        assert run.check_machine_name(name) is None, name
+    assert run.check_machine_name("h200/runner") is not None  # the same check does refuse
 
 
 def test_a_python_without_the_suite_s_packages_is_exit_2_with_what_is_missing(tmp_path):
@@ -272,10 +275,14 @@ def test_a_tiny_grid_listing_merged_into_the_committed_one_keeps_every_compile_s
         else:
             tiny[name] = {**entry, "params": [values[:1] + ["'a tiny-grid value'"] for values in entry["params"]]}
     merged = run.merge_benchmarks_json(committed, tiny)
+    compared = 0
     for name, entry in committed.items():
         if name != "version":
+            assert len(merged[name]["params"]) == len(entry["params"]), name
             for before, now in zip(entry["params"], merged[name]["params"]):
                 assert now[:len(before)] == before, name  # every committed value, in its place
+                compared += 1
+    assert compared > 0
     assert "'a tiny-grid value'" in merged["bench_ops.LinearAct.track_latency"]["params"][0]
 
     shutil.copytree(ROOT / "results", tmp_path / "results")

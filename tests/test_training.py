@@ -220,21 +220,30 @@ def test_liger_not_installed_is_a_skip(monkeypatch):
         assert "not installed" in implementations.unavailable_reason(GATED, impl, "cuda")
 
 
-def test_liger_glu_on_the_cpu_runs_or_says_why(device):
+def test_liger_glu_on_the_cpu_runs_or_says_why(device, monkeypatch, request):
     """Liger's elementwise kernels under Triton's CPU interpreter: Triton 3.9's interpreter
     rejects them (a Python float has no .to; libdevice tanh), and the reason says so; where
-    they run, the gradients must pass."""
+    they run, the gradients must pass. Either way Liger's own kernel was called for each
+    activation (a refusal that never tried it would hide a peer that works)."""
     if liger.not_installed():
         pytest.skip(liger.not_installed())
+    called = []
+    real = liger._glu_function
+    monkeypatch.setattr(liger, "_glu_function", lambda activation: called.append(activation) or real(activation))
+    liger._interpreter_failure.cache_clear()  # the probe runs again, through the spy
+    request.addfinalizer(liger._interpreter_failure.cache_clear)  # later callers probe without it
     for activation in liger.GLU_FUNCTIONS:
         case = Case("gated_mlp", 8, 32, 64, "fp32", activation)
         reason = implementations.unavailable_reason(case, "liger_glu", device, "full")
         if reason:
-            assert "interpreter" in reason or "CUDA" in reason
+            assert device != "cuda", reason
+            assert "does not run under Triton's CPU interpreter (" in reason and activation in called, reason
             continue
         inputs = make_inputs(case, device)
         step = implementations.prepare(case, "liger_glu", inputs, "full")
         assert training.gradient_mismatch(case, step, inputs) is None
+        assert activation in called
+    assert set(called) == set(liger.GLU_FUNCTIONS)
 
 
 class _TorchSiLUMul(torch.autograd.Function):
@@ -312,9 +321,10 @@ def test_liger_mlp_adapters_wire_the_call_and_the_gradients(monkeypatch):
 def test_liger_mlp_on_the_cpu_skips_saying_why(device):
     if device != "cpu":
         pytest.skip("the CPU's reason")
+    if liger.not_installed():
+        pytest.skip(liger.not_installed())  # the not-installed reason: test_liger_not_installed_is_a_skip
     reason = implementations.unavailable_reason(GATED, "liger_mlp", device, "full")
-    if not liger.not_installed():
-        assert "asserts CUDA tensors" in reason and "interpreter" in reason
+    assert "asserts CUDA tensors" in reason and "interpreter" in reason
 
 
 def test_reference_gradients_match_autograd_of_eager_in_float64():

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import sys
 import tempfile
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +40,7 @@ from regressions import find_changes, find_status_changes, judge, metric_directi
 from regressions.direction import HIGHER
 from regressions.gate import REGRESSION_ITEM, SUSPECTED
 from regressions.statistics import DetectorSettings
+from asv_results.worker_processes import process_pool
 from tests.asv_fixtures import SeriesSpec, params_key, write_history
 
 STEP_SIZES = (0.10, 0.20)
@@ -128,7 +128,7 @@ def measure(reps: int, clean_reps: int, seed: int, jobs: int, threshold: float =
                              params_key=frame["params_key"].astype(str))
         label_of = {(s.benchmark, params_key(("case",), (repr(s.params[0]),))): lab for s, lab in zip(specs, labels)}
         prefixes = range(GATE_FROM, N_COMMITS + 1)
-        with ProcessPoolExecutor(jobs) as pool:
+        with process_pool(jobs) as pool:
             failing = dict(pool.map(_judge_prefix, [(frame, n, history.commits, threshold) for n in prefixes]))
         out.append(_table(condition, label_of, failing, prefixes))
     return "\n\n".join(out)

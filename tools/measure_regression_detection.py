@@ -52,7 +52,6 @@ import sys
 import tempfile
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +65,7 @@ from asv_results.data import load_results  # noqa: E402
 from regressions import (  # noqa: E402
     HIGHER, IMPROVEMENT, REGRESSION, DetectorSettings, best_split, change_interval, detect_changes, metric_direction,
 )
+from asv_results.worker_processes import process_pool  # noqa: E402
 from tests.asv_fixtures import SeriesSpec, params_key, write_history  # noqa: E402
 from tools import gate_measurement  # noqa: E402
 
@@ -396,7 +396,7 @@ def detector_tables(args) -> None:
         results = Path(tmp) / "results"
         history = write_history(results, specs, args.commits, seed=args.seed)
         jobs, labels = series_jobs(results, history)
-    with ProcessPoolExecutor(args.jobs) as pool:
+    with process_pool(args.jobs) as pool:
         scored = list(pool.map(score_series, jobs, chunksize=8))
 
     counts = {k: labels.count(k) for k in ("step", "noise", "bimodal", "drift")}
