@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .._arch import ARCHS
 from .amdgcn import SPILL_BYTES_PER_REGISTER, read_amdgcn
+from .cubin import sass_instructions
 from .rules import problems
 
 
@@ -106,21 +107,17 @@ def _cuobjdump() -> Path:
 
 
 def _read_cubin(cubin: bytes) -> tuple[dict, int]:
-    """(REG/STACK/SHARED/LOCAL, SASS instruction count) from Triton's own cuobjdump."""
+    """(REG/STACK/SHARED/LOCAL from Triton's own cuobjdump, SASS instruction count from the ELF)."""
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
         f.write(cubin)
         f.flush()
         usage = subprocess.run([str(_cuobjdump()), "--dump-resource-usage", f.name], capture_output=True,
                                text=True, check=True).stdout
-        sass = subprocess.run([str(_cuobjdump()), "--dump-sass", f.name], capture_output=True, text=True,
-                              check=True).stdout
     found = _RESOURCES.search(usage)
     if found is None:
         raise RuntimeError(f"cuobjdump printed no resource usage: {usage[:200]!r}")
     reg, stack, shared, local = map(int, found.groups())
-    # SASS lines look like "        /*0040*/                   IMAD.MOV.U32 R1, RZ, RZ, c[0x0][0x28] ;"
-    instructions = sum(1 for line in sass.splitlines() if re.match(r"\s+/\*[0-9a-f]{4,}\*/\s+\S", line))
-    return {"registers": reg, "stack": stack, "static_shared": shared, "local": local}, instructions
+    return {"registers": reg, "stack": stack, "static_shared": shared, "local": local}, sass_instructions(cubin)
 
 
 @contextlib.contextmanager
