@@ -1,6 +1,6 @@
 """Worker processes that end with the process that started them: the spawned pool that parses
 result files (asv_results.data) and the initializer the detector's worker uses too
-(dashboard.detection). Spawned, not forked: forking a threaded web server is unsafe."""
+(dashboard.store.detection). Spawned, not forked: forking a threaded web server is unsafe."""
 
 from __future__ import annotations
 

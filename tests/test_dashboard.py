@@ -8,16 +8,16 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from dashboard import ab_compare, case_fields, derived_metrics, device_ceilings, facet_filters, speedup_tables
+from dashboard.data import ab_compare, case_fields, derived_metrics, device_ceilings, facet_filters, speedup_tables
 from asv_results.data import load_results
 from dashboard.app import create_app, nav_state, query_from_controls, render_page
 from dashboard.figures import build_roofline_figure, build_speedup_panel_figure, build_trend_figure
-from dashboard.detection import FindingsState
-from dashboard.load_data import build_data, results_signature
-from dashboard.model import ResultsStore
+from dashboard.store.detection import FindingsState
+from dashboard.store.load_data import build_data, results_signature
+from dashboard.store.model import ResultsStore
 from dashboard.pages import discover_pages, overview, regressions as inbox_page, roofline, trends, compare
 from regressions import find_changes
-from dashboard.urlstate import Query, encode_query
+from dashboard.data.urlstate import Query, encode_query
 from workload import cost
 from workload.grids import grid
 from workload.case import Case
@@ -538,7 +538,7 @@ def test_compare_cells_are_numbers_in_the_unit_of_their_header(data, main_run, f
 
 
 def test_machine_and_environment_labels_count_what_the_plot_shows(data):
-    from dashboard.run_selector import env_options, machine_options
+    from dashboard.ui.run_selector import env_options, machine_options
 
     main = data.runs[(MAIN_MACHINE, MAIN_ENV)]
     other = data.runs[(MAIN_MACHINE, "existing-py_usr_bin_python3")]

@@ -33,7 +33,7 @@ PLANTED = [
     ("regressions/direction.py", "import dash", "run without Dash"),
     ("fused_mlp/_validate.py", "import pandas", "The library imports nothing"),
     ("benchmarks/common.py", "from fused_mlp.ops import linear_act", "through benchmarks.harness.library only"),
-    ("dashboard/urlstate.py", "from dashboard import widgets", "No import loop"),  # widgets imports urlstate
+    ("dashboard/data/urlstate.py", "from dashboard import widgets", "No import loop"),  # widgets imports urlstate
 ]
 
 

@@ -43,7 +43,7 @@ from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, write_dashboard_fixture
 
 fx = write_dashboard_fixture(sys.argv[1])
 from dashboard.app import create_app, render_page
-from dashboard.model import ResultsStore
+from dashboard.store.model import ResultsStore
 from dashboard.pages import compare, discover_pages, overview, regressions, roofline, trends
 from regressions.cli import main as gate
 

@@ -43,7 +43,7 @@ def measure_start(results: Path, cache: Path, repeat: int) -> dict:
     from plotly.io.json import to_json_plotly
 
     from dashboard import app as app_module
-    import dashboard.facet_widgets as facet_widgets
+    import dashboard.ui.facet_widgets as facet_widgets
     from dashboard.pages import compare, overview, regressions, roofline, trends
 
     imports_s = time.perf_counter() - started
@@ -88,7 +88,7 @@ def measure_start(results: Path, cache: Path, repeat: int) -> dict:
                                                  None, None),
         "roofline: newest, all": lambda: roofline.update(data, m, e, newest, None, None, None, None, None),
     }
-    from dashboard.detection import FindingsState
+    from dashboard.store.detection import FindingsState
 
     state = FindingsState("done", time.time(), [], 0.0)
     calls["regressions: inbox"] = lambda: regressions.inbox(data, state, None, "all", [])
@@ -111,7 +111,7 @@ def measure_start(results: Path, cache: Path, repeat: int) -> dict:
 def measure_first_start(results: Path, cache: Path) -> dict:
     """In a fresh process with an empty cache: parse every file and write the cache."""
     started = time.perf_counter()
-    from dashboard.load_data import build_data
+    from dashboard.store.load_data import build_data
 
     data = build_data(results, cache_dir=cache)
     return {"first_start_s": time.perf_counter() - started, "parsed": data.files_parsed,
@@ -122,7 +122,7 @@ def measure_detection(results: Path, cache: Path) -> dict:
     """In a fresh process: what the detector's worker does (load from the cache, detect, and the
     gate's judgement of the folder, which the pages render)."""
     started = time.perf_counter()
-    from dashboard.detection import detect_in_worker
+    from dashboard.store.detection import detect_in_worker
 
     findings, _ = detect_in_worker(str(results), str(cache))
     return {"detect_s": time.perf_counter() - started, "findings": len(findings), "rss_mb": _peak_rss_mb()}

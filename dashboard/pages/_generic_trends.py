@@ -20,21 +20,21 @@ import pandas as pd
 from dash import ALL, Input, Output, State, html
 
 from asv_results import commit_messages
-from dashboard.callback_guards import error_figure, guarded
-from dashboard.commit_choice import commit_options, resolve_commit
-from dashboard.notices import message
-from dashboard.run_selector import register_run_controls, run_controls, run_of, trend_view_controls
-from dashboard.widgets import dropdown, graph, labelled
+from dashboard.ui.callback_guards import error_figure, guarded
+from dashboard.ui.commit_choice import commit_options, resolve_commit
+from dashboard.ui.notices import message
+from dashboard.ui.run_selector import register_run_controls, run_controls, run_of, trend_view_controls
+from dashboard.ui.widgets import dropdown, graph, labelled
 from dashboard.figures import build_trend_figure
-from dashboard.metrics import better_of
-from dashboard.dashboard_data import DashboardData
-from dashboard.model import ResultsStore
-from dashboard.run_view import Run
-from dashboard.na_reasons import reason_column
+from dashboard.data.metrics import better_of
+from dashboard.data.dashboard_data import DashboardData
+from dashboard.store.model import ResultsStore
+from dashboard.data.run_view import Run
+from dashboard.data.na_reasons import reason_column
 from dashboard.pages._commit_info import commit_info
-from dashboard.run_marks import marks_of_run
+from dashboard.data.run_marks import marks_of_run
 from asv_results.units import symbol_of
-from dashboard.urlstate import PARAM_PREFIX, QUERY_TYPE, SHELL, Query, qid
+from dashboard.data.urlstate import PARAM_PREFIX, QUERY_TYPE, SHELL, Query, qid
 
 ID = "series"
 MAX_LINES = 12  # beyond this a plot is a tangle: narrow the parameters

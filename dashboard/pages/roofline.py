@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from dash import Input, Output, html
 
-from dashboard import derived_metrics, device_ceilings, facet_filters, metrics
-from dashboard.callback_guards import error_figure, guarded
-from dashboard.facet_widgets import facet_controls, register_facet_counts
-from dashboard.run_selector import register_run_controls, run_controls, run_of
-from dashboard.widgets import graph
+from dashboard.data import derived_metrics, device_ceilings, facet_filters, metrics
+from dashboard.ui.callback_guards import error_figure, guarded
+from dashboard.ui.facet_widgets import facet_controls, register_facet_counts
+from dashboard.ui.run_selector import register_run_controls, run_controls, run_of
+from dashboard.ui.widgets import graph
 from dashboard.figures import build_roofline_figure
-from dashboard.dashboard_data import SUITE, DashboardData
-from dashboard.model import ResultsStore
+from dashboard.data.dashboard_data import SUITE, DashboardData
+from dashboard.store.model import ResultsStore
 from dashboard.pages import Page
-from dashboard.urlstate import SHELL, Query, qid
+from dashboard.data.urlstate import SHELL, Query, qid
 
 ID = "roofline"
 COMMITS = {"commit": 0}

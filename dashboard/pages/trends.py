@@ -10,24 +10,24 @@ from collections import OrderedDict
 import pandas as pd
 from dash import Input, Output, State, html
 
-from dashboard import derived_metrics, facet_filters, metrics, speedup_tables
+from dashboard.data import derived_metrics, facet_filters, metrics, speedup_tables
 
 from asv_results import commit_messages
-from dashboard.callback_guards import error_figure, guarded
-from dashboard.commit_choice import commit_options, resolve_commit
-from dashboard.facet_widgets import facet_controls, register_facet_counts
-from dashboard.notices import message
-from dashboard.run_selector import register_run_controls, run_controls, run_of, trend_view_controls
-from dashboard.widgets import dropdown, graph, labelled
+from dashboard.ui.callback_guards import error_figure, guarded
+from dashboard.ui.commit_choice import commit_options, resolve_commit
+from dashboard.ui.facet_widgets import facet_controls, register_facet_counts
+from dashboard.ui.notices import message
+from dashboard.ui.run_selector import register_run_controls, run_controls, run_of, trend_view_controls
+from dashboard.ui.widgets import dropdown, graph, labelled
 from dashboard.figures import build_trend_figure
-from dashboard.dashboard_data import GENERIC, SUITE, DashboardData
-from dashboard.model import ResultsStore
-from dashboard.run_view import Run
-from dashboard.na_reasons import reason_column
-from dashboard.run_marks import marks_of_run
+from dashboard.data.dashboard_data import GENERIC, SUITE, DashboardData
+from dashboard.store.model import ResultsStore
+from dashboard.data.run_view import Run
+from dashboard.data.na_reasons import reason_column
+from dashboard.data.run_marks import marks_of_run
 from dashboard.pages import Page, _generic_trends
 from dashboard.pages._commit_info import commit_info  # noqa: F401 (the Trends pages' card; tests call it here)
-from dashboard.urlstate import SHELL, Query, qid
+from dashboard.data.urlstate import SHELL, Query, qid
 
 ID = "trends"
 CASE_FACETS = ("op", "dtype", "activation", "shape")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 
-from dashboard.callbacks_boundary import log_failure
+from dashboard.ui.callbacks_boundary import log_failure
 from dashboard.figures import build_empty_figure
 
 

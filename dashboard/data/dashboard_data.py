@@ -17,7 +17,7 @@ import pandas as pd
 
 from asv_results import asvconf
 from asv_results.data import LoadReport
-from dashboard.run_view import Run
+from dashboard.data.run_view import Run
 from asv_results.table import ResultsTable
 
 MACHINE_IDENTITY_KEYS = ("gpu", "driver", "cuda", "torch", "triton", "cpu", "os")

@@ -1,7 +1,7 @@
 """Load and index a results folder into a DashboardData (never raising for bad input: the
 problem is reported), and the signature that tells when the folder changed.
 
-Static compile metrics (dashboard.static_metrics: registers, spills, shared memory per kernel
+Static compile metrics (dashboard.data.static_metrics: registers, spills, shared memory per kernel
 config) are never shown beside timings: their series go to ``static_runs`` for the Kernels page
 and take no part in the mode.
 """
@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from dashboard import case_fields, device_ceilings, static_metrics
+from dashboard.data import case_fields, device_ceilings, static_metrics
 
 from asv_results import asvconf, results_folder
 from asv_results.cache import ResultsCache
-from dashboard.dashboard_data import GENERIC, STATIC, SUITE, DashboardData
+from dashboard.data.dashboard_data import GENERIC, STATIC, SUITE, DashboardData
 from asv_results.data import LoadReport, ResultsDirError, SkippedFile
-from dashboard.run_view import Run
+from dashboard.data.run_view import Run
 from asv_results.table import ResultsTable
 
 

@@ -1,6 +1,6 @@
 """The results table the pages and the regression detector both read: every result file of a
 folder (through asv_results.cache when there is a cache dir) and the series the dashboard shows of
-it. It sits below dashboard.model and dashboard.detection so that neither imports the other."""
+it. It sits below dashboard.store.model and dashboard.store.detection so that neither imports the other."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dashboard import case_fields, static_metrics
+from dashboard.data import case_fields, static_metrics
 from asv_results.cache import ResultsCache
 from asv_results.table import ResultsTable
 
