@@ -240,4 +240,4 @@ def test_fp8_results_reach_the_dashboards_roofline(tmp_path):
     assert set(points["dtype"].astype(str)) == {"fp8", "w8a16"}
     assert np.isfinite(points["roofline"].to_numpy(dtype=float)).all()
     assert "fp8" in roofs.matmul_tflops
-    assert roofline.update(data, "m", run.env_name, commit, None, None, None, None, None)["data"]
+    assert roofline.update(data, "m", run.env_name, commit)["data"]

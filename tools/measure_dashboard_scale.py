@@ -45,6 +45,7 @@ def measure_start(results: Path, cache: Path, repeat: int) -> dict:
     from dashboard import app as app_module
     import dashboard.ui.facet_widgets as facet_widgets
     from dashboard.pages import compare, overview, regressions, roofline, trends
+    from dashboard.pages._commit_info import commit_info
 
     imports_s = time.perf_counter() - started
     app = app_module.create_app(results, cache_dir=cache, detect_in_background=False)  # warms figures up
@@ -77,7 +78,7 @@ def measure_start(results: Path, cache: Path, repeat: int) -> dict:
         "trends: speedup over commits": lambda: trends.update(data, m, e, case, "speedup", None, "commit", [], None),
         "overview: one mode": lambda: overview.update(data, m, e, newest, None, None, None, None, None, None,
                                                       mode=["forward"]),
-        "trends: commit link": lambda: trends.commit_info(data, m, e, None, newest),
+        "trends: commit link": lambda: commit_info(data, m, e, None, newest),
         "compare: newest vs previous, all": lambda: compare.update(
             data, m, e, previous, newest, "latency", "1.1", [], None, None, None, None, None),
         "compare: oldest vs newest, all": lambda: compare.update(
@@ -86,7 +87,7 @@ def measure_start(results: Path, cache: Path, repeat: int) -> dict:
             data, m, e, oldest, newest, "latency", "1.05", ["only"], None, ["bf16"], None, None, None),
         "compare: CSV": lambda: compare.csv_text(data, m, e, oldest, newest, "latency", "1.1", [], None, None, None,
                                                  None, None),
-        "roofline: newest, all": lambda: roofline.update(data, m, e, newest, None, None, None, None, None),
+        "roofline: newest, all": lambda: roofline.update(data, m, e, newest),
     }
     from dashboard.store.detection import FindingsState
 

@@ -14,7 +14,6 @@ value), x, logy and commit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import pandas as pd
 from dash import ALL, Input, Output, State, html
@@ -180,15 +179,18 @@ def measure_of(data: DashboardData, benchmark: str, unit) -> Measure:
                    better_of(benchmark, unit if isinstance(unit, str) else None, meta))
 
 
-@lru_cache(maxsize=256)
-def _series_changes(signature_key: int, run: Run, series_ids: tuple[int, ...]) -> pd.DataFrame:
-    """The detector on the series in view (the same algorithm as the inbox)."""
-    from regressions import find_changes, findings_frame  # imports scipy: on first use
+def _series_changes(data: DashboardData, run: Run, series_ids: tuple[int, ...]) -> pd.DataFrame:
+    """The detector on the series in view (the same algorithm as the inbox), kept on the load
+    (data.findings_in_view)."""
+    def find() -> pd.DataFrame:
+        from regressions import find_changes, findings_frame  # imports scipy: on first use
 
-    found = findings_frame(find_changes(run.of_series(series_ids), benchmarks_meta=run.table.parsed.benchmarks))
-    if found.empty:
-        return pd.DataFrame(columns=["params", "commit_hash", "direction", "relative_change", "confirmed"])
-    return found
+        found = findings_frame(find_changes(run.of_series(series_ids), benchmarks_meta=run.table.parsed.benchmarks))
+        if found.empty:
+            return pd.DataFrame(columns=["params", "commit_hash", "direction", "relative_change", "confirmed"])
+        return found
+
+    return data.findings_in_view.get(("generic trends", run.machine, run.env_name, series_ids), find)
 
 
 def update(data: DashboardData, machine, env, benchmark, chosen: dict[str, list[str]], x_axis, logy, commit,
@@ -220,7 +222,7 @@ def update(data: DashboardData, machine, env, benchmark, chosen: dict[str, list[
     subjects = commit_messages.subjects(data.project.repo, data.project.commit_rank)
     if subjects:  # what each commit says it did, in the hover
         rows["subject"] = rows["commit_hash"].astype(str).map(subjects)
-    changes = _series_changes(hash(data.signature), run, tuple(int(i) for i in series.index))
+    changes = _series_changes(data, run, tuple(int(i) for i in series.index))
     if len(changes):
         by_params = dict(zip(series["params_key"], labels))
         changes = changes.assign(line=changes["params"].map(by_params)).dropna(subset=["line"])

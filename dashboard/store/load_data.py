@@ -24,6 +24,21 @@ from dashboard.data.run_view import Run
 from asv_results.table import ResultsTable
 
 
+def load_table(results_dir: Path, cache_dir: Path | None, commit_rank: dict | None = None) -> ResultsTable:
+    """Every result file of ``results_dir`` as a ResultsTable (through the cache when given)."""
+    return ResultsTable(ResultsCache(results_dir, cache_dir).load(), commit_rank)
+
+
+def shown_series(table: ResultsTable) -> pd.Index:
+    """The series the dashboard looks at (and the detector scans): this suite's Case series and
+    the static compile metrics when there are Case series, else all."""
+    cases = case_fields.case_series(table.series)
+    if not len(cases):
+        return table.series.index
+    static = table.series.index[static_metrics.is_static(table.series["benchmark"])]
+    return cases.index.union(static)
+
+
 def results_signature(results_dir: Path) -> tuple:
     """Changes when the results do: the result files' names, sizes, mtimes, ctimes and inodes as
     asv_results.results_folder lists them for the loaders, the other JSON files beside them, and
