@@ -54,7 +54,7 @@ ROW_COLUMNS = ("value", "failed", *result_file.STATS_KEYS, "sample_start", "samp
 LOCK_NAME = ".lock"  # in the cache folder: held while a process loads through it
 MAX_SEGMENTS = 24  # beyond this many, the small segments are merged into one
 BATCH_BYTES = 192 << 20  # JSON parsed per segment: the parser's arrays for it are what memory holds
-SKIP_DIRS = results_folder.NOT_MACHINES  # results/profiles holds profile passes (dashboard.profiles)
+SKIP_DIRS = results_folder.NOT_MACHINES  # results/profiles holds profile passes (dashboard.data.profiles)
 # The dtype each column is written with; a column read back in another is not this cache's.
 COLUMN_DTYPES = {"value": np.float64, "failed": np.bool_, **{k: np.float64 for k in result_file.STATS_KEYS},
                  "sample_start": np.int64, "sample_length": np.int64, "samples": np.float64}

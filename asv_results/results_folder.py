@@ -4,11 +4,11 @@ cannot be read at all (no pandas, no Dash).
 asv's layout: ``<results>/benchmarks.json``, ``<results>/<machine>/machine.json`` and
 ``<results>/<machine>/<commit>-<env>.json``. The gate's loader (asv_results.data.load_results),
 the dashboard's cache (asv_results.cache) and the dashboard's reload check
-(dashboard.load_data.results_signature) all list the folder here, so they read the same files and
+(dashboard.store.load_data.results_signature) all list the folder here, so they read the same files and
 report the same broken ones with the same reasons.
 
 Rules: folders whose name starts with a dot are not machines, nor is ``profiles`` (profile
-passes, dashboard.profiles); a machine folder that leads out of the results folder is skipped;
+passes, dashboard.data.profiles); a machine folder that leads out of the results folder is skipped;
 a file that cannot be stat'ed (a dangling symlink) is skipped with the reason. Files are read
 only through asv_results.safe_read (regular files inside the folder, size and nesting capped).
 """
@@ -21,8 +21,8 @@ from pathlib import Path
 
 from asv_results.safe_read import inside, read_json
 
-# Not asv results: results/profiles holds profile passes (dashboard.profiles), results/reasons
-# why cases were not measured (benchmarks/skip_reasons.py, dashboard.na_reasons)
+# Not asv results: results/profiles holds profile passes (dashboard.data.profiles), results/reasons
+# why cases were not measured (benchmarks/skip_reasons.py, dashboard.data.na_reasons)
 NOT_MACHINES = ("profiles", "reasons")
 MACHINE_FILE = "machine.json"
 BENCHMARKS_FILE = "benchmarks.json"

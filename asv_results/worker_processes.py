@@ -1,7 +1,7 @@
 """Worker processes that end with the process that started them: the one builder of every process
-pool (the result-file parser in asv_results.data, the detector's worker in dashboard.detection, the
-measurement tools). Spawned, not forked: forking a threaded web server is unsafe. Imports no Dash,
-so the gate and the tools use it without the viewer."""
+pool (the result-file parser in asv_results.parallel_parse, the detector's worker in
+dashboard.store.detection, the measurement tools). Spawned, not forked: forking a threaded web
+server is unsafe. Imports no Dash, so the gate and the tools use it without the viewer."""
 
 from __future__ import annotations
 

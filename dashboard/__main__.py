@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from asv_results.cache import cache_inside_results, default_cache_dir
-from dashboard.model import DEFAULT_RESULTS_DIR
+from dashboard.store.model import DEFAULT_RESULTS_DIR
 
 
 def _stop_like_ctrl_c(signum, frame):

@@ -18,13 +18,13 @@ from pathlib import Path
 import dash
 from dash import ALL, Dash, Input, Output, State, dcc, html
 
-from dashboard import callbacks_boundary
-from dashboard.notices import empty_state, link_notice, load_report_panel, message
+from dashboard.ui import callbacks_boundary
+from dashboard.ui.notices import empty_state, link_notice, load_report_panel, message
 from dashboard.figures import THEMES, warm_up
 from asv_results.commit_order import order_note
-from dashboard.model import DEFAULT_RESULTS_DIR, ResultsStore
+from dashboard.store.model import DEFAULT_RESULTS_DIR, ResultsStore
 from dashboard.pages import Page, discover_pages, page_layout
-from dashboard.urlstate import QUERY_TYPE, SHELL, Query, encode_query, qid
+from dashboard.data.urlstate import QUERY_TYPE, SHELL, Query, encode_query, qid
 
 log = logging.getLogger(__name__)
 ALL_QUERY_CONTROLS = {"type": QUERY_TYPE, "page": ALL, "key": ALL}

@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 
 from asv_results.cache import cache_inside_results, default_cache_dir
-from dashboard.model import DEFAULT_RESULTS_DIR
+from dashboard.store.model import DEFAULT_RESULTS_DIR
 
 RESULTS_ENV, CACHE_ENV, CONF_ENV = "FUSED_MLP_RESULTS", "FUSED_MLP_CACHE_DIR", "FUSED_MLP_ASV_CONF"
 NO_CACHE = "none"

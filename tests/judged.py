@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dashboard.detection import FindingsState
+from dashboard.store.detection import FindingsState
 from regressions.judgement import verdict_record
 
 

@@ -173,7 +173,7 @@ def test_recorded_states_read_the_companion_files_beside_the_results(tmp_path):
 
 
 def test_the_regressions_page_shows_each_regressions_class_and_evidence(tmp_path):
-    from dashboard.load_data import build_data
+    from dashboard.store.load_data import build_data
     from dashboard.pages import regressions as page
     from tests.judged import judged_state
 

@@ -8,16 +8,16 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from dashboard import ab_compare, case_fields, derived_metrics, device_ceilings, facet_filters, speedup_tables
+from dashboard.data import ab_compare, case_fields, derived_metrics, device_ceilings, facet_filters, speedup_tables
 from asv_results.data import load_results
 from dashboard.app import create_app, nav_state, query_from_controls, render_page
 from dashboard.figures import build_roofline_figure, build_speedup_panel_figure, build_trend_figure
-from dashboard.detection import FindingsState
-from dashboard.load_data import build_data, results_signature
-from dashboard.model import ResultsStore
+from dashboard.store.detection import FindingsState
+from dashboard.store.load_data import build_data, results_signature
+from dashboard.store.model import ResultsStore
 from dashboard.pages import discover_pages, overview, regressions as inbox_page, roofline, trends, compare
 from regressions import find_changes
-from dashboard.urlstate import Query, encode_query
+from dashboard.data.urlstate import Query, encode_query
 from workload import cost
 from workload.grids import grid
 from workload.case import Case
@@ -220,7 +220,7 @@ def test_trend_y_axis_keeps_the_values_in_view_when_one_ci_band_spikes():
 
 def test_roofline_figure_draws_the_measured_roofs_and_pairs_each_fused_point(data, main_run):
     newest = main_run.commits["commit_hash"].iloc[-1]
-    fig = go.Figure(roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest, None, None, None, None, None))
+    fig = go.Figure(roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest))
     roofs = [t for t in fig.data if (t.name or "").startswith("roof")]
     ceil = device_ceilings.ceilings_of(data.ceilings, MAIN_MACHINE, MAIN_ENV, newest)
     by_dtype = {t.name.split(":")[0].removeprefix("roof "): max(t.y) for t in roofs}
@@ -444,7 +444,7 @@ def test_real_cpu_run_of_the_suite_feeds_every_view(real_run):
     assert len(latency) == 1 and len(eager.y) == 1
     expected = cost.floor_seconds(Case.from_key(case), ceil) / float(latency["value"].iloc[0])
     assert np.isfinite(eager.y[0]) and eager.y[0] > 0 and eager.y[0] == pytest.approx(expected, rel=1e-9)
-    roof = go.Figure(roofline.update(data, machine, env, commit, None, None, None, None, None))
+    roof = go.Figure(roofline.update(data, machine, env, commit))
     assert any((t.name or "").startswith("roof fp32") for t in roof.data)
     rows, _, _ = compare.update(data, machine, env, commit, commit, "latency", "1.1", [], None, None, None, None, None)
     statuses = {(r["impl"], r["mode"]): r["change"] for r in rows if r["case"] == case}  # one row per mode
@@ -538,7 +538,7 @@ def test_compare_cells_are_numbers_in_the_unit_of_their_header(data, main_run, f
 
 
 def test_machine_and_environment_labels_count_what_the_plot_shows(data):
-    from dashboard.run_selector import env_options, machine_options
+    from dashboard.ui.run_selector import env_options, machine_options
 
     main = data.runs[(MAIN_MACHINE, MAIN_ENV)]
     other = data.runs[(MAIN_MACHINE, "existing-py_usr_bin_python3")]
@@ -585,9 +585,9 @@ def test_one_bad_ceiling_value_is_left_out_with_its_reason(fx, tmp_path):
     _, panels, _, device = overview.update(data, MAIN_MACHINE, MAIN_ENV, newest_commit, None, None, None, None, None,
                                            None)
     assert panels and "no usable copy ceiling" in texts(device) and "inf" in texts(device)
-    roof = go.Figure(roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest_commit, None, None, None, None, None))
+    roof = go.Figure(roofline.update(data, MAIN_MACHINE, MAIN_ENV, newest_commit))
     assert "no roof" in roof.layout.title.text and any(t.name == "fused" for t in roof.data)
-    roof = go.Figure(roofline.update(data, MAIN_MACHINE, MAIN_ENV, older_commit, None, None, None, None, None))
+    roof = go.Figure(roofline.update(data, MAIN_MACHINE, MAIN_ENV, older_commit))
     assert {t.name.split(":")[0] for t in roof.data if (t.name or "").startswith("roof")} == {"roof fp16", "roof fp32", "roof fp8"}
 
 

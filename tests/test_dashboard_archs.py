@@ -4,10 +4,10 @@ generated history of one compile-metrics machine per architecture."""
 
 import pytest
 
-from dashboard import static_metrics
+from dashboard.data import static_metrics
 from dashboard.app import render_page
-from dashboard.load_data import build_data
-from dashboard.model import ResultsStore
+from dashboard.store.load_data import build_data
+from dashboard.store.model import ResultsStore
 from dashboard.pages import discover_pages, kernels
 from tests.asv_fixtures import SeriesSpec, write_history
 from tests.test_dashboard import texts

@@ -71,7 +71,7 @@ def test_brw_generic_units_gaps_reasons_runner_marks_and_sub_metrics(tmp_path):
     combination), a line that leaves a gap where its benchmark is not in the results, a point whose
     run changed torch, why a value is n/a, and sub-metrics nested in the inbox."""
     from benchmarks import skip_reasons
-    from dashboard.urlstate import encode_query
+    from dashboard.data.urlstate import encode_query
 
     gx = write_generic_history(tmp_path / "results", mixed_units=True, absent=(IMPORT, range(8, 14)),
                                sub_metrics=True)

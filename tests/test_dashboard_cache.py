@@ -10,7 +10,7 @@ import pytest
 
 from asv_results import cache as cache_module
 from asv_results.data import load_results
-from dashboard.load_data import build_data, results_signature
+from dashboard.store.load_data import build_data, results_signature
 from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, write_dashboard_fixture
 
 KEYS = ["machine", "env_name", "commit_hash", "benchmark", "params_key"]
@@ -360,7 +360,7 @@ def test_processes_starting_together_on_one_cache_parse_once_and_agree(results, 
     import sys
 
     go = tmp_path / "go"
-    code = ("import os, sys, time; from dashboard.load_data import build_data; print('ready', flush=True)\n"
+    code = ("import os, sys, time; from dashboard.store.load_data import build_data; print('ready', flush=True)\n"
             "while not os.path.exists(sys.argv[3]): time.sleep(0.005)\n"
             "d = build_data(sys.argv[1], cache_dir=sys.argv[2])\n"
             "print(d.files_parsed, len(d.rows_frame(samples=False)), repr(d.cache_note))")
@@ -382,7 +382,7 @@ def test_the_detector_runs_once_per_results_change_for_all_processes_on_one_cach
     """gunicorn's workers each have a detector: the first detects and stores the findings in the
     cache folder, the others read them; a changed folder, or a stored file that was tampered
     with, is detected again."""
-    from dashboard import detection
+    from dashboard.store import detection
     from regressions import findings_store
 
     calls = []
@@ -415,7 +415,7 @@ def test_only_the_process_that_detects_starts_a_detector_process(results, tmp_pa
     detector process of its own."""
     import time
 
-    from dashboard import detection
+    from dashboard.store import detection
 
     cache = tmp_path / "cache"
     data = build_data(results, cache_dir=cache)

@@ -12,8 +12,8 @@ import pytest
 
 from asv_results.commit_order import ORDER, commit_order, with_order
 from asv_results.data import load_results
-from dashboard.detection import detect_in_worker
-from dashboard.load_data import build_data
+from dashboard.store.detection import detect_in_worker
+from dashboard.store.load_data import build_data
 from regressions.cli import main as gate_main
 from tests.generic_fixtures import ENV, MACHINE, STEP_AT, write_generic_history
 
@@ -105,7 +105,7 @@ def test_with_order_numbers_each_runs_commits_as_the_dashboard_does(project):
 
 def test_every_page_says_which_order_it_uses(project):
     from dashboard.app import render_page
-    from dashboard.model import ResultsStore
+    from dashboard.store.model import ResultsStore
     from tests.every_page import every_page
     from tests.test_dashboard import _walk, texts
 
@@ -146,7 +146,7 @@ def test_a_duplicate_result_file_is_reported_and_resolved_by_one_rule_in_dashboa
 
 
 def test_the_regressions_list_shows_each_commits_subject(project):
-    from dashboard.detection import FindingsState
+    from dashboard.store.detection import FindingsState
     from dashboard.pages import regressions as inbox_page
     from tests.test_dashboard import texts
 

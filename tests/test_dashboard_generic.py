@@ -10,12 +10,12 @@ import plotly.graph_objects as go
 import pytest
 
 from dashboard.app import render_page
-from dashboard.detection import detect_in_worker
-from dashboard.dashboard_data import GENERIC
-from dashboard.load_data import build_data
-from dashboard.model import ResultsStore
+from dashboard.store.detection import detect_in_worker
+from dashboard.data.dashboard_data import GENERIC
+from dashboard.store.load_data import build_data
+from dashboard.store.model import ResultsStore
 from dashboard.pages import _generic_compare, _generic_trends, discover_pages, regressions as inbox_page
-from dashboard.urlstate import Query, encode_query, link
+from dashboard.data.urlstate import Query, encode_query, link
 from tests.every_page import every_page
 from tests.generic_fixtures import (BROKEN, ENV, GRID, IMPORT, MACHINE, MIXED, MIXED_STATS, OPTIONAL, READ, STEP_AT,
                                     THROUGHPUT, snapshot, write_generic_history, write_run_notes)
@@ -183,7 +183,7 @@ def test_the_detector_and_the_inbox_work_on_every_series(data, gx):
     found = {(f.benchmark, f.params, f.commit_hash, f.direction) for f in findings}
     assert (*gx.stepped, gx.step_commit, "regression") in found
     assert (*gx.dropped, gx.step_commit, "regression") in found
-    from dashboard.detection import FindingsState
+    from dashboard.store.detection import FindingsState
 
     children, _ = inbox_page.inbox(data, FindingsState("done", 0.0, findings, 1.0), None, "regression", [])
     assert gx.step_commit[:10] in texts(children)
@@ -252,7 +252,7 @@ def test_a_foreign_results_folder_never_gets_this_repositorys_commit_links(gx):
 
 def test_sub_metrics_are_nested_under_their_parent_in_the_inbox(tmp_path):
     """step.forward under step, step.forward.solve under step.forward: the gate's rule, on the page."""
-    from dashboard.detection import FindingsState
+    from dashboard.store.detection import FindingsState
     from tests.asv_fixtures import SeriesSpec, write_history
 
     names = ("bench.M.track_step", "bench.M.track_step.forward", "bench.M.track_step.forward.solve")
@@ -313,7 +313,7 @@ def test_recorded_reasons_say_why_a_value_is_n_a_and_a_broken_file_is_reported(t
 
 
 def test_a_reasons_entry_that_is_not_one_is_left_out_and_counted(tmp_path):
-    from dashboard import na_reasons
+    from dashboard.data import na_reasons
 
     target = na_reasons.path_of(tmp_path, "m", "c" * 40)
     target.parent.mkdir(parents=True)
@@ -334,7 +334,7 @@ def test_a_companion_over_one_mib_that_the_gate_uses_still_marks_its_run(tmp_pat
     allows 64 MiB), so the Overview's run marks read it the same way rather than dropping it."""
     from asv_results.companion_files import companion_file
     from regressions.recorded_state import read_state_file, UNREADABLE
-    from dashboard.run_marks import marks_of
+    from dashboard.data.run_marks import marks_of
 
     commits = ("a" * 40, "b" * 40)
     machine_dir = tmp_path / MACHINE

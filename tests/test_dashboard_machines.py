@@ -3,12 +3,12 @@ own machine's roofline floor."""
 
 import pytest
 
-from dashboard import device_ceilings, speedup_tables
+from dashboard.data import device_ceilings, speedup_tables
 from dashboard.app import render_page
-from dashboard.load_data import build_data
-from dashboard.model import ResultsStore
+from dashboard.store.load_data import build_data
+from dashboard.store.model import ResultsStore
 from dashboard.pages import discover_pages, machines
-from dashboard.urlstate import Query
+from dashboard.data.urlstate import Query
 from workload import cost
 from workload.case import Case
 from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, SECOND_ENV, SECOND_MACHINE, write_dashboard_fixture
@@ -136,7 +136,7 @@ def test_the_registry_alone_checks_the_mode():
     shows for a mode is its Page's modes, mode_layouts and stand_ins."""
     import ast
 
-    from dashboard.dashboard_data import GENERIC, STATIC, SUITE
+    from dashboard.data.dashboard_data import GENERIC, STATIC, SUITE
     from dashboard.pages import _generic_trends, discover_pages
 
     checks = {"mode", "generic", "static_only"}

@@ -6,11 +6,11 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from dashboard import case_fields, comparison_set, metrics, speedup_tables
+from dashboard.data import case_fields, comparison_set, metrics, speedup_tables
 from asv_results.data import load_results
-from dashboard.load_data import build_data
+from dashboard.store.load_data import build_data
 from dashboard.pages import compare, overview, trends
-from dashboard.urlstate import Query
+from dashboard.data.urlstate import Query
 from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, autotune_kernels, write_peer_fixture
 from tests.test_dashboard import _walk, texts
 
@@ -203,8 +203,8 @@ def test_the_overviews_links_carry_the_mode(px, data):
 def test_failures_are_findings_on_the_regressions_page(px, data):
     """ok -> failed and failed -> ok reach the inbox (the gate always reported them), grouped by
     their commit, with a trend link to the series in its mode."""
-    from dashboard.detection import detect_in_worker
-    from dashboard.detection import FindingsState
+    from dashboard.store.detection import detect_in_worker
+    from dashboard.store.detection import FindingsState
     from dashboard.pages import regressions as inbox_page
 
     found = detect_in_worker(str(px.results_dir), None)[0]
@@ -260,7 +260,7 @@ def test_a_finding_offers_the_accepted_json_entry_that_accepts_it(px, data, tmp_
     import dataclasses
     import json
 
-    from dashboard.detection import detect_in_worker
+    from dashboard.store.detection import detect_in_worker
     from dashboard.pages import regressions as inbox_page
     from regressions.acceptance import find_acceptance, load_accepted
 
@@ -333,8 +333,8 @@ def test_the_overviews_colour_scale_is_the_same_at_every_commit(px, data, run):
 
 
 def test_the_inbox_searches_and_collapses_older_commits(px, data, monkeypatch):
-    from dashboard.detection import detect_in_worker
-    from dashboard.detection import FindingsState
+    from dashboard.store.detection import detect_in_worker
+    from dashboard.store.detection import FindingsState
     from dashboard.pages import regressions as inbox_page
 
     found = detect_in_worker(str(px.results_dir), None)[0]

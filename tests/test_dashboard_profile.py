@@ -10,10 +10,10 @@ from urllib.parse import quote_plus
 
 import pytest
 
-from dashboard import profiles
+from dashboard.data import profiles
 from dashboard.app import create_app
 from dashboard.pages import profile as profile_page
-from dashboard.urlstate import Query
+from dashboard.data.urlstate import Query
 from benchmarks import profile as profile_cli
 from workload.case import Case
 

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from dashboard import profiles
+from dashboard.data import profiles
 from dashboard.app import create_app
 from dashboard.pages import profile as profile_page
 from tests.suite_fixtures import write_dashboard_fixture
@@ -151,7 +151,7 @@ def test_dashboard_cli_refuses_bad_arguments_with_exit_2(tmp_path, capsys, args,
 def test_a_cache_dir_inside_the_results_is_not_used(fixture_results, tmp_path):
     import shutil
 
-    from dashboard.load_data import build_data, results_signature
+    from dashboard.store.load_data import build_data, results_signature
 
     results = shutil.copytree(fixture_results, tmp_path / "results")
     signature = results_signature(results)

@@ -5,11 +5,11 @@ that holds nothing else opens on them."""
 import numpy as np
 import pytest
 
-from dashboard import static_metrics
+from dashboard.data import static_metrics
 from dashboard.app import render_page
-from dashboard.dashboard_data import STATIC, SUITE
-from dashboard.load_data import build_data
-from dashboard.model import ResultsStore
+from dashboard.data.dashboard_data import STATIC, SUITE
+from dashboard.store.load_data import build_data
+from dashboard.store.model import ResultsStore
 from dashboard.pages import discover_pages, kernels
 from tests.asv_fixtures import SeriesSpec, write_history
 from tests.suite_fixtures import write_dashboard_fixture
@@ -176,10 +176,10 @@ def test_a_static_finding_links_to_its_config_on_the_kernels_page(tmp_path):
     kernel, dtype and metric, only what changed, changed rows first (once it opened unfiltered)."""
     import dataclasses
 
-    from dashboard.detection import detect_in_worker
-    from dashboard.detection import FindingsState
+    from dashboard.store.detection import detect_in_worker
+    from dashboard.store.detection import FindingsState
     from dashboard.pages import regressions as inbox_page
-    from dashboard.urlstate import Query
+    from dashboard.data.urlstate import Query
     from tests.test_dashboard import _walk
 
     at, n = 7, 10  # the detector wants a few commits of history before a change

@@ -246,7 +246,7 @@ def test_the_gate_and_the_regressions_page_print_one_change_alike(tmp_path, caps
     on the Regressions page: one format_value, one format_change (asv_results.units)."""
     import re
 
-    from dashboard.model import ResultsStore
+    from dashboard.store.model import ResultsStore
     from dashboard.pages.regressions import inbox
     from regressions.cli import main as gate
     from tests.suite_fixtures import MAIN_MACHINE, write_dashboard_fixture
@@ -271,8 +271,8 @@ def test_a_commit_prefix_names_the_same_commit_for_the_gate_and_the_pages(tmp_pa
     """One resolve_commit (asv_results.commit_order): the pages once took the first commit an
     ambiguous prefix matched, and matched case-sensitively, where the gate refused."""
     from asv_results.commit_order import resolve_commit
-    from dashboard.commit_choice import named_commit
-    from dashboard.load_data import build_data
+    from dashboard.ui.commit_choice import named_commit
+    from dashboard.store.load_data import build_data
 
     history = write_history(tmp_path, [SeriesSpec("b.S.track_latency", (1,), ("m",))], 40, seed=3)
     run = next(iter(build_data(tmp_path).runs.values()))

@@ -162,12 +162,12 @@ def test_tiny_fp8_cases_compile_on_the_cpu(key, impl):
 
 
 def test_the_dashboard_floor_uses_each_forms_roof():
-    """dashboard.metrics: an fp8 row's floor comes from the run's FP8 ceiling, a w8a16 row's
+    """dashboard.data.metrics: an fp8 row's floor comes from the run's FP8 ceiling, a w8a16 row's
     from bf16's; a run that measured no FP8 ceiling has no floor for fp8 (NaN), not a wrong one."""
     import numpy as np
     import pandas as pd
 
-    from dashboard import derived_metrics
+    from dashboard.data import derived_metrics
 
     keys = ["linear_act M=8192 K=4096 N=14336 fp8 gelu_tanh bias", "linear_act M=1 K=4096 N=14336 w8a16 gelu_tanh bias"]
     rows = pd.DataFrame({"case": keys, "machine": "m", "env_name": "e", "commit_hash": "c"})
@@ -225,7 +225,7 @@ def test_fp8_results_reach_the_dashboards_roofline(tmp_path):
     so it had a roof (FP8's for fp8, bf16's for w8a16)."""
     import numpy as np
 
-    from dashboard.model import ResultsStore
+    from dashboard.store.model import ResultsStore
     from dashboard.pages import roofline
     from tests.asv_fixtures import write_history
     from tests.suite_fixtures import SYNTH_CEILINGS, case_series, ceiling_series
@@ -240,4 +240,4 @@ def test_fp8_results_reach_the_dashboards_roofline(tmp_path):
     assert set(points["dtype"].astype(str)) == {"fp8", "w8a16"}
     assert np.isfinite(points["roofline"].to_numpy(dtype=float)).all()
     assert "fp8" in roofs.matmul_tflops
-    assert roofline.update(data, "m", run.env_name, commit, None, None, None, None, None)["data"]
+    assert roofline.update(data, "m", run.env_name, commit)["data"]

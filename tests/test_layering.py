@@ -43,7 +43,7 @@ from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, write_dashboard_fixture
 
 fx = write_dashboard_fixture(sys.argv[1])
 from dashboard.app import create_app, render_page
-from dashboard.model import ResultsStore
+from dashboard.store.model import ResultsStore
 from dashboard.pages import compare, discover_pages, overview, regressions, roofline, trends
 from regressions.cli import main as gate
 
@@ -60,7 +60,7 @@ headline, panels, _, _ = overview.update(data, MAIN_MACHINE, MAIN_ENV, commits[-
 assert panels and "geomean" in str(panels)
 trend = trends.update(data, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "tflops", None, "commit", [], None)
 assert trend["data"]
-assert roofline.update(data, MAIN_MACHINE, MAIN_ENV, commits[-1], None, None, None, None, None)["data"]
+assert roofline.update(data, MAIN_MACHINE, MAIN_ENV, commits[-1])["data"]
 rows, _, _ = compare.update(data, MAIN_MACHINE, MAIN_ENV, commits[0], commits[-1], "latency", "1.1", [],
                             None, None, None, None, None)
 assert rows

@@ -16,9 +16,9 @@ PARSERS = {"load", "loads"}
 NOT_FILES = {
     ("benchmarks/harness/runner_state.py", "json.loads(done.stdout)"): "a snapshot subprocess's output",
     ("asv_results/cache.py", "json.loads(key)"): "a layout key this module made with json.dumps",
-    ("dashboard/callbacks_boundary.py", "json.loads(declared)"): "a Dash component id",
-    ("dashboard/callbacks_boundary.py", "json.loads(dep['id'])"): "a Dash component id",
-    ("dashboard/callbacks_boundary.py", "json.loads(to_json(app.layout))"): "the app's own layout",
+    ("dashboard/ui/callbacks_boundary.py", "json.loads(declared)"): "a Dash component id",
+    ("dashboard/ui/callbacks_boundary.py", "json.loads(dep['id'])"): "a Dash component id",
+    ("dashboard/ui/callbacks_boundary.py", "json.loads(to_json(app.layout))"): "the app's own layout",
     ("asv_results/conf_reader.py", "json5.loads(text)"): "asv.conf.json's text, read by the reader (read_json_text)",
     ("regressions/judgement.py",
      "json.loads(render_json(self.findings, self.status_changes, self.verdict, self.report, self.header, self.settings))"):

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 from regressions import gate_records
-from dashboard.detection import detect_in_worker, FindingsState
+from dashboard.store.detection import detect_in_worker, FindingsState
 from regressions.gate_view import GateView, class_of
-from dashboard.load_data import build_data
+from dashboard.store.load_data import build_data
 from dashboard.pages import overview
 from dashboard.pages import regressions as page
 from regressions.cli import main as gate

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from dashboard import callbacks_boundary
+from dashboard.ui import callbacks_boundary
 from dashboard.app import create_app
 from tests.callback_requests import UPDATE_ROUTE, body, call, output_key, qkey
 from tests.every_page import every_page

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from asv_results import asvconf, conf_reader
-from dashboard.model import ResultsStore
+from dashboard.store.model import ResultsStore
 from tests.suite_fixtures import write_dashboard_fixture
 
 URL = "https://example.org/commit/"

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from dashboard.app import create_app
-from dashboard.urlstate import Query, encode_query, link
+from dashboard.data.urlstate import Query, encode_query, link
 from tests.callback_requests import call, output_key, qkey
 from tests.every_page import every_page
 from tests.suite_fixtures import write_dashboard_fixture
@@ -85,7 +85,7 @@ def test_choosing_the_machine_writes_its_bytes_into_the_url(app_over_a_non_utf8_
 
 
 def test_a_results_folder_whose_path_is_not_utf8_is_cached(tmp_path):
-    from dashboard.load_data import build_data
+    from dashboard.store.load_data import build_data
 
     built = write_dashboard_fixture(tmp_path / "results").results_dir
     raw = os.fsencode(tmp_path) + b"/results-\xff"

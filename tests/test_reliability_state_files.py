@@ -67,7 +67,7 @@ print("RESULT fifo-result", code, "Traceback" in err, "zz-queue.json" in err, fl
 '''
 
 OVERVIEW = SETUP + r'''
-from dashboard.model import ResultsStore
+from dashboard.store.model import ResultsStore
 from dashboard.pages import overview
 
 data = ResultsStore(fx.results_dir, detect_in_background=False).get()

@@ -129,7 +129,7 @@ def test_a_cpu_run_is_recorded_as_not_recorded():
 
 
 def test_the_device_card_shows_the_runner_state_and_marks_what_changed(tmp_path):
-    from dashboard.load_data import build_data
+    from dashboard.store.load_data import build_data
     from dashboard.pages.overview import runner_state_panel
     from tests.asv_fixtures import SeriesSpec, write_history
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from asv_results import safe_read
-from dashboard import profiles
+from dashboard.data import profiles
 from asv_results.data import load_results
 from tests.asv_fixtures import SeriesSpec, write_history
 

@@ -35,7 +35,7 @@ def main(argv=None) -> int:
     parser.add_argument("--mib", type=float, default=4.0, help="size of the config in MiB (default 4)")
     parser.add_argument("--comments", action="store_true", help="start the config with a // comment")
     args = parser.parse_args(argv)
-    from dashboard.model import ResultsStore
+    from dashboard.store.model import ResultsStore
     from tests.suite_fixtures import write_dashboard_fixture
 
     with tempfile.TemporaryDirectory() as tmp:

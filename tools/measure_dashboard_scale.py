@@ -43,8 +43,9 @@ def measure_start(results: Path, cache: Path, repeat: int) -> dict:
     from plotly.io.json import to_json_plotly
 
     from dashboard import app as app_module
-    import dashboard.facet_widgets as facet_widgets
+    import dashboard.ui.facet_widgets as facet_widgets
     from dashboard.pages import compare, overview, regressions, roofline, trends
+    from dashboard.pages._commit_info import commit_info
 
     imports_s = time.perf_counter() - started
     app = app_module.create_app(results, cache_dir=cache, detect_in_background=False)  # warms figures up
@@ -77,7 +78,7 @@ def measure_start(results: Path, cache: Path, repeat: int) -> dict:
         "trends: speedup over commits": lambda: trends.update(data, m, e, case, "speedup", None, "commit", [], None),
         "overview: one mode": lambda: overview.update(data, m, e, newest, None, None, None, None, None, None,
                                                       mode=["forward"]),
-        "trends: commit link": lambda: trends.commit_info(data, m, e, None, newest),
+        "trends: commit link": lambda: commit_info(data, m, e, None, newest),
         "compare: newest vs previous, all": lambda: compare.update(
             data, m, e, previous, newest, "latency", "1.1", [], None, None, None, None, None),
         "compare: oldest vs newest, all": lambda: compare.update(
@@ -86,9 +87,9 @@ def measure_start(results: Path, cache: Path, repeat: int) -> dict:
             data, m, e, oldest, newest, "latency", "1.05", ["only"], None, ["bf16"], None, None, None),
         "compare: CSV": lambda: compare.csv_text(data, m, e, oldest, newest, "latency", "1.1", [], None, None, None,
                                                  None, None),
-        "roofline: newest, all": lambda: roofline.update(data, m, e, newest, None, None, None, None, None),
+        "roofline: newest, all": lambda: roofline.update(data, m, e, newest),
     }
-    from dashboard.detection import FindingsState
+    from dashboard.store.detection import FindingsState
 
     state = FindingsState("done", time.time(), [], 0.0)
     calls["regressions: inbox"] = lambda: regressions.inbox(data, state, None, "all", [])
@@ -111,7 +112,7 @@ def measure_start(results: Path, cache: Path, repeat: int) -> dict:
 def measure_first_start(results: Path, cache: Path) -> dict:
     """In a fresh process with an empty cache: parse every file and write the cache."""
     started = time.perf_counter()
-    from dashboard.load_data import build_data
+    from dashboard.store.load_data import build_data
 
     data = build_data(results, cache_dir=cache)
     return {"first_start_s": time.perf_counter() - started, "parsed": data.files_parsed,
@@ -122,7 +123,7 @@ def measure_detection(results: Path, cache: Path) -> dict:
     """In a fresh process: what the detector's worker does (load from the cache, detect, and the
     gate's judgement of the folder, which the pages render)."""
     started = time.perf_counter()
-    from dashboard.detection import detect_in_worker
+    from dashboard.store.detection import detect_in_worker
 
     findings, _ = detect_in_worker(str(results), str(cache))
     return {"detect_s": time.perf_counter() - started, "findings": len(findings), "rss_mb": _peak_rss_mb()}

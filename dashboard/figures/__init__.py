@@ -1,6 +1,6 @@
 """Pure figure builders: ``build_*_figure(df, ...) -> go.Figure`` (no Dash, no I/O, no globals mutated).
 
-Each takes the rows already selected and derived (dashboard.metrics) and a theme name. One module
+Each takes the rows already selected and derived (dashboard.data.metrics) and a theme name. One module
 per page's figure; the shared look (themes, colours, the base layout) is in ``style``.
 """
 

@@ -15,7 +15,7 @@ import pandas as pd
 from plotly.colors import sample_colorscale
 
 from dashboard.figures.style import REGRESSION_COLOR
-from dashboard.facet_filters import sort_values_naturally
+from dashboard.data.facet_filters import sort_values_naturally
 from asv_results.units import format_value
 
 # Red: fused slower than the best unfused implementation; blue: faster; light grey: even. Light

@@ -11,7 +11,7 @@ from dashboard.figures.style import base_layout, build_empty_figure, impl_color,
 
 def build_profile_figure(rows: pd.DataFrame, theme: str = "light", title: str = "") -> go.Figure:
     """One stacked bar per implementation: time per call split by kernel (or CPU operator), with
-    the launches per call written above each bar. rows: dashboard.profiles frame of one case and
+    the launches per call written above each bar. rows: dashboard.data.profiles frame of one case and
     commit."""
     if rows.empty:
         return build_empty_figure("No profile for this case and commit.", theme)

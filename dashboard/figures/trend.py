@@ -9,8 +9,8 @@ from asv_results.data import STATUS_FAILED, STATUS_OK, STATUS_SKIPPED
 from dashboard.figures.style import (IMPL_COLORS, IMPROVEMENT_COLOR, LINE_PALETTE, REGRESSION_COLOR, alpha,
                                      build_empty_figure, impl_sort_key, layout_dict)
 from dashboard.figures.ticks import log_ticks
-from dashboard.facet_filters import sort_values_naturally
-from dashboard.metrics import METRICS
+from dashboard.data.facet_filters import sort_values_naturally
+from dashboard.data.metrics import METRICS
 from asv_results.units import display_unit, format_change
 
 # Where asv's stored value says a benchmark did not run; asv keeps no error message in its files.
@@ -30,7 +30,7 @@ def build_trend_figure(series: pd.DataFrame, metric, changes: pd.DataFrame | Non
 
     ``axis_per_line``: each line on a y axis of its own, stacked (values whose unit nobody recorded
     may be GB, seconds and counts: never on one axis).
-    ``run_marks``: {commit hash: what was unusual about its run} (dashboard.run_marks: throttled,
+    ``run_marks``: {commit hash: what was unusual about its run} (dashboard.data.run_marks: throttled,
     a driver / torch / triton / liger version other than the run before): those points get a
     marker of their own and the hover says what.
 

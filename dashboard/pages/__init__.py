@@ -22,10 +22,10 @@ from typing import Callable
 
 from dash import html
 
-from dashboard.notices import generic_notice, static_only_notice
-from dashboard.dashboard_data import GENERIC, STATIC, SUITE, DashboardData
-from dashboard.model import ResultsStore
-from dashboard.urlstate import Query
+from dashboard.ui.notices import generic_notice, static_only_notice
+from dashboard.data.dashboard_data import GENERIC, STATIC, SUITE, DashboardData
+from dashboard.store.model import ResultsStore
+from dashboard.data.urlstate import Query
 
 ALL_MODES = (SUITE, GENERIC, STATIC)
 

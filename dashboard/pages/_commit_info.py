@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dash import dcc, html
 
-from dashboard.commit_choice import resolve_commit
-from dashboard.dashboard_data import DashboardData
-from dashboard.urlstate import link
+from dashboard.ui.commit_choice import resolve_commit
+from dashboard.data.dashboard_data import DashboardData
+from dashboard.data.urlstate import link
 
 
 def commit_info(data: DashboardData, machine, env, click, marked, theme="light"):

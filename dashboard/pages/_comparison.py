@@ -7,10 +7,10 @@ import pandas as pd
 from dash import dash_table, dcc, html
 from dash.dash_table.Format import Format, Group, Scheme
 
-from dashboard import ab_compare
-from dashboard.widgets import BETTER_CELL, WORSE_CELL, dropdown, labelled, styled_datatable
+from dashboard.data import ab_compare
+from dashboard.ui.widgets import BETTER_CELL, WORSE_CELL, dropdown, labelled, styled_datatable
 from asv_results.units import DisplayUnit
-from dashboard.urlstate import Query, qid
+from dashboard.data.urlstate import Query, qid
 
 COMMITS = {"a": 1, "b": 0}  # URL key -> default offset from the newest commit
 FACTORS = ("1.02", "1.05", "1.1", "1.2", "1.5")

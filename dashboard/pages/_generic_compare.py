@@ -7,19 +7,19 @@ from __future__ import annotations
 import pandas as pd
 from dash import Input, Output, State, dcc, html
 
-from dashboard import ab_compare, metrics
-from dashboard.callback_guards import guarded
-from dashboard.notices import message
-from dashboard.run_selector import register_run_controls, run_controls, run_of
-from dashboard.widgets import dropdown, labelled
-from dashboard.dashboard_data import DashboardData
-from dashboard.model import ResultsStore
+from dashboard.data import ab_compare, metrics
+from dashboard.ui.callback_guards import guarded
+from dashboard.ui.notices import message
+from dashboard.ui.run_selector import register_run_controls, run_controls, run_of
+from dashboard.ui.widgets import dropdown, labelled
+from dashboard.data.dashboard_data import DashboardData
+from dashboard.store.model import ResultsStore
 from dashboard.pages._comparison import (
     COMMITS, DEFAULT_FACTOR, comparison_columns, comparison_controls, comparison_datatable, summary_line,
 )
 from dashboard.pages._why_na import why_na_line
 from asv_results.units import display_unit, format_value, symbol_of
-from dashboard.urlstate import Query, qid
+from dashboard.data.urlstate import Query, qid
 
 ID = "gcompare"
 COLUMNS = ["benchmark", "params_key", "old", "new", "unit", "ratio", "change"]

@@ -14,27 +14,26 @@ value), x, logy and commit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
 import pandas as pd
 from dash import ALL, Input, Output, State, html
 
 from asv_results import commit_messages
-from dashboard.callback_guards import error_figure, guarded
-from dashboard.commit_choice import commit_options, resolve_commit
-from dashboard.notices import message
-from dashboard.run_selector import register_run_controls, run_controls, run_of, trend_view_controls
-from dashboard.widgets import dropdown, graph, labelled
+from dashboard.ui.callback_guards import error_figure, guarded
+from dashboard.ui.commit_choice import commit_options, resolve_commit
+from dashboard.ui.notices import message
+from dashboard.ui.run_selector import register_run_controls, run_controls, run_of, trend_view_controls
+from dashboard.ui.widgets import dropdown, graph, labelled
 from dashboard.figures import build_trend_figure
-from dashboard.metrics import better_of
-from dashboard.dashboard_data import DashboardData
-from dashboard.model import ResultsStore
-from dashboard.run_view import Run
-from dashboard.na_reasons import reason_column
+from dashboard.data.metrics import better_of
+from dashboard.data.dashboard_data import DashboardData
+from dashboard.store.model import ResultsStore
+from dashboard.data.run_view import Run
+from dashboard.data.na_reasons import reason_column
 from dashboard.pages._commit_info import commit_info
-from dashboard.run_marks import marks_of_run
+from dashboard.data.run_marks import marks_of_run
 from asv_results.units import symbol_of
-from dashboard.urlstate import PARAM_PREFIX, QUERY_TYPE, SHELL, Query, qid
+from dashboard.data.urlstate import PARAM_PREFIX, QUERY_TYPE, SHELL, Query, qid
 
 ID = "series"
 MAX_LINES = 12  # beyond this a plot is a tangle: narrow the parameters
@@ -180,15 +179,18 @@ def measure_of(data: DashboardData, benchmark: str, unit) -> Measure:
                    better_of(benchmark, unit if isinstance(unit, str) else None, meta))
 
 
-@lru_cache(maxsize=256)
-def _series_changes(signature_key: int, run: Run, series_ids: tuple[int, ...]) -> pd.DataFrame:
-    """The detector on the series in view (the same algorithm as the inbox)."""
-    from regressions import find_changes, findings_frame  # imports scipy: on first use
+def _series_changes(data: DashboardData, run: Run, series_ids: tuple[int, ...]) -> pd.DataFrame:
+    """The detector on the series in view (the same algorithm as the inbox), kept on the load
+    (data.findings_in_view)."""
+    def find() -> pd.DataFrame:
+        from regressions import find_changes, findings_frame  # imports scipy: on first use
 
-    found = findings_frame(find_changes(run.of_series(series_ids), benchmarks_meta=run.table.parsed.benchmarks))
-    if found.empty:
-        return pd.DataFrame(columns=["params", "commit_hash", "direction", "relative_change", "confirmed"])
-    return found
+        found = findings_frame(find_changes(run.of_series(series_ids), benchmarks_meta=run.table.parsed.benchmarks))
+        if found.empty:
+            return pd.DataFrame(columns=["params", "commit_hash", "direction", "relative_change", "confirmed"])
+        return found
+
+    return data.findings_in_view.get(("generic trends", run.machine, run.env_name, series_ids), find)
 
 
 def update(data: DashboardData, machine, env, benchmark, chosen: dict[str, list[str]], x_axis, logy, commit,
@@ -220,7 +222,7 @@ def update(data: DashboardData, machine, env, benchmark, chosen: dict[str, list[
     subjects = commit_messages.subjects(data.project.repo, data.project.commit_rank)
     if subjects:  # what each commit says it did, in the hover
         rows["subject"] = rows["commit_hash"].astype(str).map(subjects)
-    changes = _series_changes(hash(data.signature), run, tuple(int(i) for i in series.index))
+    changes = _series_changes(data, run, tuple(int(i) for i in series.index))
     if len(changes):
         by_params = dict(zip(series["params_key"], labels))
         changes = changes.assign(line=changes["params"].map(by_params)).dropna(subset=["line"])

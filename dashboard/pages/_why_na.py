@@ -1,11 +1,11 @@
 """The "why n/a" line: what the suite recorded about the series that were skipped or failed at a
-commit (dashboard.na_reasons), where a page shows those series as n/a (Overview, Compare)."""
+commit (dashboard.data.na_reasons), where a page shows those series as n/a (Overview, Compare)."""
 
 from __future__ import annotations
 
 from dash import html
 
-from dashboard.na_reasons import STATUSES, why_na
+from dashboard.data.na_reasons import STATUSES, why_na
 
 
 def why_na_line(data, run, rows, commits: list[str], element_id: str) -> list:

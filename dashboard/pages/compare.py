@@ -7,21 +7,21 @@ from __future__ import annotations
 import pandas as pd
 from dash import Input, Output, State, dcc, html
 
-from dashboard import ab_compare, facet_filters, metrics
-from dashboard.callback_guards import guarded
-from dashboard.facet_widgets import facet_controls, register_facet_counts
-from dashboard.notices import message
-from dashboard.run_selector import register_run_controls, run_controls, run_of
-from dashboard.widgets import dropdown, labelled
-from dashboard.dashboard_data import GENERIC, SUITE, DashboardData
-from dashboard.model import ResultsStore
+from dashboard.data import ab_compare, facet_filters, metrics
+from dashboard.ui.callback_guards import guarded
+from dashboard.ui.facet_widgets import facet_controls, register_facet_counts
+from dashboard.ui.notices import message
+from dashboard.ui.run_selector import register_run_controls, run_controls, run_of
+from dashboard.ui.widgets import dropdown, labelled
+from dashboard.data.dashboard_data import GENERIC, SUITE, DashboardData
+from dashboard.store.model import ResultsStore
 from dashboard.pages import Page, _generic_compare
 from dashboard.pages._comparison import (
     COMMITS, DEFAULT_FACTOR, comparison_columns, comparison_controls, comparison_datatable, summary_line,
 )
 from dashboard.pages._why_na import why_na_line
 from asv_results.units import DisplayUnit, display_unit
-from dashboard.urlstate import Query, qid
+from dashboard.data.urlstate import Query, qid
 
 ID = "compare"
 # The case split into its fields (a long case key once pushed the numbers off screen); each row's

@@ -1,6 +1,6 @@
 """Kernels: static compile metrics per commit — registers, spill bytes, shared memory and SASS
 instructions of every kernel config offered on an architecture (one machine each), as the library's compile check reads them
-from the compiler (dashboard.static_metrics). A table at one commit with the change since the
+from the compiler (dashboard.data.static_metrics). A table at one commit with the change since the
 commit before, and one metric's history. Nothing here is a timing, and no timing is shown here.
 
 "Across architectures" puts one config's numbers on every compile-metrics machine side by side
@@ -17,18 +17,18 @@ import pandas as pd
 from dash import Input, Output, State, dash_table, dcc, html
 from dash.dash_table.Format import Format, Sign
 
-from dashboard import static_metrics
-from dashboard.callback_guards import error_figure, guarded
-from dashboard.commit_choice import commit_of, commit_options, resolve_commit
-from dashboard.notices import message
-from dashboard.widgets import BETTER_CELL, WORSE_CELL, dropdown, graph, labelled, styled_datatable
+from dashboard.data import static_metrics
+from dashboard.ui.callback_guards import error_figure, guarded
+from dashboard.ui.commit_choice import commit_of, commit_options, resolve_commit
+from dashboard.ui.notices import message
+from dashboard.ui.widgets import BETTER_CELL, WORSE_CELL, dropdown, graph, labelled, styled_datatable
 from dashboard.figures import build_trend_figure
-from dashboard.dashboard_data import DashboardData
-from dashboard.model import ResultsStore
-from dashboard.run_view import Run
+from dashboard.data.dashboard_data import DashboardData
+from dashboard.store.model import ResultsStore
+from dashboard.data.run_view import Run
 from dashboard.pages import Page
 from dashboard.pages._generic_trends import MAX_LINES, Measure
-from dashboard.urlstate import SHELL, Query, qid
+from dashboard.data.urlstate import SHELL, Query, qid
 
 ID = "kernels"
 ALL = "all"

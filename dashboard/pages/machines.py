@@ -9,18 +9,18 @@ import numpy as np
 import pandas as pd
 from dash import Input, Output, State, html
 
-from dashboard import derived_metrics, device_ceilings, metrics, speedup_tables
-from dashboard.callback_guards import guarded
-from dashboard.commit_choice import commit_options, named_commit
-from dashboard.notices import message
-from dashboard.run_selector import env_options, machine_options, register_run_controls, run_of
-from dashboard.widgets import dropdown, labelled, styled_datatable
-from dashboard.dashboard_data import SUITE, DashboardData
-from dashboard.model import ResultsStore
-from dashboard.run_view import Run
+from dashboard.data import derived_metrics, device_ceilings, metrics, speedup_tables
+from dashboard.ui.callback_guards import guarded
+from dashboard.ui.commit_choice import commit_options, named_commit
+from dashboard.ui.notices import message
+from dashboard.ui.run_selector import env_options, machine_options, register_run_controls, run_of
+from dashboard.ui.widgets import dropdown, labelled, styled_datatable
+from dashboard.data.dashboard_data import SUITE, DashboardData
+from dashboard.store.model import ResultsStore
+from dashboard.data.run_view import Run
 from dashboard.pages import Page
 from asv_results.units import display_unit
-from dashboard.urlstate import Query, qid
+from dashboard.data.urlstate import Query, qid
 
 ID = "machines"
 KEYS = ("op", "dtype", "activation", "shape", "impl", "mode")

@@ -12,22 +12,22 @@ import numpy as np
 import pandas as pd
 from dash import Input, Output, State, dcc, html
 
-from dashboard import ab_compare, comparison_set, device_ceilings, facet_filters, metrics, na_reasons, speedup_tables
-from dashboard.callback_guards import guarded
-from dashboard.commit_choice import commit_of, commit_options
-from dashboard.facet_widgets import facet_controls, register_facet_counts
+from dashboard.data import ab_compare, comparison_set, device_ceilings, facet_filters, metrics, na_reasons, speedup_tables
+from dashboard.ui.callback_guards import guarded
+from dashboard.ui.commit_choice import commit_of, commit_options
+from dashboard.ui.facet_widgets import facet_controls, register_facet_counts
 from regressions.gate_view import GateView, class_of
-from dashboard.notices import message, whole_folder_note
-from dashboard.run_selector import register_run_controls, run_controls, run_of
-from dashboard.widgets import dropdown, labelled
+from dashboard.ui.notices import message, whole_folder_note
+from dashboard.ui.run_selector import register_run_controls, run_controls, run_of
+from dashboard.ui.widgets import dropdown, labelled
 from dashboard.figures.heatmap import (FAILED, build_speedup_panel_figure, color_span, speedup_legend_stops,
                                        speedup_text)
-from dashboard.dashboard_data import STATIC, SUITE, DashboardData
-from dashboard.model import ResultsStore
+from dashboard.data.dashboard_data import STATIC, SUITE, DashboardData
+from dashboard.store.model import ResultsStore
 from dashboard.pages import Page
 from dashboard.pages._why_na import why_na_line
 from asv_results.units import format_change, format_value
-from dashboard.urlstate import SHELL, Query, link, qid
+from dashboard.data.urlstate import SHELL, Query, link, qid
 
 ID = "overview"
 COMMITS = {"commit": 0}

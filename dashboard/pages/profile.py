@@ -10,15 +10,15 @@ from urllib.parse import quote
 import flask
 from dash import Input, Output, html
 
-from dashboard import profiles
-from dashboard.callback_guards import error_figure, guarded
-from dashboard.notices import message
-from dashboard.widgets import dropdown, graph, labelled
+from dashboard.data import profiles
+from dashboard.ui.callback_guards import error_figure, guarded
+from dashboard.ui.notices import message
+from dashboard.ui.widgets import dropdown, graph, labelled
 from dashboard.figures import build_profile_figure, build_profile_history_figure
-from dashboard.dashboard_data import DashboardData
-from dashboard.model import ResultsStore
+from dashboard.data.dashboard_data import DashboardData
+from dashboard.store.model import ResultsStore
 from dashboard.pages import Page
-from dashboard.urlstate import SHELL, Query, qid
+from dashboard.data.urlstate import SHELL, Query, qid
 
 ID = "profile"
 TRACE_ROUTE = "/profile-trace/"

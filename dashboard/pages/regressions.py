@@ -15,22 +15,22 @@ import json
 
 from dash import MATCH, Input, Output, dcc, html, no_update
 
-from dashboard import metrics, static_metrics
+from dashboard.data import metrics, static_metrics
 
 from asv_results import commit_messages
-from dashboard.callback_guards import guarded
-from dashboard.notices import message, whole_folder_note
-from dashboard.widgets import dropdown, labelled
-from dashboard.dashboard_data import DashboardData
-from dashboard.detection import FindingsState
+from dashboard.ui.callback_guards import guarded
+from dashboard.ui.notices import message, whole_folder_note
+from dashboard.ui.widgets import dropdown, labelled
+from dashboard.data.dashboard_data import DashboardData
+from dashboard.store.detection import FindingsState
 from regressions.acceptance import PLACEHOLDERS
 from regressions.gate_view import FAILING_CLASS, GateView, change_key, class_of
 from regressions.gate_records import machine_record
-from dashboard.model import ResultsStore
+from dashboard.store.model import ResultsStore
 from dashboard.pages import Page
 from regressions.formatting import format_p
 from asv_results.units import format_change, format_value  # the pages' one number and change format
-from dashboard.urlstate import SHELL, Query, link, qid
+from dashboard.data.urlstate import SHELL, Query, link, qid
 
 ID = "regressions"
 STATUS_KIND = "status"  # regressions.failures.StatusChange.kind

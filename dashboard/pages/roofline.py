@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from dash import Input, Output, html
 
-from dashboard import derived_metrics, device_ceilings, facet_filters, metrics
-from dashboard.callback_guards import error_figure, guarded
-from dashboard.facet_widgets import facet_controls, register_facet_counts
-from dashboard.run_selector import register_run_controls, run_controls, run_of
-from dashboard.widgets import graph
+from dashboard.data import derived_metrics, device_ceilings, facet_filters, metrics
+from dashboard.ui.callback_guards import error_figure, guarded
+from dashboard.ui.facet_widgets import facet_controls, register_facet_counts
+from dashboard.ui.run_selector import register_run_controls, run_controls, run_of
+from dashboard.ui.widgets import graph
 from dashboard.figures import build_roofline_figure
-from dashboard.dashboard_data import SUITE, DashboardData
-from dashboard.model import ResultsStore
+from dashboard.data.dashboard_data import SUITE, DashboardData
+from dashboard.store.model import ResultsStore
 from dashboard.pages import Page
-from dashboard.urlstate import SHELL, Query, qid
+from dashboard.data.urlstate import SHELL, Query, qid
 
 ID = "roofline"
 COMMITS = {"commit": 0}
@@ -48,9 +48,9 @@ def roofline_points(data: DashboardData, machine, env, commit, selections: dict)
     return points, device_ceilings.ceilings_of(data.ceilings, run.machine, run.env_name, commit)
 
 
-def update(data: DashboardData, machine, env, commit, op, dtype, activation, shape, impl, theme="light"):
-    points, ceilings = roofline_points(data, machine, env, commit, {
-        "op": op, "dtype": dtype, "activation": activation, "shape": shape, "impl": impl})
+def update(data: DashboardData, machine, env, commit, facets: dict | None = None, theme="light"):
+    """The roofline at one commit; ``facets``: each facet of FACETS by name -> the values chosen."""
+    points, ceilings = roofline_points(data, machine, env, commit, facets or {})
     if points is None or not commit:
         return error_figure(lambda: theme)("Pick a machine, environment and commit.")
     return build_roofline_figure(points, ceilings, theme, title=f"Roofline — {machine}, commit {commit[:8]}")
@@ -60,13 +60,15 @@ def register(app, store: ResultsStore):
     register_run_controls(app, store, ID, COMMITS)
     register_facet_counts(app, store, ID, FACETS)
 
+    # named inputs: the facets arrive as a dict by name, never by their position in a list
     @app.callback(Output(f"{ID}-figure", "figure"),
-                  Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"), Input(qid(ID, "commit"), "value"),
-                  *[Input(qid(ID, f), "value") for f in metrics.FACETS if f != "mode"],
-                  Input(qid(SHELL, "theme"), "value"))
+                  inputs=dict(machine=Input(qid(ID, "machine"), "value"), env=Input(qid(ID, "env"), "value"),
+                              commit=Input(qid(ID, "commit"), "value"),
+                              facets={f: Input(qid(ID, f), "value") for f in FACETS},
+                              theme=Input(qid(SHELL, "theme"), "value")))
     @guarded(error_figure())
-    def _update(*args):
-        return update(store.get(), *args)
+    def _update(machine, env, commit, facets, theme):
+        return update(store.get(), machine, env, commit, facets, theme)
 
 
 PAGE = Page("/roofline", "Roofline", 3, layout, register, "achieved TFLOP/s vs arithmetic intensity", modes=(SUITE,))

@@ -4,30 +4,28 @@ found a change, hover with the commit hash and date, and a link to the commit (c
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 
 import pandas as pd
 from dash import Input, Output, State, html
 
-from dashboard import derived_metrics, facet_filters, metrics, speedup_tables
+from dashboard.data import derived_metrics, facet_filters, metrics, speedup_tables
 
 from asv_results import commit_messages
-from dashboard.callback_guards import error_figure, guarded
-from dashboard.commit_choice import commit_options, resolve_commit
-from dashboard.facet_widgets import facet_controls, register_facet_counts
-from dashboard.notices import message
-from dashboard.run_selector import register_run_controls, run_controls, run_of, trend_view_controls
-from dashboard.widgets import dropdown, graph, labelled
+from dashboard.ui.callback_guards import error_figure, guarded
+from dashboard.ui.commit_choice import commit_options, resolve_commit
+from dashboard.ui.facet_widgets import facet_controls, register_facet_counts
+from dashboard.ui.notices import message
+from dashboard.ui.run_selector import register_run_controls, run_controls, run_of, trend_view_controls
+from dashboard.ui.widgets import dropdown, graph, labelled
 from dashboard.figures import build_trend_figure
-from dashboard.dashboard_data import GENERIC, SUITE, DashboardData
-from dashboard.model import ResultsStore
-from dashboard.run_view import Run
-from dashboard.na_reasons import reason_column
-from dashboard.run_marks import marks_of_run
+from dashboard.data.dashboard_data import GENERIC, SUITE, DashboardData
+from dashboard.store.model import ResultsStore
+from dashboard.data.run_view import Run
+from dashboard.data.na_reasons import reason_column
+from dashboard.data.run_marks import marks_of_run
 from dashboard.pages import Page, _generic_trends
-from dashboard.pages._commit_info import commit_info  # noqa: F401 (the Trends pages' card; tests call it here)
-from dashboard.urlstate import SHELL, Query, qid
+from dashboard.pages._commit_info import commit_info
+from dashboard.data.urlstate import SHELL, Query, qid
 
 ID = "trends"
 CASE_FACETS = ("op", "dtype", "activation", "shape")
@@ -76,34 +74,26 @@ def layout(data: DashboardData, query: Query):
     ])
 
 
-_CHANGES: OrderedDict = OrderedDict()  # (results set, run, case, metric) -> the detector's findings
-_CHANGES_KEPT = 256
-_CHANGES_LOCK = threading.Lock()  # callbacks run in the server's threads
-
-
-def _series_changes(signature_key: int, run: Run, case: str, source: str, rows: pd.DataFrame | None = None,
+def _series_changes(data: DashboardData, run: Run, case: str, source: str, rows: pd.DataFrame | None = None,
                     mode: str | None = None) -> pd.DataFrame:
-    """The detector on the series in view (a few per case): same algorithm as the inbox. ``rows``:
-    the case's rows of that metric (and mode) with their samples, if the caller has them."""
-    key = (signature_key, id(run), case, source, mode)
-    with _CHANGES_LOCK:
-        found = _CHANGES.get(key)
-        if found is not None:
-            _CHANGES.move_to_end(key)
-            return found
-    from regressions import find_changes, findings_frame  # imports scipy: on first use
+    """The detector on the series in view (a few per case): same algorithm as the inbox, kept on
+    the load (data.findings_in_view). ``rows``: the case's rows of that metric (and mode) with
+    their samples, if the caller has them."""
+    def find() -> pd.DataFrame:
+        from regressions import find_changes, findings_frame  # imports scipy: on first use
 
-    found = findings_frame(find_changes(rows if rows is not None else run.of_case(case, metric=source, mode=mode)))
-    if found.empty:
-        found = pd.DataFrame(columns=["impl", "commit_hash", "direction", "relative_change", "confirmed"])
-    else:
+        found = findings_frame(find_changes(rows if rows is not None else run.of_case(case, metric=source, mode=mode)))
+        if found.empty:
+            return pd.DataFrame(columns=["impl", "commit_hash", "direction", "relative_change", "confirmed"])
         lookup = run.series_of_params
         found["impl"] = [lookup.get((b, p), (None, None))[1] for b, p in zip(found["benchmark"], found["params"])]
-    with _CHANGES_LOCK:
-        _CHANGES[key] = found
-        while len(_CHANGES) > _CHANGES_KEPT:
-            _CHANGES.popitem(last=False)
-    return found
+        return found
+
+    return data.findings_in_view.get(_changes_key(run, case, source, mode), find)
+
+
+def _changes_key(run: Run, case: str, source: str, mode: str | None) -> tuple:
+    return ("trends", run.machine, run.env_name, case, source, mode)
 
 
 def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, commit, theme="light", mode=None):
@@ -116,10 +106,9 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
         return speedup_figure(run, case, mode, impl, x_axis, logy, commit, theme, marks_of_run(data, run))
     metric = metric if metric in metrics.METRICS else "latency"
     source_metric = metrics.stored_metric_of(metrics.METRICS[metric].source)
-    signature_key = hash(data.signature)
-    known = (signature_key, id(run), case, source_metric, mode) in _CHANGES
+    known = _changes_key(run, case, source_metric, mode) in data.findings_in_view
     rows = run.of_case(case, samples=not known, metric=source_metric, mode=mode)  # samples: for the detector only
-    changes = _series_changes(signature_key, run, case, source_metric, None if known else rows, mode)
+    changes = _series_changes(data, run, case, source_metric, None if known else rows, mode)
     if impl:
         rows = rows[rows["impl"].astype(str).isin(impl)]
     rows = rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash", how="left") if len(rows) else rows

@@ -10,8 +10,8 @@ import pandas as pd
 from workload import cost
 from workload.case import Case
 
-from dashboard.device_ceilings import ceilings_of
-from dashboard.metrics import FORWARD, METRICS, STORED_METRICS
+from dashboard.data.device_ceilings import ceilings_of
+from dashboard.data.metrics import FORWARD, METRICS, STORED_METRICS
 
 
 def _ceilings_per_row(rows: pd.DataFrame, ceilings: pd.DataFrame) -> list[cost.Ceilings | None]:

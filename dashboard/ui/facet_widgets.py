@@ -7,13 +7,13 @@ from __future__ import annotations
 import dash
 from dash import Input, Output
 
-from dashboard import facet_filters, metrics
-from dashboard.dashboard_data import DashboardData
+from dashboard.data import facet_filters, metrics
+from dashboard.data.dashboard_data import DashboardData
 from dashboard.figures import impl_sort_key
-from dashboard.model import ResultsStore
-from dashboard.run_view import Run
-from dashboard.urlstate import Query, qid
-from dashboard.widgets import dropdown, labelled
+from dashboard.store.model import ResultsStore
+from dashboard.data.run_view import Run
+from dashboard.data.urlstate import Query, qid
+from dashboard.ui.widgets import dropdown, labelled
 
 
 FACET_LABELS = {"op": "Op", "dtype": "dtype", "activation": "Activation", "shape": "Shape", "impl": "Implementation",

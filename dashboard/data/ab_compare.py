@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dashboard.metrics import CASE_FIELDS
+from dashboard.data.metrics import CASE_FIELDS
 
 
 def _stats_of(row) -> tuple[dict, list | None]:

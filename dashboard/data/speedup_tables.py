@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from asv_results.data import STATUS_OK
-from dashboard.metrics import CASE_FIELDS, FORWARD, FUSED, Metric, is_fused_peer, mode_order
+from dashboard.data.metrics import CASE_FIELDS, FORWARD, FUSED, Metric, is_fused_peer, mode_order
 
 
 FASTER, SLOWER, WITHIN_NOISE = "faster", "slower", "within noise"

@@ -54,7 +54,7 @@ def detect_in_worker(results_dir: str, cache_dir: str | None, commit_rank: dict 
     once in all). Returns (findings, verdict record)."""
     from asv_results.cache import ResultsCache
     from regressions.findings_store import detect_once
-    from dashboard.loaded_table import load_table, shown_series
+    from dashboard.store.load_data import load_table, shown_series
 
     cache = Path(cache_dir) if cache_dir else None
 

@@ -13,7 +13,7 @@ from workload import cost
 from workload.ops import spec_of
 from workload.case import Case
 
-from dashboard.metrics import CASE_FIELDS, FORWARD, stored_metric_of
+from dashboard.data.metrics import CASE_FIELDS, FORWARD, stored_metric_of
 
 
 @lru_cache(maxsize=8192)

@@ -7,12 +7,12 @@ from __future__ import annotations
 import dash
 from dash import Input, Output, State, dcc
 
-from dashboard.commit_choice import commit_of, commit_options, commit_or_newest, marked_commit
-from dashboard.dashboard_data import DashboardData
-from dashboard.model import ResultsStore
-from dashboard.run_view import Run
-from dashboard.urlstate import Query, qid
-from dashboard.widgets import dropdown, labelled
+from dashboard.ui.commit_choice import commit_of, commit_options, commit_or_newest, marked_commit
+from dashboard.data.dashboard_data import DashboardData
+from dashboard.store.model import ResultsStore
+from dashboard.data.run_view import Run
+from dashboard.data.urlstate import Query, qid
+from dashboard.ui.widgets import dropdown, labelled
 
 
 def run_of(data: DashboardData, query: Query) -> Run | None:

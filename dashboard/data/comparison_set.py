@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from dashboard import metrics
+from dashboard.data import metrics
 
 ABSENT = "absent"  # no result for the series at that commit
 _STATUS_NAMES = ("ok", "skipped", "failed", ABSENT)

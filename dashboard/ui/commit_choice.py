@@ -5,8 +5,8 @@
 from __future__ import annotations
 
 from asv_results import commit_order
-from dashboard.run_view import Run
-from dashboard.urlstate import Query
+from dashboard.data.run_view import Run
+from dashboard.data.urlstate import Query
 
 
 def commit_label(commit: str, date) -> str:

@@ -1,11 +1,11 @@
 """The dashboard's data, loaded once per results set and shared by every page (no Dash here).
 
-``ResultsStore(results_dir).get()`` returns a DashboardData (dashboard.dashboard_data) built by
-dashboard.load_data (through the on-disk cache of asv_results.cache when there is a cache dir). It
+``ResultsStore(results_dir).get()`` returns a DashboardData (dashboard.data.dashboard_data) built by
+dashboard.store.load_data (through the on-disk cache of asv_results.cache when there is a cache dir). It
 reloads only when the files under the results dir change, and it never writes there.
 
 Regression detection over every series runs once per results set in a worker process
-(dashboard.detection); pages poll for it, and the Trends page runs the same detector on the few
+(dashboard.store.detection); pages poll for it, and the Trends page runs the same detector on the few
 series it shows.
 """
 
@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 
 from asv_results import asvconf, conf_reader
-from dashboard.dashboard_data import DashboardData
-from dashboard.detection import Detector, FindingsState
-from dashboard.load_data import build_data, results_signature
+from dashboard.data.dashboard_data import DashboardData
+from dashboard.store.detection import Detector, FindingsState
+from dashboard.store.load_data import build_data, results_signature
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_RESULTS_DIR = REPO_ROOT / "results"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 
-from dashboard.callbacks_boundary import log_failure
+from dashboard.ui.callbacks_boundary import log_failure
 from dashboard.figures import build_empty_figure
 
 
@@ -16,9 +16,9 @@ def guarded(*fallback_factories):
 
     def wrap(fn):
         @functools.wraps(fn)
-        def inner(*args):
+        def inner(*args, **kwargs):  # kwargs: callbacks with named inputs
             try:
-                return fn(*args)
+                return fn(*args, **kwargs)
             except Exception as exc:  # the UI shows the reason; the log one line (the first traceback per site)
                 log_failure(f"callback {fn.__name__}", exc)
                 text = f"Could not build this view: {type(exc).__name__}: {exc}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dash import dash_table, dcc, html
 
-from dashboard.urlstate import qid
+from dashboard.data.urlstate import qid
 
 
 GRAPH_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}

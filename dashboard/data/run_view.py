@@ -9,9 +9,9 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from dashboard import case_fields, facet_filters, metrics
+from dashboard.data import case_fields, facet_filters, metrics
 from asv_results.table import ResultsTable, RunRows
-from dashboard.urlstate import PARAM_PREFIX
+from dashboard.data.urlstate import PARAM_PREFIX
 
 
 @dataclass(eq=False)  # identity: a Run is a cache key

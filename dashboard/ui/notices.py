@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dash import dcc, html
 
-from dashboard.dashboard_data import DashboardData
-from dashboard.urlstate import Query
+from dashboard.data.dashboard_data import DashboardData
+from dashboard.data.urlstate import Query
 
 
 def empty_state(data: DashboardData) -> html.Div:

@@ -9,6 +9,8 @@ for the mode.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,11 +19,42 @@ import pandas as pd
 
 from asv_results import asvconf
 from asv_results.data import LoadReport
-from dashboard.run_view import Run
+from dashboard.data.run_view import Run
 from asv_results.table import ResultsTable
 
 MACHINE_IDENTITY_KEYS = ("gpu", "driver", "cuda", "torch", "triton", "cpu", "os")
 SUITE, GENERIC, STATIC = "suite", "generic", "static"
+
+
+class KeptValues:
+    """What the pages computed from one load (the detector's findings of a series in view), the
+    newest ``kept`` of them, kept on that load's DashboardData: a reload starts empty, and two
+    stores never see each other's. Callbacks run in the server's threads, hence the lock."""
+
+    def __init__(self, kept: int = 256):
+        self.kept = kept
+        self._values: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __contains__(self, key) -> bool:
+        with self._lock:
+            return key in self._values
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def get(self, key, make):
+        """The value kept under ``key``, else ``make()`` (called outside the lock), kept."""
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return self._values[key]
+        value = make()
+        with self._lock:
+            self._values[key] = value
+            while len(self._values) > self.kept:
+                self._values.popitem(last=False)
+        return value
 
 
 @dataclass
@@ -43,6 +76,8 @@ class DashboardData:
     cache_note: str = ""
     files_parsed: int = 0  # result files parsed at this load (the rest came from the cache)
     load_seconds: float = 0.0
+    # the Trends pages' detector findings per series in view (page state of this load, not a global)
+    findings_in_view: KeptValues = field(default_factory=KeptValues, repr=False, compare=False)
 
     @property
     def empty(self) -> bool:

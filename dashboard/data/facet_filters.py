@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from dashboard.metrics import CASE_FIELDS, FACETS
+from dashboard.data.metrics import CASE_FIELDS, FACETS
 
 
 def empty_catalog() -> pd.DataFrame:

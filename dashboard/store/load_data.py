@@ -1,7 +1,7 @@
 """Load and index a results folder into a DashboardData (never raising for bad input: the
 problem is reported), and the signature that tells when the folder changed.
 
-Static compile metrics (dashboard.static_metrics: registers, spills, shared memory per kernel
+Static compile metrics (dashboard.data.static_metrics: registers, spills, shared memory per kernel
 config) are never shown beside timings: their series go to ``static_runs`` for the Kernels page
 and take no part in the mode.
 """
@@ -14,14 +14,29 @@ from pathlib import Path
 
 import pandas as pd
 
-from dashboard import case_fields, device_ceilings, static_metrics
+from dashboard.data import case_fields, device_ceilings, static_metrics
 
 from asv_results import asvconf, results_folder
 from asv_results.cache import ResultsCache
-from dashboard.dashboard_data import GENERIC, STATIC, SUITE, DashboardData
+from dashboard.data.dashboard_data import GENERIC, STATIC, SUITE, DashboardData
 from asv_results.data import LoadReport, ResultsDirError, SkippedFile
-from dashboard.run_view import Run
+from dashboard.data.run_view import Run
 from asv_results.table import ResultsTable
+
+
+def load_table(results_dir: Path, cache_dir: Path | None, commit_rank: dict | None = None) -> ResultsTable:
+    """Every result file of ``results_dir`` as a ResultsTable (through the cache when given)."""
+    return ResultsTable(ResultsCache(results_dir, cache_dir).load(), commit_rank)
+
+
+def shown_series(table: ResultsTable) -> pd.Index:
+    """The series the dashboard looks at (and the detector scans): this suite's Case series and
+    the static compile metrics when there are Case series, else all."""
+    cases = case_fields.case_series(table.series)
+    if not len(cases):
+        return table.series.index
+    static = table.series.index[static_metrics.is_static(table.series["benchmark"])]
+    return cases.index.union(static)
 
 
 def results_signature(results_dir: Path) -> tuple:
