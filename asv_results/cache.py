@@ -18,10 +18,13 @@ The cache distrusts itself as the loader distrusts results: the manifest is read
 loader's limits (the one reader, asv_results.safe_read: a regular file inside the cache folder, size and nesting
 capped), must have exactly the expected shape and carry a checksum of its own content; segment
 folders and their ``.npy`` files must be regular, inside the cache folder, of the expected dtype
-and length, and match the SHA-256 the manifest gives for each. Anything off and the whole cache
-is parsed again and rewritten, with a log line and a note saying why. A result file is known by
-its name, size, mtime, ctime and inode: rewriting it in place with the same size and mtime still
-changes its ctime.
+and length, and still be the files this module wrote: each column file is known by its size,
+mtime, ctime, inode and device, as a result file is known by its name, size, mtime, ctime and
+inode (rewriting a file in place with the same size and mtime still changes its ctime; a
+rename or a copy changes its inode). Anything off and the whole cache is parsed again and
+rewritten, with a log line and a note saying why. The columns are not hashed at each start: at
+50 M points that read every byte of several GB before the first page (docs/dashboard.md,
+"Cache and scale", has the measurement).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -48,7 +52,7 @@ from asv_results.parallel_parse import parse_files
 from asv_results.cache_manifest import SEGMENT_NAME, CacheDamaged
 
 log = logging.getLogger(__name__)
-FORMAT = 2
+FORMAT = 3  # 3: column files known by their identity, not by a SHA-256 read at each start
 # Per-row columns of a segment, as the parser produces them (stats rows become their own files).
 ROW_COLUMNS = ("value", "failed", *result_file.STATS_KEYS, "sample_start", "sample_length")
 LOCK_NAME = ".lock"  # in the cache folder: held while a process loads through it
@@ -93,7 +97,7 @@ class Segment:
 
     name: str
     arrays: dict[str, np.ndarray]
-    digests: dict[str, str] = field(default_factory=dict)  # column -> SHA-256 of its .npy file, once written
+    identities: dict[str, list[int]] = field(default_factory=dict)  # column -> its .npy file's identity, once written
 
     @property
     def rows(self) -> int:
@@ -144,10 +148,12 @@ class ParsedResults:
 # --------------------------------------------------------------------------- the results folder
 
 
-def list_result_files(root: Path) -> tuple[list[tuple[str, str, int, int, int, int]], dict, list[loader.SkippedFile]]:
-    """(relative path, machine, size, mtime_ns, ctime_ns, inode) of every result file, machine.json contents, and
-    what cannot be read at all: asv_results.results_folder's listing, the one the gate's loader reads too."""
-    listing = results_folder.list_results(root)
+def list_result_files(root: Path, machine: str | None = None
+                      ) -> tuple[list[tuple[str, str, int, int, int, int]], dict, list[loader.SkippedFile]]:
+    """(relative path, machine, size, mtime_ns, ctime_ns, inode) of every result file (of one
+    ``machine``'s folder when given), machine.json contents, and what cannot be read at all:
+    asv_results.results_folder's listing."""
+    listing = results_folder.list_results(root, machine)
     return [f.identity[:1] + (f.machine,) + f.identity[1:] for f in listing.files], listing.machines, listing.skipped
 
 
@@ -224,10 +230,15 @@ def _batches(entries: list[FileEntry]):
         yield batch
 
 
-def _open_segment(folder: Path, name: str, digests: dict[str, str], root: Path) -> Segment:
+def _file_identity(info: os.stat_result) -> list[int]:
+    """What tells a column file from any other (cache_manifest.IDENTITY_FIELDS of them)."""
+    return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev]
+
+
+def _open_segment(folder: Path, name: str, identities: dict[str, list[int]], root: Path) -> Segment:
     """Memory-map a segment's columns, after checking that each is a regular file inside
-    ``root`` (the cache folder) whose SHA-256 is ``digests[column]`` and whose dtype and shape
-    are the ones written; CacheDamaged otherwise."""
+    ``root`` (the cache folder) that is still the file written (``identities[column]``,
+    _file_identity) and holds the dtype and shape written; CacheDamaged otherwise."""
     if not SEGMENT_NAME.match(name) or os.path.islink(folder) or not inside(folder, root) or not folder.is_dir():
         raise CacheDamaged(f"segment {name!r} is not a folder of this cache")
     arrays = {}
@@ -239,8 +250,8 @@ def _open_segment(folder: Path, name: str, digests: dict[str, str], root: Path) 
             raise CacheDamaged(f"segment {name}: {column}.npy cannot be read ({exc.strerror or exc})") from None
         if not stat.S_ISREG(info.st_mode):
             raise CacheDamaged(f"segment {name}: {column}.npy is not a regular file")
-        if _file_digest(path) != digests.get(column):
-            raise CacheDamaged(f"segment {name}: {column}.npy does not match its checksum")
+        if _file_identity(info) != identities.get(column):
+            raise CacheDamaged(f"segment {name}: {column}.npy was changed or replaced since it was written")
         try:
             array = np.load(path, mmap_mode="r", allow_pickle=False)
         except (ValueError, OSError, EOFError) as exc:
@@ -251,7 +262,7 @@ def _open_segment(folder: Path, name: str, digests: dict[str, str], root: Path) 
         arrays[column] = array
     if len({len(arrays[c]) for c in ROW_COLUMNS}) != 1:
         raise CacheDamaged(f"segment {name}: its columns have different lengths")
-    return Segment(name, arrays, dict(digests))
+    return Segment(name, arrays, dict(identities))
 
 
 def _check_rows(entry: FileEntry, segment: Segment) -> None:
@@ -268,11 +279,6 @@ def _check_rows(entry: FileEntry, segment: Segment) -> None:
 
 _FILE_FIELDS = {f.name: {"str": str, "int": int, "str | None": (str, type(None)),
                          "list[int]": list, "list[list[str]]": list}[f.type] for f in fields(FileEntry)}
-
-
-def _file_digest(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def _merge(result: ParsedResults, merge: set[int]) -> None:
@@ -307,12 +313,17 @@ def _layout_key(name: str, params) -> str:
 
 
 class ResultsCache:
-    """Load a results folder through the cache at ``cache_dir`` (None: parse everything, keep
-    nothing on disk). A cache dir inside the results folder is not used (see load)."""
+    """Load a results folder (one ``machine``'s folder of it when given) through the cache at
+    ``cache_dir`` (None: parse everything, keep nothing on disk). A cache dir inside the results
+    folder is not used (see load)."""
 
-    def __init__(self, results_dir: str | Path, cache_dir: str | Path | None = None, jobs: int | None = None):
+    def __init__(self, results_dir: str | Path, cache_dir: str | Path | None = None, jobs: int | None = None,
+                 machine: str | None = None, progress=None):
         self.root = Path(results_dir)
         self.jobs = jobs
+        self.machine = machine
+        # told (files parsed, files to parse, seconds) after each batch: asv_results.parse_progress
+        self.progress = progress
         self.dir = None
         self.refused = ""
         if cache_dir is not None:
@@ -321,7 +332,9 @@ class ResultsCache:
                                 f"be read as results; not used")
             else:
                 # fsencode: a results path that is not UTF-8 hashes by its bytes
-                key = hashlib.sha256(os.fsencode(self.root.resolve())).hexdigest()[:16]
+                # one machine's folder alone is a cache of its own: it must not drop the others' segments
+                where = os.fsencode(self.root.resolve()) + (b"\0" + os.fsencode(machine) if machine is not None else b"")
+                key = hashlib.sha256(where).hexdigest()[:16]
                 self.dir = Path(cache_dir) / f"results-{key}"
 
     def load(self) -> ParsedResults:
@@ -341,7 +354,7 @@ class ResultsCache:
         return folder_lock.exclusive(self.dir, LOCK_NAME)
 
     def _load_locked(self) -> ParsedResults:
-        listed, machines, skipped = list_result_files(self.root)
+        listed, machines, skipped = list_result_files(self.root, self.machine)
         benchmarks, bench_skipped = read_benchmarks(self.root)
         note = self.refused
         cached = None
@@ -378,7 +391,7 @@ class ResultsCache:
         cache_manifest.check_manifest(doc, _FILE_FIELDS, tuple(COLUMN_DTYPES))
         segments = []
         for seg in doc["segments"]:
-            segment = _open_segment(self.dir / seg["name"], seg["name"], seg["sha256"], self.dir)
+            segment = _open_segment(self.dir / seg["name"], seg["name"], seg["files"], self.dir)
             if segment.rows != seg["rows"] or len(segment.arrays["samples"]) != seg["samples"]:
                 raise CacheDamaged(f"segment {seg['name']} does not match the manifest")
             segments.append(segment)
@@ -402,6 +415,7 @@ class ResultsCache:
                 todo.append(entry)
             entries.append(entry)
         note = ""
+        started, done = time.perf_counter(), 0
         for batch in _batches(todo):
             parsed = parse_files([(str(self.root / e.path), e.machine, str(self.root)) for e in batch],
                                          self.jobs)
@@ -410,11 +424,14 @@ class ResultsCache:
             if self.dir is not None and not note:
                 try:  # on disk now and mapped back: memory stays at one batch, not the whole history
                     self.dir.mkdir(parents=True, exist_ok=True)
-                    digests = self._write_segment(segment)
-                    segment = _open_segment(self.dir / segment.name, segment.name, digests, self.dir)
+                    identities = self._write_segment(segment)
+                    segment = _open_segment(self.dir / segment.name, segment.name, identities, self.dir)
                 except OSError as exc:
                     note = f"could not write the cache in {self.dir} ({exc.strerror or exc})"
             segments.append(segment)
+            done += len(batch)
+            if self.progress is not None:
+                self.progress(done, len(todo), time.perf_counter() - started)
         layout_list = [None] * len(layouts)
         for key, i in layouts.items():
             layout_list[i] = tuple(json.loads(key))
@@ -431,8 +448,8 @@ class ResultsCache:
         self._compact(result)
         used = {e.segment for e in result.files if e.reason is None}
         for i, seg in enumerate(result.segments):
-            if i in used and not seg.digests:
-                seg.digests = self._write_segment(seg)
+            if i in used and not seg.identities:
+                seg.identities = self._write_segment(seg)
         live = [i for i in range(len(result.segments)) if i in used]
         renumber = {old: new for new, old in enumerate(live)}
         result.segments = [result.segments[i] for i in live]
@@ -442,7 +459,7 @@ class ResultsCache:
         manifest = {
             "format": FORMAT, "parser": parser_fingerprint(), "results_dir": str(self.root.resolve()),
             "layouts": [list(x) for x in result.layouts],
-            "segments": [{"name": s.name, "rows": s.rows, "samples": len(s.arrays["samples"]), "sha256": s.digests}
+            "segments": [{"name": s.name, "rows": s.rows, "samples": len(s.arrays["samples"]), "files": s.identities}
                          for s in result.segments],
             "files": [e.__dict__ for e in result.files],
         }
@@ -456,23 +473,22 @@ class ResultsCache:
                 else:  # a link or file where a segment was: not ours to follow
                     old.unlink(missing_ok=True)
 
-    def _write_segment(self, seg: Segment) -> dict[str, str]:
-        """Write a segment's columns; their SHA-256 digests, for the manifest."""
+    def _write_segment(self, seg: Segment) -> dict[str, list[int]]:
+        """Write a segment's columns; their files' identities once in place, for the manifest."""
         tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=self.dir))
-        digests = {}
+        target = self.dir / seg.name
         try:
             for column, dtype in COLUMN_DTYPES.items():
                 np.save(tmp / f"{column}.npy", np.ascontiguousarray(seg.arrays[column], dtype=dtype),
                         allow_pickle=False)
-                digests[column] = _file_digest(tmp / f"{column}.npy")
-            target = self.dir / seg.name
             if target.is_symlink() or (target.exists() and not target.is_dir()):
                 target.unlink()
             os.replace(tmp, target)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        seg.digests = digests
-        return digests
+        # stat'd where they stay: moving the folder changes none of its files' identities
+        seg.identities = {column: _file_identity(os.lstat(target / f"{column}.npy")) for column in COLUMN_DTYPES}
+        return seg.identities
 
     @staticmethod
     def _compact(result: ParsedResults) -> None:

@@ -12,8 +12,8 @@ import math
 import re
 
 SEGMENT_NAME = re.compile(r"^seg-[0-9a-f]{12}$")
-DIGEST = re.compile(r"^[0-9a-f]{64}$")
 CHECKSUM_KEY = "checksum"
+IDENTITY_FIELDS = 5  # a column file's size, mtime_ns, ctime_ns, inode and device (asv_results.cache)
 
 
 class CacheDamaged(Exception):
@@ -55,16 +55,18 @@ def check_manifest(doc: object, file_fields: dict[str, type | tuple], columns: t
 def _check_segments(segments: list, columns: tuple[str, ...]) -> list[int]:
     names, rows = set(), []
     for i, seg in enumerate(segments):
-        if not isinstance(seg, dict) or set(seg) != {"name", "rows", "samples", "sha256"}:
-            _fail(f"segment {i} is not {{name, rows, samples, sha256}}")
-        name, digests = seg["name"], seg["sha256"]
+        if not isinstance(seg, dict) or set(seg) != {"name", "rows", "samples", "files"}:
+            _fail(f"segment {i} is not {{name, rows, samples, files}}")
+        name, identities = seg["name"], seg["files"]
         if not isinstance(name, str) or not SEGMENT_NAME.match(name) or name in names:
             _fail(f"segment {i} has the name {name!r}, not one this cache writes")
         if not (_is_int(seg["rows"]) and _is_int(seg["samples"])):
             _fail(f"segment {name}: rows and samples must be counts")
-        if not isinstance(digests, dict) or set(digests) != set(columns) or not all(
-                isinstance(d, str) and DIGEST.match(d) for d in digests.values()):
-            _fail(f"segment {name}: 'sha256' must give one digest per column")
+        if not isinstance(identities, dict) or set(identities) != set(columns) or not all(
+                isinstance(x, list) and len(x) == IDENTITY_FIELDS and all(_is_int(v) for v in x)
+                for x in identities.values()):
+            _fail(f"segment {name}: 'files' must give each column's file identity "
+                  f"({IDENTITY_FIELDS} counts: size, mtime, ctime, inode, device)")
         names.add(name)
         rows.append(seg["rows"])
     return rows
