@@ -57,7 +57,7 @@ def order_note(rank: dict[str, int] | None, repo=None) -> str:
 
 
 def with_order(frame, rank: dict[str, int] | None):
-    """``frame`` (asv_results.data.load_results' rows) with the ``order`` column: each row's commit
+    """``frame`` (asv_results.loading.load_results' rows) with the ``order`` column: each row's commit
     position in its machine x environment, by :func:`commit_order` (one pass over the distinct
     commits, then a join: a frame has millions of rows and thousands of commits)."""
     import pandas as pd

@@ -2,7 +2,7 @@
 cannot be read at all (no pandas, no Dash).
 
 asv's layout: ``<results>/benchmarks.json``, ``<results>/<machine>/machine.json`` and
-``<results>/<machine>/<commit>-<env>.json``. The gate's loader (asv_results.data.load_results),
+``<results>/<machine>/<commit>-<env>.json``. The gate's loader (asv_results.loading.load_results),
 the dashboard's cache (asv_results.cache) and the dashboard's reload check
 (dashboard.store.load_data.results_signature) all list the folder here, so they read the same files and
 report the same broken ones with the same reasons.

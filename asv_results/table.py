@@ -203,31 +203,48 @@ class ResultsTable:
     # ----------------------------------------------------------------------- frames
 
     def frame(self, rows, series_columns: pd.DataFrame | None = None, samples: bool = True,
-              stats=("ci_99_a", "ci_99_b", "repeat")) -> pd.DataFrame:
+              stats=("ci_99_a", "ci_99_b", "repeat"), categorical: bool = False) -> pd.DataFrame:
         """A frame of ``rows`` (table order) with what load_results gives per row: machine,
         env_name, commit_hash, date, benchmark, params_key, value, status, unit, the ``stats``,
-        ``samples`` (lists), and every column of ``series_columns`` (indexed by series id)."""
+        ``samples`` (lists), and every column of ``series_columns`` (indexed by series id).
+        ``categorical``: the text columns as pandas Categoricals (a few bytes a row instead of a
+        pointer each: what a frame of every row needs at tens of millions of rows)."""
         rows = np.asarray(rows, dtype=np.int64)
         sid = self.series_of_row[rows]
         s = self.series
-        out = {"machine": s["machine"].to_numpy()[sid], "env_name": s["env_name"].to_numpy()[sid]}
-        hashes = np.empty(len(rows), dtype=object)
+
+        def per_series(column: str):
+            if not categorical:
+                return s[column].to_numpy()[sid]
+            codes, uniques = pd.factorize(s[column], use_na_sentinel=True)
+            return pd.Categorical.from_codes(codes[sid], pd.Index(uniques, dtype=object))
+
+        out = {"machine": per_series("machine"), "env_name": per_series("env_name")}
+        hashes = None if categorical else np.empty(len(rows), dtype=object)
+        hash_codes = np.zeros(len(rows) if categorical else 0, dtype=np.int32)  # codes into every run's commits
+        all_hashes: dict[str, int] = {}
         dates = np.empty(len(rows), dtype="datetime64[ns]")
         order = np.zeros(len(rows), dtype=np.int64)
         for key, run in self.runs.items():
             inside = (rows >= run.start[0]) & (rows < run.start[-1])
             if inside.any():
                 pos = self.positions(run, rows[inside])
-                hashes[inside] = run.commits["commit_hash"].to_numpy()[pos]
+                run_hashes = run.commits["commit_hash"].to_numpy()
+                if categorical:
+                    codes = np.array([all_hashes.setdefault(h, len(all_hashes)) for h in run_hashes], dtype=np.int32)
+                    hash_codes[inside] = codes[pos]
+                else:
+                    hashes[inside] = run_hashes[pos]
                 dates[inside] = run.commits["date"].dt.tz_localize(None).to_numpy()[pos]
                 order[inside] = pos
-        out["commit_hash"] = hashes
+        out["commit_hash"] = (pd.Categorical.from_codes(hash_codes, pd.Index(list(all_hashes), dtype=object))
+                              if categorical else hashes)
         out["date"] = pd.DatetimeIndex(dates).tz_localize("UTC")
-        out["benchmark"] = s["benchmark"].to_numpy()[sid]
-        out["params_key"] = s["params_key"].to_numpy()[sid]
+        out["benchmark"] = per_series("benchmark")
+        out["params_key"] = per_series("params_key")
         out["value"] = self.value[rows]
         out["status"] = pd.Categorical.from_codes(self.status[rows], list(STATUSES))
-        out["unit"] = s["unit"].to_numpy()[sid]
+        out["unit"] = per_series("unit")
         for name in stats:
             out[name] = self.column(name, rows)
         if samples:

@@ -167,7 +167,8 @@ def _scan(s: Search, lo: int, hi: int, old: float, new: float) -> Search:
 
 def series_values(results_dir: Path, target: Target) -> dict[str, float]:
     """Measured value per commit of the target's series (ok results only)."""
-    from asv_results.data import STATUS_OK, load_results
+    from asv_results.data import STATUS_OK
+    from asv_results.loading import load_results
 
     frame = load_results(results_dir, machine=target.machine, jobs=1).frame
     if frame.empty:
@@ -179,7 +180,8 @@ def series_values(results_dir: Path, target: Target) -> dict[str, float]:
 
 def history_order(results_dir: Path, target: Target) -> list[str]:
     """The series' measured commits in the results' (date) order."""
-    from asv_results.data import commit_order, load_results
+    from asv_results.data import commit_order
+    from asv_results.loading import load_results
 
     frame = load_results(results_dir, machine=target.machine, jobs=1).frame
     rows = frame[(frame["benchmark"].astype(str) == target.benchmark)
@@ -335,7 +337,7 @@ def _gate_change(item: object, i: int) -> dict:
 
 def rejudge(results: Path, target: Target, boundary: str):
     """The detector's regression in the filled-in series at ``boundary`` (or None, and why)."""
-    from asv_results.data import load_results
+    from asv_results.loading import load_results
     from regressions.findings import REGRESSION, find_changes
 
     loaded = load_results(results, machine=target.machine, jobs=1)

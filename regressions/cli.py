@@ -16,6 +16,8 @@ import traceback
 from pathlib import Path
 from typing import Sequence
 
+from asv_results.cache import cache_inside_results
+from asv_results.parse_progress import ConsoleProgress
 from regressions.classify import LIBRARY
 from regressions.judgement import CannotJudge, judge_folder  # noqa: F401 (CannotJudge: the CLI's)
 from regressions.report import render_json, render_markdown, render_text
@@ -62,6 +64,9 @@ def parser() -> argparse.ArgumentParser:
                    help="the A/B re-run's measurements (python -m benchmarks.rerun --out FILE; repeat for one file "
                         "per runner): the final verdict, with the re-run's judgement of each finding it measured again")
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    p.add_argument("--cache-dir", type=Path,
+                   help="a folder for the parsed results (the dashboard's --cache-dir): a later run parses only the "
+                        "files that changed (default: parse every file, keep nothing)")
     p.add_argument("--asv-conf", type=Path,
                    help="the project's asv.conf.json, whose repository puts the commits in order, as the dashboard "
                         "does (default: the one beside the results, if any; without one: the stored dates)")
@@ -69,7 +74,11 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parser().parse_args(argv)  # bad arguments: argparse exits 2 with the reason
+    p = parser()
+    args = p.parse_args(argv)  # bad arguments: argparse exits 2 with the reason
+    if args.cache_dir is not None and cache_inside_results(args.results, args.cache_dir):
+        p.error(f"--cache-dir {args.cache_dir} is inside the results directory {args.results}: its files would be "
+                "read as results")
     try:
         return run(args)
     except CannotJudge as exc:
@@ -84,7 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     judgement = judge_folder(args.results, machine=args.machine, threshold=args.threshold, base=args.base,
                              strict=args.strict, fail_on=args.fail_on, accepted=args.accepted, since=args.since,
-                             asv_conf=args.asv_conf, rerun=args.rerun,
+                             asv_conf=args.asv_conf, rerun=args.rerun, cache_dir=args.cache_dir,
+                             progress=ConsoleProgress(sys.stderr),
                              warn=lambda line: print(f"warning: {line}", file=sys.stderr))
     j = judgement
     if args.format == "json":

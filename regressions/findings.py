@@ -83,10 +83,13 @@ def find_changes(
     settings: DetectorSettings = DetectorSettings(),
     direction_overrides: Mapping[str, str] | Callable | None = None,
     benchmarks_meta: Mapping[str, Mapping] | None = None,
+    samples_of: Callable | None = None,
 ) -> list[Finding]:
-    """Every level change in every series of a frame from :func:`asv_results.data.load_results`.
+    """Every level change in every series of a frame from :func:`asv_results.loading.load_results`.
 
-    Only status "ok" points enter a series; skipped and failed commits are left out.
+    Only status "ok" points enter a series; skipped and failed commits are left out. A frame
+    without a ``samples`` column has a ``row`` column and ``samples_of(rows)`` (LoadedResults'):
+    only the rows whose samples are used are read.
     """
     ok = frame[frame["status"] == STATUS_OK]
     ok = ok[np.isfinite(ok["value"].to_numpy())]
@@ -104,7 +107,8 @@ def find_changes(
     values = ok["value"].to_numpy()[order]
     ci_a = ok["ci_99_a"].to_numpy()[order]
     ci_b = ok["ci_99_b"].to_numpy()[order]
-    samples = ok["samples"].to_numpy()[order]
+    samples = ok["samples"].to_numpy()[order] if samples_of is None else None
+    table_rows = ok["row"].to_numpy()[order] if samples_of is not None else None
     commits = ok["commit_hash"].astype(str).to_numpy()[order]
     dates = date_utc[order]
     labels = {k: ok[k].astype(str).to_numpy()[order] for k in keys}
@@ -117,6 +121,10 @@ def find_changes(
     # rule: the TAIL commits searched and the 3 before them), so only that tail is passed on:
     # cheaper to copy and to send to workers.
     keep = TAIL + 3
+    if samples_of is not None:  # the tails' samples, read in one go
+        tails = np.concatenate([np.arange(max(lo, hi - keep), hi) for lo, hi in bounds]) if bounds else np.empty(0, int)
+        samples = np.empty(len(order), dtype=object)
+        samples[tails] = samples_of(table_rows[tails])
     tasks = []
     for lo, hi in bounds:
         tail = samples[max(lo, hi - keep):hi]

@@ -97,14 +97,15 @@ def judged_runs(frame: pd.DataFrame, base_commit: str | None = None, order: pd.D
         else:
             first = int((commits["date"] <= base_date).sum())
         runs.append(JudgedRun(str(machine), str(env), hashes[first - 1] if first > 0 else "", tuple(hashes[first:])))
-    return runs
+    return sorted(runs, key=lambda r: (r.machine, r.env_name))  # by name, whatever order the loader met them in
 
 
 def judge(frame: pd.DataFrame, findings: Sequence[Finding], status_changes: Sequence[StatusChange],
           settings: DetectorSettings = DetectorSettings(), *, base_commit: str | None = None,
           accepted: Sequence[Acceptance] = (), strict: bool = False,
-          benchmarks_meta=None) -> GateVerdict:
-    """The gate's verdict on the judged commits (see the module docstring)."""
+          benchmarks_meta=None, samples_of=None) -> GateVerdict:
+    """The gate's verdict on the judged commits (see the module docstring). ``samples_of``: as
+    find_changes takes it, for a frame without a samples column."""
     order = commit_order(frame)
     runs = judged_runs(frame, base_commit, order)
     verdict = GateVerdict(runs, strict=strict)
@@ -118,7 +119,7 @@ def judge(frame: pd.DataFrame, findings: Sequence[Finding], status_changes: Sequ
             verdict.items.append(GateItem(REGRESSION_ITEM if f.clear else SUSPECTED, f, note))
         else:
             older.append(f)
-    verdict.items += _judge_older(frame, older, by_run, orders, settings, benchmarks_meta)
+    verdict.items += _judge_older(frame, older, by_run, orders, settings, benchmarks_meta, samples_of)
     for c, run in _open_in_judged_runs(status_changes, by_run):
         if c.commit_hash in run.commits:
             verdict.items.append(GateItem(REGRESSION_ITEM, c, "started failing at the judged commits"))
@@ -141,7 +142,7 @@ def _open_in_judged_runs(changes, by_run):
                 yield c, run
 
 
-def _judge_older(frame, older: list[Finding], by_run, orders, settings, benchmarks_meta) -> list[GateItem]:
+def _judge_older(frame, older: list[Finding], by_run, orders, settings, benchmarks_meta, samples_of) -> list[GateItem]:
     """Regressions from before the judged commits: did the judged commits make them clear?
     Each is looked for again in its series as it stood at the base."""
     if not older:
@@ -159,7 +160,7 @@ def _judge_older(frame, older: list[Finding], by_run, orders, settings, benchmar
                       & (subset["benchmark"].astype(str) == f.benchmark)
                       & (subset["params_key"].astype(str) == f.params)
                       & subset["commit_hash"].astype(str).isin(order[:base_position])]
-        then = find_changes(rows, settings, benchmarks_meta=benchmarks_meta) if len(rows) else []
+        then = find_changes(rows, settings, benchmarks_meta=benchmarks_meta, samples_of=samples_of) if len(rows) else []
         same = [p for p in then if p.direction == REGRESSION and _overlap(p, f, order)]
         if any(p.clear for p in same):
             items.append(GateItem(EARLIER, f, "clear before the judged commits"))

@@ -20,8 +20,9 @@ import numpy as np
 import pandas as pd
 
 from asv_results import asvconf
-from asv_results.commit_order import ORDER, order_note, with_order
-from asv_results.data import LoadReport, ResultsDirError, load_results
+from asv_results.commit_order import ORDER, order_note
+from asv_results.data import LoadReport, ResultsDirError
+from asv_results.loading import load_results
 from regressions.acceptance import AcceptedFileError, accepted_path, load_accepted, unknown_commits
 from regressions.classify import LIBRARY, classified_verdict
 from regressions.completeness import (changed_files, folder_state, git_is_ancestor, missing_at_head,
@@ -61,22 +62,26 @@ class Judgement:
 def judge_folder(results: str | Path, *, machine: str | None = None, threshold: float = 0.05,
                  base: str | None = None, strict: bool = False, fail_on: str = LIBRARY,
                  accepted: Path | None = None, since: str | None = None, asv_conf: Path | None = None,
-                 warn=None, rerun: list[Path] | None = None) -> Judgement:
+                 warn=None, rerun: list[Path] | None = None, cache_dir: Path | None = None,
+                 progress=None) -> Judgement:
     """The gate's judgement (the CLI's options as keywords, their defaults the CLI's). The CLI and
     the dashboard (verdict_record) get the same completeness check: CannotJudge unless the gate
     read every result it judges and the folder did not change while it read them.
     ``warn(line)``: told each warning as it comes (the CLI prints them on stderr, also before a
-    CannotJudge). CannotJudge when it cannot judge."""
+    CannotJudge). ``cache_dir``: asv_results.cache's folder, the dashboard's (None: parse every
+    file); ``progress``: told of the parse as it goes (asv_results.parse_progress). CannotJudge
+    when it cannot judge."""
     # ``rerun``: benchmarks.rerun's files; the verdict is then the final one (rerun_verdict.py)
     reruns = [r for path in rerun for r in _read_reruns(path)] if rerun else None
     loaded_state = folder_state(results)
-    try:
-        loaded = load_results(results, machine=machine)
+    project = asvconf.read_project(asvconf.find_conf(Path(results), asv_conf))
+    try:  # the server's loader and commit order (asv_results.loading, asv_results.commit_order)
+        # the lean frame (no samples lists, the two CIs): the detector reads the samples it uses
+        loaded = load_results(results, machine=machine, cache_dir=cache_dir, commit_rank=project.commit_rank,
+                              progress=progress, samples=False, stats=("ci_99_a", "ci_99_b"), params=False)
     except ResultsDirError as exc:
         raise CannotJudge(str(exc)) from None
     frame, report = loaded.frame, loaded.load_report
-    project = asvconf.read_project(asvconf.find_conf(Path(results), asv_conf))
-    frame = with_order(frame, project.commit_rank)  # the dashboard's commit order (asv_results.commit_order)
     warnings: list[str] = []
 
     def warning(line: str) -> None:
@@ -105,10 +110,10 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
     _check_complete(results, report, whole, frame, base_commit, head, loaded_state)
 
     settings = DetectorSettings(threshold=threshold)
-    findings = find_changes(frame, settings, benchmarks_meta=loaded.benchmarks)
+    findings = find_changes(frame, settings, benchmarks_meta=loaded.benchmarks, samples_of=loaded.samples_of)
     status_changes = find_status_changes(frame)
     verdict = judge(frame, findings, status_changes, settings, base_commit=base_commit, accepted=entries,
-                    strict=strict, benchmarks_meta=loaded.benchmarks)
+                    strict=strict, benchmarks_meta=loaded.benchmarks, samples_of=loaded.samples_of)
     verdict = classified_verdict(verdict, frame, lambda: recorded_states(results, frame, per_benchmark=True),
                                  fail_on=fail_on)
     verdict = replace(verdict, screened=screen(frame, verdict, loaded.benchmarks))
@@ -149,7 +154,7 @@ def _too_short_note(lengths, settings: DetectorSettings) -> str:
 
 
 def verdict_record(results: str | Path, asv_conf: Path | None = None, base: str | None = None,
-                   machine: str | None = None) -> dict:
+                   machine: str | None = None, cache_dir: Path | None = None) -> dict:
     """What the dashboard keeps of the gate's judgement with the CLI's defaults (``base``: its
     ``--base``; ``machine``: its ``--machine``), as plain JSON: {"document": the gate's JSON report,
     "machines": {machine: {"failed", "verdict"}}} (the verdict of each machine's items, what
@@ -159,7 +164,7 @@ def verdict_record(results: str | Path, asv_conf: Path | None = None, base: str 
     from regressions.report import verdict_word
 
     try:
-        judgement = judge_folder(results, asv_conf=asv_conf, base=base, machine=machine)
+        judgement = judge_folder(results, asv_conf=asv_conf, base=base, machine=machine, cache_dir=cache_dir)
     except CannotJudge as exc:
         return {"error": str(exc)}
     except Exception as exc:  # a bug in the gate: said on the pages and logged whole, never a blank page

@@ -11,7 +11,7 @@ from benchmarks import bench_ops, common, skip_reasons
 from workload.grids import GRIDS, benchmarked_ops, grid
 from benchmarks.harness.ops import OPS
 from workload.case import Case
-from asv_results.data import load_results
+from asv_results.loading import load_results
 
 from tests.suite_run import OUTCOMES_DIRNAME, ROOT, asv_env as _asv_env, asv_project as _asv_project, asv as _asv, run_tiny_suite
 

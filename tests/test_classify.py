@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from asv_results.data import load_results
+from asv_results.loading import load_results
 from regressions import Finding, find_changes
 from regressions.classify import (ENVIRONMENT, LIBRARY, NOISE, classify, impl_of, state_changes,
                                             with_impl)

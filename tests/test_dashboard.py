@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import pytest
 
 from dashboard.data import ab_compare, case_fields, derived_metrics, device_ceilings, facet_filters, speedup_tables
-from asv_results.data import load_results
+from asv_results.loading import load_results
 from dashboard.app import create_app, nav_state, query_from_controls, render_page
 from dashboard.figures import build_roofline_figure, build_speedup_panel_figure, build_trend_figure
 from dashboard.store.detection import FindingsState
@@ -455,7 +455,7 @@ def test_real_cpu_run_of_the_suite_feeds_every_view(real_run):
 def test_the_dashboards_table_holds_what_load_results_reads(fx, data, main_run):
     """Every row a view can get (at_commit, of_case, rows_frame) has the value, status, CIs and
     samples that load_results reads from the same files."""
-    from asv_results.data import load_results
+    from asv_results.loading import load_results
 
     lists = load_results(fx.results_dir).frame
     keys = ["machine", "env_name", "commit_hash", "benchmark", "params_key"]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from asv_results import cache as cache_module
-from asv_results.data import load_results
+from asv_results.loading import load_results
 from dashboard.store.load_data import build_data, results_signature
 from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, write_dashboard_fixture
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from asv_results.commit_order import ORDER, commit_order, with_order
-from asv_results.data import load_results
+from asv_results.loading import load_results
 from dashboard.store.detection import detect_in_worker
 from dashboard.store.load_data import build_data
 from regressions.cli import main as gate_main

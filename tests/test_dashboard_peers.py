@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import pytest
 
 from dashboard.data import case_fields, comparison_set, metrics, speedup_tables
-from asv_results.data import load_results
+from asv_results.loading import load_results
 from dashboard.store.load_data import build_data
 from dashboard.pages import compare, overview, trends
 from dashboard.data.urlstate import Query

@@ -7,7 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from asv_results.data import ResultsDirError, load_results
+from asv_results.data import ResultsDirError
+
+from asv_results.loading import load_results
 from tests.asv_fixtures import SeriesSpec, write_history
 
 # A result file as asv 0.6.6 wrote it (`asv run --python=same --set-commit-hash HEAD
@@ -184,25 +186,9 @@ def test_parsing_on_several_processes_gives_the_same_frame_and_report(tmp_path):
     assert len(two.frame) == 40 * 4
 
 
-def test_compact_samples_are_the_same_samples(real_results):
-    lists = load_results(real_results)
-    compact = load_results(real_results, samples="compact")
-    assert "samples" not in compact.frame.columns and lists.samples is None
-    assert compact.samples.lists(compact.frame["sample_row"]) == lists.frame["samples"].tolist()
-    assert compact.samples.lists([]) == [] and compact.samples.lists([2, 0]) == [
-        lists.frame["samples"].iloc[2], lists.frame["samples"].iloc[0]]
-    # same values, parameters as categories
-    for column in compact.param_columns:
-        assert compact.frame[column].astype(object).where(compact.frame[column].notna(), None).tolist() == \
-            lists.frame[column].astype(object).where(lists.frame[column].notna(), None).tolist()
-    shared = [c for c in lists.frame.columns if c not in ("samples", *lists.param_columns)]
-    pd.testing.assert_frame_equal(lists.frame[shared], compact.frame[shared], check_exact=True)
-    with pytest.raises(ValueError, match="samples must be"):
-        load_results(real_results, samples="lazy")
-
-
-def test_null_nan_and_infinity_keep_their_meaning_in_every_path(real_results):
-    for kwargs in ({"jobs": 1}, {"samples": "compact"}):
+def test_null_nan_and_infinity_keep_their_meaning_in_every_path(real_results, tmp_path):
+    cache = {"cache_dir": tmp_path / "cache"}  # parsed and written, then read back from the cache
+    for kwargs in ({"jobs": 1}, cache, cache):
         frame = load_results(real_results, **kwargs).frame
         statuses = frame.sort_values(["benchmark", "params_key"])["status"].astype(str).tolist()
         assert statuses.count("failed") == 2 and statuses.count("skipped") == 2
@@ -216,7 +202,8 @@ def test_odd_values_become_nan_not_errors(tmp_path):
                                                  [[1, "x", 2.5]]]
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "a-env.json").write_text(json.dumps(doc))
-    for kwargs in ({}, {"samples": "compact"}):
+    cache = {"cache_dir": tmp_path.parent / f"{tmp_path.name}-cache"}  # outside the results folder
+    for kwargs in ({}, cache, cache):
         loaded = load_results(tmp_path, **kwargs)
         plain = _row(loaded.frame, "bench_probe.track_plain")
         assert plain["status"] == "skipped" and math.isnan(plain["value"]) and plain["ci_99_a"] == 1.0

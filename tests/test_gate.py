@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from asv_results.data import load_results
+from asv_results.loading import load_results
 from regressions import find_status_changes, load_accepted
 from regressions.acceptance import Acceptance, AcceptedFileError, find_acceptance, plausible_commits
 from regressions.formatting import format_change, format_p, format_value

@@ -345,7 +345,7 @@ def test_the_demo_history_has_a_library_step_a_runner_wide_step_a_failing_baseli
     results = write_demo_history(tmp_path / "results")
     assert {d.name for d in results.iterdir() if d.is_dir()} == {MAIN, SECOND}
     from asv_results.companion_files import companion_file
-    from asv_results.data import load_results
+    from asv_results.loading import load_results
 
     states = results / MAIN / "runner-state"  # named as benchmarks.run names them (issue 32), not the old way
     written = sorted(p.name for p in states.iterdir())

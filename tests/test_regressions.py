@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from asv_results.data import load_results
+from asv_results.loading import load_results
 from regressions import (
     HIGHER, IMPROVEMENT, LOWER, REGRESSION, DetectorSettings, best_split, change_interval, detect_changes,
     find_changes, findings_frame, metric_direction,

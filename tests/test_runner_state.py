@@ -303,7 +303,7 @@ def test_benchmarks_run_gives_each_asv_run_a_folder_and_keeps_what_its_passes_fi
 def test_the_gate_names_a_throttle_during_the_finding_s_own_benchmark(tmp_path):
     """The per-benchmark snapshots reach the gate's evidence: the series that stepped had its own
     pass throttled at that commit (the run-level state does not say which benchmark)."""
-    from asv_results.data import load_results
+    from asv_results.loading import load_results
     from regressions import find_changes
     from regressions.classify import classify, impl_of
     from tests.asv_fixtures import SeriesSpec, write_history

@@ -12,7 +12,7 @@ import pytest
 
 from asv_results import safe_read
 from dashboard.data import profiles
-from asv_results.data import load_results
+from asv_results.loading import load_results
 from tests.asv_fixtures import SeriesSpec, write_history
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,7 +34,7 @@ def _reasons(loaded) -> dict[str, str]:
 
 def _load_in_a_subprocess(results: Path) -> subprocess.CompletedProcess:
     """Load in a child with a timeout, so that a reader that blocks fails the test, not hangs it."""
-    code = ("import sys; from asv_results.data import load_results; r = load_results(sys.argv[1], jobs=1);"
+    code = ("import sys; from asv_results.loading import load_results; r = load_results(sys.argv[1], jobs=1);"
             "print(r.frame['commit_hash'].nunique()); [print(l) for l in r.load_report.lines()]")
     return subprocess.run([sys.executable, "-c", code, str(results)], cwd=REPO, capture_output=True, text=True,
                           timeout=60)
@@ -166,9 +166,8 @@ def test_no_mutation_of_a_result_file_crashes_the_loader(history):
         node[target[-1]] = rng.choice(odd_values)
         variant_path = machine_dir / "ffffffff-variant.json"
         variant_path.write_text(json.dumps(variant))
-        for samples in ("lists", "compact"):
-            loaded = load_results(history.results_dir, jobs=1, samples=samples)
-            assert loaded.frame["commit_hash"].nunique() >= 8, (target, loaded.load_report.lines())
+        loaded = load_results(history.results_dir, jobs=1)
+        assert loaded.frame["commit_hash"].nunique() >= 8, (target, loaded.load_report.lines())
 
 
 def test_profiles_are_read_with_the_same_limits(tmp_path):

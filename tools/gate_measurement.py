@@ -35,7 +35,7 @@ from asv.commands.compare import _is_result_better
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
-from asv_results.data import load_results
+from asv_results.loading import load_results
 from regressions import find_changes, find_status_changes, judge, metric_direction
 from regressions.direction import HIGHER
 from regressions.gate import REGRESSION_ITEM, SUSPECTED

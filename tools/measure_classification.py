@@ -42,7 +42,9 @@ from scipy.stats import binom, binomtest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, uninstalled
 
-from asv_results.data import STATUS_OK, load_results
+from asv_results.data import STATUS_OK
+
+from asv_results.loading import load_results
 from regressions import find_changes, judge
 from regressions.classify import LIBRARY, series_class
 from regressions.findings import Finding

@@ -61,7 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a check
 
 from asv import step_detect  # noqa: E402
 
-from asv_results.data import load_results  # noqa: E402
+from asv_results.loading import load_results  # noqa: E402
 from regressions import (  # noqa: E402
     HIGHER, IMPROVEMENT, REGRESSION, DetectorSettings, best_split, change_interval, detect_changes, metric_direction,
 )

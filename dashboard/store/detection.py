@@ -54,7 +54,8 @@ def detect_in_worker(results_dir: str, cache_dir: str | None, commit_rank: dict 
     once in all). Returns (findings, verdict record)."""
     from asv_results.cache import ResultsCache
     from regressions.findings_store import detect_once
-    from dashboard.store.load_data import load_table, shown_series
+    from asv_results.loading import load_table
+    from dashboard.store.load_data import shown_series
 
     cache = Path(cache_dir) if cache_dir else None
 
@@ -63,7 +64,8 @@ def detect_in_worker(results_dir: str, cache_dir: str | None, commit_rank: dict 
 
         table = load_table(Path(results_dir), cache, commit_rank)
         findings = detect(table, shown_series(table), table.parsed.benchmarks)
-        return findings, verdict_record(results_dir, Path(asv_conf) if asv_conf else None)
+        # the gate reads through the same cache: the files just parsed are not parsed again
+        return findings, verdict_record(results_dir, Path(asv_conf) if asv_conf else None, cache_dir=cache)
 
     return detect_once(ResultsCache(results_dir, cache).dir if cache else None, key, run)
 

@@ -18,15 +18,12 @@ from dashboard.data import case_fields, device_ceilings, static_metrics
 
 from asv_results import asvconf, results_folder
 from asv_results.cache import ResultsCache
+from asv_results.parse_progress import ConsoleProgress
 from dashboard.data.dashboard_data import GENERIC, STATIC, SUITE, DashboardData
-from asv_results.data import LoadReport, ResultsDirError, SkippedFile
+from asv_results.data import ResultsDirError
+from asv_results.loading import load_report
 from dashboard.data.run_view import Run
 from asv_results.table import ResultsTable
-
-
-def load_table(results_dir: Path, cache_dir: Path | None, commit_rank: dict | None = None) -> ResultsTable:
-    """Every result file of ``results_dir`` as a ResultsTable (through the cache when given)."""
-    return ResultsTable(ResultsCache(results_dir, cache_dir).load(), commit_rank)
 
 
 def shown_series(table: ResultsTable) -> pd.Index:
@@ -47,20 +44,6 @@ def results_signature(results_dir: Path) -> tuple:
         return results_folder.list_results(results_dir, read_machines=False).signature()
     except ResultsDirError:
         return ("missing",)
-
-
-def _report_of(table: ResultsTable) -> LoadReport:
-    parsed = table.parsed
-    report = LoadReport(skipped=list(parsed.skipped))
-    for e in parsed.files:
-        path = str(parsed.root / e.path)
-        if e.reason is not None:
-            report.skipped.append(SkippedFile(path, e.reason))
-            continue
-        report.loaded_files.append(path)
-        report.problems += [f"{path}: benchmark {name!r} skipped: {why}" for name, why in e.problems]
-    report.problems += table.duplicate_notes
-    return report
 
 
 def _ceilings(table: ResultsTable) -> tuple[pd.DataFrame, list]:
@@ -88,13 +71,13 @@ def build_data(results_dir: str | Path, asv_conf: Path | None = None, cache_dir:
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         project_future = pool.submit(asvconf.read_project, asvconf.find_conf(root, asv_conf))
         try:
-            parsed = ResultsCache(root, cache_dir).load()
+            parsed = ResultsCache(root, cache_dir, progress=ConsoleProgress()).load()  # a first parse says how far
         except ResultsDirError as exc:
             return DashboardData(root, str(exc), project=project_future.result(), signature=signature)
         project = project_future.result()
     table = ResultsTable(parsed, project.commit_rank)
     ceilings, ceiling_problems = _ceilings(table)
-    report = _report_of(table)
+    report = load_report(table)
     report.problems.extend(p.text() for p in ceiling_problems)
     static = static_metrics.is_static(table.series["benchmark"])
     timed = table.series[~static]
