@@ -57,6 +57,7 @@ FORMAT = 3  # 3: column files known by their identity, not by a SHA-256 read at 
 ROW_COLUMNS = ("value", "failed", *result_file.STATS_KEYS, "sample_start", "sample_length")
 LOCK_NAME = ".lock"  # in the cache folder: held while a process loads through it
 MAX_SEGMENTS = 24  # beyond this many, the small segments are merged into one
+SMALL_SEGMENT_SHARE = 4  # a segment is small under a quarter of the largest one's rows
 BATCH_BYTES = 192 << 20  # JSON parsed per segment: the parser's arrays for it are what memory holds
 SKIP_DIRS = results_folder.NOT_MACHINES  # results/profiles holds profile passes (dashboard.data.profiles)
 # The dtype each column is written with; a column read back in another is not this cache's.
@@ -493,7 +494,10 @@ class ResultsCache:
     @staticmethod
     def _compact(result: ParsedResults) -> None:
         """Rewrite into one new segment the live rows of segments that are mostly dead (their
-        files were replaced or removed) and, when there are too many, of all but the largest."""
+        files were replaced or removed) and, when there are too many, of the small ones (under a
+        quarter of the largest: a few files parsed at a later start). Full batches are never
+        merged: a first parse of 50 M points is 50 of them, and merging them would hold every
+        row in memory at once."""
         live = np.zeros(len(result.segments), dtype=np.int64)
         for e in result.files:
             if e.reason is None:
@@ -501,7 +505,7 @@ class ResultsCache:
         total = np.array([s.rows for s in result.segments], dtype=np.int64)
         merge = {i for i in range(len(total)) if live[i] and live[i] < total[i] // 2}
         if np.count_nonzero(live) > MAX_SEGMENTS:
-            merge |= {i for i in np.flatnonzero(live) if i != int(np.argmax(live))}
+            merge |= {i for i in np.flatnonzero(live) if live[i] < live.max() // SMALL_SEGMENT_SHARE}
         if merge and (len(merge) > 1 or any(live[i] < total[i] for i in merge)):
             _merge(result, merge)
 

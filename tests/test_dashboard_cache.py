@@ -80,21 +80,37 @@ def test_only_changed_added_or_removed_files_are_parsed_again(results, tmp_path)
     assert not any(h.startswith(removed.name[:8]) for h in commits)
 
 
-def test_segments_are_merged_and_dead_rows_dropped(results, tmp_path, monkeypatch):
+def _manifest(cache):
+    return json.loads((cache / next(os.scandir(cache)).name / "manifest.json").read_text())
+
+
+def test_full_batches_stay_apart_small_later_segments_are_merged_and_dead_rows_dropped(results, tmp_path,
+                                                                                       monkeypatch):
     cache = tmp_path / "cache"
     sizes = sorted(p.stat().st_size for p in results.glob("*/*.json"))
-    monkeypatch.setattr(cache_module, "BATCH_BYTES", 2 * sizes[len(sizes) // 2])  # a few files per segment
+    monkeypatch.setattr(cache_module, "BATCH_BYTES", 8 * sizes[len(sizes) // 2])  # about 8 files per segment
     monkeypatch.setattr(cache_module, "MAX_SEGMENTS", 4)
-    data = build_data(results, cache_dir=cache)
-    manifest = json.loads((cache / next(os.scandir(cache)).name / "manifest.json").read_text())
-    assert len(manifest["segments"]) == 2  # the largest, and everything else merged into one
-    per_segment = [sum(f.get("segment") == i for f in manifest["files"]) for i in (0, 1)]
-    n_files = sum(1 for f in manifest["files"] if f.get("reason") is None)  # the two broken ones hold no rows
-    # every parsed file is in one of the two, and the merged one holds several (once a check that could not fail)
-    assert min(per_segment) >= 1 and sum(per_segment) == n_files and max(per_segment) >= 2
-    assert len(list((cache / next(os.scandir(cache)).name).glob("seg-*"))) == 2  # the rest deleted
+    build_data(results, cache_dir=cache)
+    first = _manifest(cache)["segments"]
+    # a first parse's full batches are never merged: that would hold every row in memory at once
+    assert len(first) > 4 and len({s["name"] for s in first}) == len(first)
+    files = sorted((results / MAIN_MACHINE).glob(f"*-{MAIN_ENV}.json"))
+    doc = json.loads(files[0].read_text())
+    for k, hash_ in enumerate(("a" * 40, "b" * 40)):  # two later starts, one new file each: two small segments
+        doc["commit_hash"], doc["date"] = hash_, doc["date"] + 1
+        (results / MAIN_MACHINE / f"{hash_[:8]}-{MAIN_ENV}.json").write_text(json.dumps(doc))
+        data = build_data(results, cache_dir=cache)
+        assert data.files_parsed == 1
+    after = _manifest(cache)
+    kept = {s["name"] for s in after["segments"]}
+    assert {s["name"] for s in first} <= kept and len(kept) == len(first) + 1  # the two small ones merged into one
+    assert len(list((cache / next(os.scandir(cache)).name).glob("seg-*"))) == len(kept)  # the rest deleted
     same(rows(data), rows(build_data(results)))
     same(rows(build_data(results, cache_dir=cache)), rows(build_data(results)))
+    for old in files[:-2]:  # most of the first segments' files removed: their live rows are rewritten
+        old.unlink()
+    same(rows(build_data(results, cache_dir=cache)), rows(build_data(results)))
+    assert len(_manifest(cache)["segments"]) < len(kept)
 
 
 def test_a_damaged_or_foreign_cache_is_parsed_again(results, tmp_path, monkeypatch):
