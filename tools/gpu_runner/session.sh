@@ -14,10 +14,14 @@
 #   4. rest   the asv --grid (default: default) at HEAD or --commits, class by class, as time allows;
 #             --part K: only the Kth of rest_parts (below), the default grid split so that each
 #             part's call fits 80 % of a 600 s call with cold caches (benchmarks.session_cost)
-#   5. profile a profile pass of the quick grid, if time is left
+#   5. profile a profile pass of the quick grid
 #
-#   tools/gpu_runner/session.sh --machine h200 [--grid default] [--commits "A B"] [--budget 540]
-#   tools/gpu_runner/session.sh --machine h200 --stages rest --part 1 # the later calls: parts 1 to 4
+# Each call runs some of these (always setup first): the first call first_call_stages, the call
+# `--part K` part_stages[K-1] (below), --stages any others.
+#
+#   tools/gpu_runner/session.sh --machine h200                      # the first call: quick, check, profile
+#   tools/gpu_runner/session.sh --machine h200 --part 1             # the later calls: parts 1 to 4
+#   tools/gpu_runner/session.sh --machine h200 --stages rest --commits "A B" [--grid default] [--budget 540]
 #   TRITON_INTERPRET=1 tools/gpu_runner/session.sh --machine cpu-test --grid tiny --small   # rehearsal
 #   (first, here: tools/gpu_runner/prepare_carry.sh; then carry .whl and .carry in the device call)
 #
@@ -30,7 +34,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 OUT=${OUT:-/tmp/gpu_session_out}
-machine="" grid="default" commits="" small="" budget=540 stages="quick,check,native,rest,profile" part=""
+machine="" grid="default" commits="" small="" budget=540 stages="" part=""
 # The classes, one benchmarks.run (and asv run) each; the rest stage's in parts, one call each
 # (--part K): with cold caches and the pessimistic compile times of benchmarks.suite_cost, each
 # part's call (setup, then its classes) is modelled at most 80 % of a 600 s call
@@ -44,6 +48,11 @@ rest_parts=('bench_ops\.GatedMLP\.'
             'bench_ops\.LinearAct\. bench_ops\.NarrowMLP\. bench_training\.LinearActTraining\. bench_training\.NarrowMLPTraining\.'
             'bench_training\.GatedMLPTraining\.\w+\(\W[^,]+,\s(?!\Wcompile_max_autotune\W) bench_device\. bench_hot\.'
             'bench_training\.GatedMLPTraining\.\w+\(\W[^,]+,\s\Wcompile_max_autotune\W')
+# What each call runs when --stages does not say: every call's stages (setup's 30 s included) are
+# modelled within 80 % of a 600 s call (python -m benchmarks.session_cost [--part K], held there by
+# tests/test_session_cost.py). The native tests (105 s) go with part 3, the part with most room.
+first_call_stages="quick,check,profile"
+part_stages=("rest" "rest" "native,rest" "rest")
 while [ $# -gt 0 ]; do
   case "$1" in
     --machine) machine="${2:-}"; shift 2 || { echo "--machine needs a value" >&2; exit 2; } ;;
@@ -60,12 +69,18 @@ done
 if ! [[ "$budget" =~ ^[0-9]+$ ]] || [ "$budget" -lt 30 ]; then
   echo "--budget: whole seconds, at least 30" >&2; exit 2
 fi
-for s in ${stages//,/ }; do
-  case "$s" in quick|check|native|rest|profile) ;; *) echo "--stages: unknown stage $s" >&2; exit 2 ;; esac
-done
 if [ -n "$part" ] && { ! [[ "$part" =~ ^[0-9]+$ ]] || [ "$part" -lt 1 ] || [ "$part" -gt "${#rest_parts[@]}" ]; }; then
   echo "--part: 1 to ${#rest_parts[@]} (the rest stage's parts)" >&2; exit 2
 fi
+[ -n "$stages" ] || stages=${part:+${part_stages[$((part - 1))]}}
+stages=${stages:-$first_call_stages}
+for s in ${stages//,/ }; do
+  case "$s" in quick|check|native|rest|profile) ;; *) echo "--stages: unknown stage $s" >&2; exit 2 ;; esac
+done
+case ",$stages," in
+  *",rest,"*) ;;
+  *) [ -z "$commits" ] || { echo "--commits: only the rest stage runs them; add rest to --stages" >&2; exit 2; } ;;
+esac
 rest_classes=${part:+${rest_parts[$((part - 1))]}}
 rest_classes=${rest_classes:-${rest_parts[*]}}
 mkdir -p "$OUT/first_calls" || { echo "cannot make OUT=$OUT" >&2; exit 2; }
