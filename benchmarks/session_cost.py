@@ -290,6 +290,20 @@ def read_stages_tsv(path: Path) -> dict[str, tuple[float, str]]:
     return out
 
 
+def read_measured_inputs(path: Path) -> dict[str, float]:
+    """{input: the session's own median} of a stages.tsv's `measured:NAME` rows that have a value
+    (benchmarks.measured_inputs writes them; "not met" rows have none)."""
+    out = {}
+    for line in path.read_text().splitlines()[1:]:
+        name, _, median, *_ = [*line.split("\t"), "", "", ""]
+        if name.startswith("measured:"):
+            try:
+                out[name.removeprefix("measured:")] = float(median)
+            except ValueError:
+                continue
+    return out
+
+
 def fitted(stages: dict[str, list[Item]], caps: dict[str, int], budget: int, reserve: int = 15) -> list[tuple]:
     """(stage, modelled s, limit s, margin s) in order, as session.sh limits each stage: its cap or
     what is left of the budget (less the reserve for packing), whichever is less; a stage that
@@ -302,6 +316,11 @@ def fitted(stages: dict[str, list[Item]], caps: dict[str, int], budget: int, res
         rows.append((stage, seconds, limit, None if limit is None else limit - seconds))
         used += seconds if limit is None else min(seconds, limit)
     return rows
+
+
+def _shown(seconds: float) -> str:
+    """Seconds as the table shows them: tenths below 20 s (a 5 s setup judged at 15 %), else whole."""
+    return f"{seconds:.1f}" if seconds < 20 else f"{seconds:.0f}"
 
 
 def main(argv=None) -> int:
@@ -364,12 +383,21 @@ def main(argv=None) -> int:
     for stage, seconds, limit, margin in fitted(stages, caps, args.budget):
         got = measured_stages.get(stage)
         vs = f"{(seconds - got[0]) / got[0]:+.0%}" if got and got[0] else "-"
-        print(f"| {stage} | {seconds:.0f} | {'-' if limit is None else f'{limit:.0f}'} | "
-              f"{'-' if margin is None else f'{margin:+.0f}'} | {f'{got[0]:.0f} ({got[1]})' if got else '-'} | {vs} |")
+        print(f"| {stage} | {_shown(seconds)} | {'-' if limit is None else f'{limit:.0f}'} | "
+              f"{'-' if margin is None else f'{margin:+.0f}'} | {f'{_shown(got[0])} ({got[1]})' if got else '-'} | {vs} |")
     total = sum(i.seconds for items in stages.values() for i in items)
     share = CALL_SHARE * CALL_S
     print(f"\nall stages: {total:.0f} s of the {args.budget} s budget ({args.budget - total:+.0f} s); "
           f"{total / CALL_S:.0%} of a {CALL_S} s call ({share:.0f} s is {CALL_SHARE:.0%}: {share - total:+.0f} s)")
+    measured_inputs = read_measured_inputs(args.stages_tsv) if args.stages_tsv else {}
+    if any(name in constants for name in measured_inputs):
+        # the same inputs timed in the session itself: a stage's gap that they share is the machine's
+        # load or page cache then and when the constants were measured, not an uncounted process
+        print("\n| input | the session's own (stages.tsv) | the model's here | model vs session |")
+        print("| --- | --- | --- | --- |")
+        for name, got in measured_inputs.items():
+            if name in constants and got:
+                print(f"| {name} | {got:.2f} | {constants[name]:.2f} | {(constants[name] - got) / got:+.0%} |")
     print("\nConstants:")
     for name, (value, source) in CONSTANTS.items():
         shown = constants[name]

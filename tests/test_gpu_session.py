@@ -3,6 +3,7 @@ run and the bf16 check come first, and the exit trap packs whatever exists when 
 short. A fake python3 stands in for asv and the GPU check (they hang), so this runs in seconds."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -54,6 +55,8 @@ def test_stages_cut_short_still_bring_back_results_and_the_stage_table(tmp_path)
     assert [s[0] for s in stages] == ["setup", "quick", "check", "profile"]
     stages = stages[1:]
     assert stages[0][1] == "cut at 3s" and stages[1][1] == "cut at 3s" and stages[2][1] == "ok"
+    # seconds to a tenth: whole seconds are +-1 s, 20 % of a 5 s setup
+    assert all(re.fullmatch(r"\d+\.\d", s[2]) for s in stages) and 3.0 <= float(stages[0][2]) < 10, stages
     assert json.loads((out / "gpu_check.json").read_text())["rows"]  # what was checked came back
     with tarfile.open(out / "results.tgz") as packed:
         assert "results/m/partial.json" in packed.getnames()

@@ -189,8 +189,11 @@ def test_a_stage_is_limited_by_its_cap_or_what_is_left_of_the_budget():
 def test_a_stages_tsv_s_measured_rows_are_not_stages(tmp_path):
     tsv = tmp_path / "stages.tsv"
     tsv.write_text("stage\tstatus\tseconds\tlimit_s\nsetup\tok\t12\t-\nquick\tcut at 280s\t280\t280\n"
-                   "measured:torch_compile_cold_s\tnot met\t-\tmodel 30.0\n")
+                   "measured:torch_compile_cold_s\tnot met\t-\tmodel 30.0\n"
+                   "measured:check_python_s\t1 value (5.26-5.26 s)\t5.26\tmodel 6.0\n")
     assert session_cost.read_stages_tsv(tsv) == {"setup": (12.0, "ok"), "quick": (280.0, "cut at 280s")}
+    # the session's own measures of the model's inputs, for the rehearsal's table: those it met
+    assert session_cost.read_measured_inputs(tsv) == {"check_python_s": 5.26}
 
 
 def test_the_profile_pass_counts_its_compiles_from_the_runs_caches():
