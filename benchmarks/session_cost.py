@@ -8,14 +8,15 @@ and snapshot, plus the asv classes' own work and the profile pass's from benchma
 
 The stages, their caps, the stages each call runs (first_call_stages, part_stages), the asv
 classes of the quick stage and the default grid's parts (rest_parts, one later call each, from
-cold caches) are read from session.sh itself, so a new stage, class, part or a stage moved from
-one call to another changes the model; each call is modelled by the stages it runs. Each regex of a stage or part (a class, or some of a
-class's implementations: asv matches name(params)) is one `benchmarks.run --prepared` process
-(its imports, `git status` and `git rev-parse HEAD`, two runner-state snapshot processes) and one
-asv run (discovery and asv's forkserver each import torch) around the processes and measuring of
-the combinations it selects (suite_cost's model on one H200). The Python check and the machine registration run
-once, in setup (benchmarks.run --prepare-only). Every call's modelled work, the
-first call's too, must stay within CALL_SHARE of a CALL_S call (tests/test_session_cost.py).
+cold caches) are read from session.sh itself, so a new stage, class or part, or a stage moved
+from one call to another, changes the model: each call is modelled by the stages it runs. Each
+regex of a stage or part (a class, or some of a class's implementations: asv matches
+name(params)) is one `benchmarks.run --prepared` process (its imports, `git status` and `git
+rev-parse HEAD`, two runner-state snapshot processes) and one asv run (discovery and asv's
+forkserver each import torch) around the processes and measuring of the combinations it selects
+(suite_cost's model on one H200). The Python check and the machine registration run once, in
+setup (benchmarks.run --prepare-only). Every call's modelled work, the first call's too, must
+stay within CALL_SHARE of a CALL_S call (tests/test_session_cost.py).
 
 On a CPU rehearsal (--constants: the per-process constants measured on that machine by
 tools/measure_session_constants.py) the interpreted kernels' work is no H200 model: it is taken
@@ -369,7 +370,9 @@ def main(argv=None) -> int:
     measured_stages = read_stages_tsv(args.stages_tsv) if args.stages_tsv else {}
     stages = model(args.grid, constants, durations, device=args.constants is None, part=args.part,
                    profile_seconds=profile_durations(args.profiles) if args.profiles else None, stages=listed)
-    caps = {"setup": None, **session_stages()}
+    # session.sh's caps, with the STAGE_CAP_<name> overrides it reads (a rehearsal's STAGE_CAP_quick)
+    caps = {"setup": None, **{stage: int(os.environ.get(f"STAGE_CAP_{stage}", cap))
+                              for stage, cap in session_stages().items()}}
     call = "the first call" if args.part is None else f"the call --part {args.part}"
     print(f"{call}: setup, {', '.join(list(stages)[1:])}" + (" (--stages)" if listed is not None else " (session.sh's)"))
     print(f"load average now (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
@@ -398,6 +401,14 @@ def main(argv=None) -> int:
         for name, got in measured_inputs.items():
             if name in constants and got:
                 print(f"| {name} | {got:.2f} | {constants[name]:.2f} | {(constants[name] - got) / got:+.0%} |")
+        own = {name: got for name, got in measured_inputs.items() if name in constants}
+        if "setup" in measured_stages and own:
+            # setup is its two Python processes and little else: with their own timings, the rest of
+            # the stage (git, benchmarks.run's own process) is what the comparison tests
+            seconds = sum(i.seconds for i in _setup({**constants, **own}, args.constants is None))
+            got = measured_stages["setup"][0]
+            print(f"\nsetup with the session's own {', '.join(own)}: {_shown(seconds)} s against the "
+                  f"measured {_shown(got)} s ({(seconds - got) / got:+.0%})")
     print("\nConstants:")
     for name, (value, source) in CONSTANTS.items():
         shown = constants[name]

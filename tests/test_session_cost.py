@@ -239,3 +239,22 @@ def test_profile_durations_sum_the_pass_s_recorded_seconds(tmp_path):
     # a pass that records its own seconds (the cases' set-up between entries too) is counted whole
     (tmp_path / "m" / f"{'a' * 40}.json").write_text(json.dumps({"version": 1, "profiles": entries, "seconds": 8.0}))
     assert session_cost.profile_durations(tmp_path) == pytest.approx(8.0)
+
+
+def test_a_rehearsal_s_setup_is_also_shown_with_the_session_s_own_check_and_registration(tmp_path, capsys):
+    """Setup is two Python processes that import torch, and little else: on a shared CPU their
+    times follow the load of the moment, so the table shows them as the session itself timed them
+    (stages.tsv's measured: rows) beside the constants, and setup recomputed with them."""
+    constants = tmp_path / "c.json"
+    constants.write_text(json.dumps({"python_s": 0.05, "run_module_s": 0.25, "git_s": 0.0,
+                                     "check_python_s": 2.0, "register_s": 2.5}))
+    tsv = tmp_path / "stages.tsv"
+    tsv.write_text("stage\tstatus\tseconds\tlimit_s\nsetup\tok\t10.0\t-\n"
+                   "measured:check_python_s\t1 value (5.00-5.00 s)\t5.00\tmodel 6.0\n"
+                   "measured:register_s\t1 value (4.50-4.50 s)\t4.50\tmodel 7.0\n")
+    assert session_cost.main(["--grid", "tiny", "--constants", str(constants), "--stages-tsv", str(tsv),
+                              "--stages", "profile"]) == 0
+    out = capsys.readouterr().out
+    assert "| setup | 4.9 | - | - | 10.0 (ok) | -51% |" in out  # 0.3 + 2.05 + 2.55 with the constants
+    assert "| check_python_s | 5.00 | 2.00 | -60% |" in out
+    assert "setup with the session's own check_python_s, register_s: 9.9 s against the measured 10.0 s (-1%)" in out
