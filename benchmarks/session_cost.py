@@ -3,18 +3,20 @@ takes against its limit: every process the session starts, every torch import, e
 and snapshot, plus the asv classes' own work and the profile pass's from benchmarks.suite_cost.
 
     python -m benchmarks.session_cost                                # the first call on one H200, quick grid
-    python -m benchmarks.session_cost --part 2                       # the later call `--stages rest --part 2`
-    python -m benchmarks.session_cost --grid tiny --constants FILE   # a CPU rehearsal's prediction
+    python -m benchmarks.session_cost --part 2                       # the later call `--part 2`
+    python -m benchmarks.session_cost --grid tiny --constants FILE --stages quick,profile   # a CPU rehearsal's
 
-The stages, their caps, the asv classes of the quick stage and the default grid's parts
-(rest_parts, one later call each, from cold caches) are read from session.sh itself, so a new
-stage, class or part changes the model. Each regex of a stage or part (a class, or some of a
-class's implementations: asv matches name(params)) is one `benchmarks.run --prepared` process
-(its imports, `git status` and `git rev-parse HEAD`, two runner-state snapshot processes) and one
-asv run (discovery and asv's forkserver each import torch) around the processes and measuring of
-the combinations it selects (suite_cost's model on one H200). The Python check and the machine registration run
-once, in setup (benchmarks.run --prepare-only). A call's modelled work must stay within
-CALL_SHARE of a CALL_S call (tests/test_session_cost.py).
+The stages, their caps, the stages each call runs (first_call_stages, part_stages), the asv
+classes of the quick stage and the default grid's parts (rest_parts, one later call each, from
+cold caches) are read from session.sh itself, so a new stage, class or part, or a stage moved
+from one call to another, changes the model: each call is modelled by the stages it runs. Each
+regex of a stage or part (a class, or some of a class's implementations: asv matches
+name(params)) is one `benchmarks.run --prepared` process (its imports, `git status` and `git
+rev-parse HEAD`, two runner-state snapshot processes) and one asv run (discovery and asv's
+forkserver each import torch) around the processes and measuring of the combinations it selects
+(suite_cost's model on one H200). The Python check and the machine registration run once, in
+setup (benchmarks.run --prepare-only). Every call's modelled work, the first call's too, must
+stay within CALL_SHARE of a CALL_S call (tests/test_session_cost.py).
 
 On a CPU rehearsal (--constants: the per-process constants measured on that machine by
 tools/measure_session_constants.py) the interpreted kernels' work is no H200 model: it is taken
@@ -95,6 +97,28 @@ def quick_classes(path: Path = SESSION) -> tuple[list[str], bool]:
     return _regexes(re.search(r"^quick_classes='([^']*)'", text, re.M).group(1)), "benchmarks.run --prepared" in loop.group(0)
 
 
+def call_stages(part: int | None = None, path: Path = SESSION) -> list[str]:
+    """The stages a call runs when --stages does not say, in session.sh's order: the first call's
+    (its first_call_stages) or, for `part` K, the call `--part K`'s (part_stages[K-1])."""
+    text = path.read_text()
+    if part is None:
+        listed = re.search(r'^first_call_stages="([^"]*)"', text, re.M).group(1)
+    else:
+        body = re.search(r"^part_stages=\(([^)]*)\)", text, re.M).group(1)
+        listed = re.findall(r'"([^"]*)"', body)[part - 1]
+    names = listed.split(",")
+    unknown = sorted(set(names) - set(session_stages(path)))
+    if unknown:
+        raise ValueError(f"{path}: the {'first call' if part is None else f'--part {part} call'} "
+                         f"lists stages it has no `stage` line for: {unknown}")
+    return [stage for stage in session_stages(path) if stage in names]
+
+
+def part_stage_lists(path: Path = SESSION) -> int:
+    """How many calls part_stages gives a stage list (one per part of rest_parts, if it is right)."""
+    return len(re.findall(r'"[^"]*"', re.search(r"^part_stages=\(([^)]*)\)", path.read_text(), re.M).group(1)))
+
+
 def rest_parts(path: Path = SESSION) -> list[list[str]]:
     """session.sh's rest_parts: the default grid's classes in parts, one call each (--part K)."""
     # the array's quoted words (a regex may hold parentheses itself)
@@ -147,15 +171,60 @@ def _class_runs(patterns: list[str], prepared: bool, c: dict, work) -> list[Item
 
 def model(grid: str, constants: dict[str, float], durations: dict[str, float] | None = None,
           device: bool = True, session: Path = SESSION, part: int | None = None,
-          profile_seconds: float | None = None) -> dict[str, list[Item]]:
-    """{stage: its items} of one session.sh call (`session`): the first call with `grid` as the
-    quick stage's grid, or (`part` K) the call `--stages rest --part K`, the default grid's Kth
-    part from cold caches. On a CPU rehearsal (device False) the classes' work is `durations`
-    (asv's records) and the profile pass's `profile_seconds` (its own records)."""
+          profile_seconds: float | None = None, stages: list[str] | None = None) -> dict[str, list[Item]]:
+    """{stage: its items} of one session.sh call (`session`): setup, then the stages the call runs
+    (`stages`, default what session.sh runs for it: call_stages), in session.sh's order. The first
+    call (`part` None) has `grid` as the quick stage's grid, its rest stage the whole default grid;
+    the call `--part K` the default grid's Kth part as its rest stage. The on-disk caches start
+    cold (a later call may get a fresh machine) and each stage's runs fill them for the next. On a
+    CPU rehearsal (device False) the classes' work is `durations` (asv's records) and the profile
+    pass's `profile_seconds` (its own records)."""
     from benchmarks import suite_cost
 
     c = constants
-    stages: dict[str, list[Item]] = {"setup": [
+    _, prepared = quick_classes(session)
+    caches = suite_cost._Session(warm=False)
+    # the GPU work of check and native is an H200 assumption: no model of the interpreter's on a CPU
+    work = (lambda name: c[name]) if device else (lambda name: 0.0)
+    not_modelled = "" if device else " (not modelled off the GPU)"
+
+    def class_runs(patterns: list[str], asv_grid: str) -> list[Item]:
+        modelled = {} if durations is not None else pattern_costs(patterns, asv_grid, caches)
+        return _class_runs(patterns, prepared, c, lambda p: _class_work(p, durations, modelled))
+
+    def profile_items() -> list[Item]:
+        if device:
+            profiled = suite_cost.profile_pass(grid, caches)
+            what = (f"  {profiled.measured} profiled calls, {profiled.torch_compiles} cold torch.compiles, "
+                    f"{profiled.max_autotune_gemms} max-autotune shapes (suite_cost.profile_pass)")
+            pass_seconds = profiled.seconds
+        else:
+            what, pass_seconds = "  the pass, as it recorded itself (its seconds)", profile_seconds or 0.0
+        return [Item("benchmarks.profile: Python, torch", 1, c["python_s"] + c["import_torch_s"]),
+                Item("  its own imports (the harness, torch.profiler)", 1, c["profile_module_s"]),
+                Item("  git status (uncommitted changes), rev-parse HEAD, log (the commit's date)", 3, c["git_s"]),
+                Item("  machine_identity", 1, c["machine_identity_s"]),
+                Item(what, 1, pass_seconds)]
+
+    rest = rest_parts(session)
+    builders = {
+        "quick": lambda: class_runs(quick_classes(session)[0], grid),
+        "check": lambda: [Item("benchmarks.gpu_check: Python, torch", 1, c["python_s"] + c["import_torch_s"]),
+                          Item("  its cases" + not_modelled, 1, work("gpu_check_s"))],
+        "native": lambda: [Item("pytest: Python, torch, the test modules", 1, c["python_s"] + c["import_torch_s"]),
+                           Item("  the native kernel tests" + not_modelled, 1, work("native_s"))],
+        "rest": lambda: class_runs(rest[part - 1] if part is not None else [p for ps in rest for p in ps], "default"),
+        "profile": profile_items,
+    }
+    out = {"setup": _setup(c, device)}
+    for stage in stages if stages is not None else call_stages(part, session):
+        out[stage] = builders[stage]()
+    return out
+
+
+def _setup(c: dict, device: bool) -> list[Item]:
+    """session.sh's setup: git restored, the wheels (on the device), benchmarks.run --prepare-only."""
+    return [
         Item("git: --version, config, rev-parse (restore_git.sh)", 3, c["git_s"]),
         *([Item("pip install from .whl/", 1, c["pip_install_s"])] if device else []),
         Item("benchmarks.run --prepare-only: Python and its imports", 1, c["python_s"] + c["run_module_s"]),
@@ -164,38 +233,7 @@ def model(grid: str, constants: dict[str, float], durations: dict[str, float] | 
         *([Item("  the session's first import of torch: its files read from disk", 1, c["first_import_extra_s"])]
           if device else []),
         Item("  its machine registration (benchmarks.harness.environment)", 1, c["python_s"] + c["register_s"]),
-    ]}
-    _, prepared = quick_classes(session)
-    if part is not None:  # a later call: setup, then one part of the default grid, its caches cold
-        patterns = rest_parts(session)[part - 1]
-        modelled = {} if durations is not None else pattern_costs(patterns)
-        stages["rest"] = _class_runs(patterns, prepared, c, lambda p: _class_work(p, durations, modelled))
-        return stages
-    classes, _ = quick_classes(session)
-    caches = suite_cost._Session(warm=False)  # filled by the quick stage, read by the profile pass
-    modelled = {} if durations is not None else pattern_costs(classes, grid, caches)
-    stages["quick"] = _class_runs(classes, prepared, c, lambda p: _class_work(p, durations, modelled))
-    # the GPU work of these stages is an H200 assumption: no model of the interpreter's on a CPU
-    work = (lambda name: c[name]) if device else (lambda name: 0.0)
-    stages["check"] = [Item("benchmarks.gpu_check: Python, torch", 1, c["python_s"] + c["import_torch_s"]),
-                       Item("  its cases" + ("" if device else " (not modelled off the GPU)"), 1, work("gpu_check_s"))]
-    stages["native"] = [Item("pytest: Python, torch, the test modules", 1, c["python_s"] + c["import_torch_s"]),
-                        Item("  the native kernel tests" + ("" if device else " (not modelled off the GPU)"), 1,
-                             work("native_s"))]
-    if device:
-        profiled = suite_cost.profile_pass(grid, caches)
-        what = (f"  {profiled.measured} profiled calls, {profiled.torch_compiles} cold torch.compiles, "
-                f"{profiled.max_autotune_gemms} max-autotune shapes (suite_cost.profile_pass)")
-        pass_seconds = profiled.seconds
-    else:
-        what, pass_seconds = "  the pass, as it recorded itself (its seconds)", profile_seconds or 0.0
-    stages["profile"] = [Item("benchmarks.profile: Python, torch", 1, c["python_s"] + c["import_torch_s"]),
-                         Item("  its own imports (the harness, torch.profiler)", 1, c["profile_module_s"]),
-                         Item("  git status (uncommitted changes), rev-parse HEAD, log (the commit's date)", 3,
-                              c["git_s"]),
-                         Item("  machine_identity", 1, c["machine_identity_s"]),
-                         Item(what, 1, pass_seconds)]
-    return stages
+    ]
 
 
 def profile_durations(folder: Path) -> float:
@@ -253,6 +291,20 @@ def read_stages_tsv(path: Path) -> dict[str, tuple[float, str]]:
     return out
 
 
+def read_measured_inputs(path: Path) -> dict[str, float]:
+    """{input: the session's own median} of a stages.tsv's `measured:NAME` rows that have a value
+    (benchmarks.measured_inputs writes them; "not met" rows have none)."""
+    out = {}
+    for line in path.read_text().splitlines()[1:]:
+        name, _, median, *_ = [*line.split("\t"), "", "", ""]
+        if name.startswith("measured:"):
+            try:
+                out[name.removeprefix("measured:")] = float(median)
+            except ValueError:
+                continue
+    return out
+
+
 def fitted(stages: dict[str, list[Item]], caps: dict[str, int], budget: int, reserve: int = 15) -> list[tuple]:
     """(stage, modelled s, limit s, margin s) in order, as session.sh limits each stage: its cap or
     what is left of the budget (less the reserve for packing), whichever is less; a stage that
@@ -267,11 +319,18 @@ def fitted(stages: dict[str, list[Item]], caps: dict[str, int], budget: int, res
     return rows
 
 
+def _shown(seconds: float) -> str:
+    """Seconds as the table shows them: tenths below 20 s (a 5 s setup judged at 15 %), else whole."""
+    return f"{seconds:.1f}" if seconds < 20 else f"{seconds:.0f}"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.session_cost", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--grid", default="quick", choices=("tiny", "quick"), help="the quick stage's grid")
-    parser.add_argument("--part", type=int, help="model the call `--stages rest --part K` (the default grid's Kth part)")
+    parser.add_argument("--part", type=int, help="model the call `--part K` (the default grid's Kth part)")
+    parser.add_argument("--stages", help="the stages the call runs, as session.sh --stages (default: what "
+                                         "session.sh runs for the first call, or for --part K)")
     parser.add_argument("--constants", type=Path, help="JSON {name: seconds} measured on this machine "
                                                       "(tools/measure_session_constants.py)")
     parser.add_argument("--asv-results", type=Path, help="a rehearsal's results folder: the classes' work as asv "
@@ -285,6 +344,12 @@ def main(argv=None) -> int:
     parts = rest_parts()
     if args.part is not None and not 1 <= args.part <= len(parts):
         parser.error(f"--part {args.part}: session.sh has parts 1 to {len(parts)}")
+    listed = None
+    if args.stages is not None:
+        listed = [stage for stage in session_stages() if stage in args.stages.split(",")]
+        unknown = sorted(set(args.stages.split(",")) - set(listed))
+        if unknown:
+            parser.error(f"--stages {args.stages}: no such stages {unknown}; session.sh has {list(session_stages())}")
     constants = {name: value for name, (value, _) in CONSTANTS.items()}
     if args.constants:
         measured, reason = read_json(args.constants, args.constants.resolve().parent)
@@ -304,8 +369,12 @@ def main(argv=None) -> int:
     durations = asv_durations(args.asv_results, args.machine) if args.asv_results else None
     measured_stages = read_stages_tsv(args.stages_tsv) if args.stages_tsv else {}
     stages = model(args.grid, constants, durations, device=args.constants is None, part=args.part,
-                   profile_seconds=profile_durations(args.profiles) if args.profiles else None)
-    caps = {"setup": None, **session_stages()}
+                   profile_seconds=profile_durations(args.profiles) if args.profiles else None, stages=listed)
+    # session.sh's caps, with the STAGE_CAP_<name> overrides it reads (a rehearsal's STAGE_CAP_quick)
+    caps = {"setup": None, **{stage: int(os.environ.get(f"STAGE_CAP_{stage}", cap))
+                              for stage, cap in session_stages().items()}}
+    call = "the first call" if args.part is None else f"the call --part {args.part}"
+    print(f"{call}: setup, {', '.join(list(stages)[1:])}" + (" (--stages)" if listed is not None else " (session.sh's)"))
     print(f"load average now (1, 5, 15 min): {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
     print("| stage | what | count | s each | s |")
     print("| --- | --- | --- | --- | --- |")
@@ -317,12 +386,29 @@ def main(argv=None) -> int:
     for stage, seconds, limit, margin in fitted(stages, caps, args.budget):
         got = measured_stages.get(stage)
         vs = f"{(seconds - got[0]) / got[0]:+.0%}" if got and got[0] else "-"
-        print(f"| {stage} | {seconds:.0f} | {'-' if limit is None else f'{limit:.0f}'} | "
-              f"{'-' if margin is None else f'{margin:+.0f}'} | {f'{got[0]:.0f} ({got[1]})' if got else '-'} | {vs} |")
+        print(f"| {stage} | {_shown(seconds)} | {'-' if limit is None else f'{limit:.0f}'} | "
+              f"{'-' if margin is None else f'{margin:+.0f}'} | {f'{_shown(got[0])} ({got[1]})' if got else '-'} | {vs} |")
     total = sum(i.seconds for items in stages.values() for i in items)
     share = CALL_SHARE * CALL_S
     print(f"\nall stages: {total:.0f} s of the {args.budget} s budget ({args.budget - total:+.0f} s); "
           f"{total / CALL_S:.0%} of a {CALL_S} s call ({share:.0f} s is {CALL_SHARE:.0%}: {share - total:+.0f} s)")
+    measured_inputs = read_measured_inputs(args.stages_tsv) if args.stages_tsv else {}
+    if any(name in constants for name in measured_inputs):
+        # the same inputs timed in the session itself: a stage's gap that they share is the machine's
+        # load or page cache then and when the constants were measured, not an uncounted process
+        print("\n| input | the session's own (stages.tsv) | the model's here | model vs session |")
+        print("| --- | --- | --- | --- |")
+        for name, got in measured_inputs.items():
+            if name in constants and got:
+                print(f"| {name} | {got:.2f} | {constants[name]:.2f} | {(constants[name] - got) / got:+.0%} |")
+        own = {name: got for name, got in measured_inputs.items() if name in constants}
+        if "setup" in measured_stages and own:
+            # setup is its two Python processes and little else: with their own timings, the rest of
+            # the stage (git, benchmarks.run's own process) is what the comparison tests
+            seconds = sum(i.seconds for i in _setup({**constants, **own}, args.constants is None))
+            got = measured_stages["setup"][0]
+            print(f"\nsetup with the session's own {', '.join(own)}: {_shown(seconds)} s against the "
+                  f"measured {_shown(got)} s ({(seconds - got) / got:+.0%})")
     print("\nConstants:")
     for name, (value, source) in CONSTANTS.items():
         shown = constants[name]

@@ -3,6 +3,7 @@ run and the bf16 check come first, and the exit trap packs whatever exists when 
 short. A fake python3 stands in for asv and the GPU check (they hang), so this runs in seconds."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -40,7 +41,7 @@ def test_stages_cut_short_still_bring_back_results_and_the_stage_table(tmp_path)
     out = tmp_path / "out"
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(out), "HOME": str(tmp_path),
            "STAGE_CAP_quick": "3", "STAGE_MIN_quick": "1", "STAGE_CAP_check": "3", "STAGE_MIN_check": "1",
-           "STAGE_CAP_native": "2", "STAGE_MIN_native": "1", "STAGE_CAP_profile": "2", "STAGE_MIN_profile": "1",
+           "STAGE_CAP_profile": "2", "STAGE_MIN_profile": "1",
            "SESSION_RESERVE_S": "1"}
     done = subprocess.run(["bash", "tools/gpu_runner/session.sh", "--machine", "m", "--grid", "quick",
                            "--budget", "30"], cwd=work, env=env, capture_output=True, text=True, timeout=60)
@@ -50,9 +51,12 @@ def test_stages_cut_short_still_bring_back_results_and_the_stage_table(tmp_path)
     first_check = next(i for i, c in enumerate(calls) if "benchmarks.gpu_check" in c)
     assert first_run < first_check and "--grid quick" in calls[first_run] and "bench_device" in calls[first_run]
     stages = [line.split("\t") for line in (out / "stages.tsv").read_text().splitlines()[1:]]
-    assert [s[0] for s in stages] == ["setup", "quick", "check", "native", "profile"]
+    # the first call's stages (session.sh first_call_stages): the native tests go with part 3
+    assert [s[0] for s in stages] == ["setup", "quick", "check", "profile"]
     stages = stages[1:]
     assert stages[0][1] == "cut at 3s" and stages[1][1] == "cut at 3s" and stages[2][1] == "ok"
+    # seconds to a tenth: whole seconds are +-1 s, 20 % of a 5 s setup
+    assert all(re.fullmatch(r"\d+\.\d", s[2]) for s in stages) and 3.0 <= float(stages[0][2]) < 10, stages
     assert json.loads((out / "gpu_check.json").read_text())["rows"]  # what was checked came back
     with tarfile.open(out / "results.tgz") as packed:
         assert "results/m/partial.json" in packed.getnames()
@@ -74,7 +78,8 @@ def test_a_failed_setup_has_its_own_exit_status_not_a_wrong_fused_result(tmp_pat
 
 def test_bad_arguments_are_exit_2(tmp_path):
     for args in (["--machine"], ["--machine", "m", "--budget", "soon"], ["--machine", "m", "--stages", "all"],
-                 ["--grid", "quick"], ["--machine", "m", "--part", "9"], ["--machine", "m", "--part", "two"]):
+                 ["--grid", "quick"], ["--machine", "m", "--part", "9"], ["--machine", "m", "--part", "two"],
+                 ["--machine", "m", "--commits", "HEAD"]):  # the first call has no rest stage to run them
         done = subprocess.run(["bash", str(REPO / "tools/gpu_runner/session.sh"), *args], capture_output=True,
                               text=True, timeout=30, env={"PATH": "/usr/bin:/bin", "OUT": str(tmp_path / "o")})
         assert done.returncode == 2 and done.stderr.strip(), (args, done.stderr)
@@ -156,17 +161,19 @@ exit 0
 
 
 def _later_call(tmp_path, part: int, files=()):
-    """The calls that session.sh `--stages rest --part K` makes (a fake python3), with `files`
-    made in the device copy first."""
+    """The calls that session.sh `--part K` makes (a fake python3), with `files` made in the
+    device copy first: calls.txt's lines, and the stages it ran."""
     work, bin_dir = _device_copy(tmp_path, QUICK_PYTHON)
     for name in files:
         (work / name).write_text("")
     out = tmp_path / "out"
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "OUT": str(out), "HOME": str(tmp_path), "SESSION_RESERVE_S": "1"}
-    done = subprocess.run(["bash", "tools/gpu_runner/session.sh", "--machine", "m", "--stages", "rest", "--part",
-                           str(part), "--budget", "200"], cwd=work, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(["bash", "tools/gpu_runner/session.sh", "--machine", "m", "--part", str(part),
+                           "--budget", "200"], cwd=work, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
-    return out, [c for c in (out / "calls.txt").read_text().splitlines() if "--prepared" in c]
+    stages = [line.split("\t")[0] for line in (out / "stages.tsv").read_text().splitlines()[1:]
+              if not line.startswith("measured:")]
+    return out, [c for c in (out / "calls.txt").read_text().splitlines() if "--prepared" in c], stages
 
 
 def _bench_args(calls) -> list[str]:
@@ -174,11 +181,12 @@ def _bench_args(calls) -> list[str]:
 
 
 def test_a_later_call_runs_one_part_of_the_default_grid(tmp_path):
-    """`--stages rest --part K`: only the Kth of session.sh's rest_parts, each class its own run."""
+    """`--part K`: only the Kth of session.sh's rest_parts, each class its own run."""
     from benchmarks import session_cost
 
-    out, calls = _later_call(tmp_path, 2)
+    out, calls, stages = _later_call(tmp_path, 2)
     assert _bench_args(calls) == session_cost.rest_parts()[1] and all("--grid default" in c for c in calls)
+    assert stages == ["setup", *session_cost.call_stages(2)]
     assert (out / "first_calls").is_dir()  # where the measuring passes file their first calls
 
 
@@ -188,6 +196,18 @@ def test_a_part_s_regexes_reach_asv_as_written_not_as_globs(tmp_path):
     from benchmarks import session_cost
 
     # what bash would expand part 3's first regex to as a glob (\w is w, [^,] one character, ? any)
-    _, calls = _later_call(tmp_path, 3, ["bench_training.GatedMLPTraining.w+(Wx+,s(x!Wcompile_max_autotuneW)"])
+    _, calls, _ = _later_call(tmp_path, 3, ["bench_training.GatedMLPTraining.w+(Wx+,s(x!Wcompile_max_autotuneW)"])
     runs = _bench_args(calls)
     assert runs == session_cost.rest_parts()[2] and "(?!" in runs[0]
+
+
+def test_the_part_3_call_runs_the_native_tests_first_then_its_part(tmp_path):
+    """session.sh's part_stages: `--part 3` runs the native kernel tests (moved out of the first
+    call), then its part of the grid, the stages the model counts for that call."""
+    from benchmarks import session_cost
+
+    out, _, stages = _later_call(tmp_path, 3)
+    assert stages == ["setup", "native", "rest"] == ["setup", *session_cost.call_stages(3)]
+    calls = (out / "calls.txt").read_text().splitlines()
+    pytest_at = next(i for i, c in enumerate(calls) if "-m pytest" in c)
+    assert pytest_at < next(i for i, c in enumerate(calls) if "--prepared" in c)
