@@ -11,7 +11,7 @@ from dashboard.data import ab_compare, metrics
 from dashboard.ui.callback_guards import guarded
 from dashboard.ui.notices import message
 from dashboard.ui.run_selector import register_run_controls, run_controls, run_of
-from dashboard.ui.widgets import dropdown, labelled
+from dashboard.ui.widgets import dropdown, labelled, named_values
 from dashboard.data.dashboard_data import DashboardData
 from dashboard.store.model import ResultsStore
 from dashboard.pages._comparison import (
@@ -92,17 +92,19 @@ def update(data: DashboardData, machine, env, a, b, factor, sig, benchmarks):
 
 def register(app, store: ResultsStore):
     register_run_controls(app, store, ID, COMMITS)
-    inputs = [Input(qid(ID, k), "value") for k in ("machine", "env", "a", "b", "factor", "sig", "benchmark")]
+    keys = ("machine", "env", "a", "b", "factor", "sig")  # and the benchmarks, whose control is "benchmark"
 
     @app.callback(Output("gcompare-table", "data"), Output("gcompare-table", "columns"),
-                  Output("gcompare-summary", "children"), *inputs)
+                  Output("gcompare-summary", "children"),
+                  inputs=dict(named_values(ID, keys), benchmarks=Input(qid(ID, "benchmark"), "value")))
     @guarded(lambda t: [], lambda t: comparison_columns(COLUMNS), message)
-    def _update(*args):
-        return update(store.get(), *args)
+    def _update(**named):  # update's parameters by name
+        return update(store.get(), **named)
 
-    @app.callback(Output("gcompare-download", "data"), Input("gcompare-csv-button", "n_clicks"),
-                  [State(i.component_id, i.component_property) for i in inputs], prevent_initial_call=True)
-    def _download(_, machine, env, a, b, factor, sig, benchmarks):
+    @app.callback(Output("gcompare-download", "data"), inputs=dict(clicks=Input("gcompare-csv-button", "n_clicks")),
+                  state=dict(named_values(ID, keys, State), benchmarks=State(qid(ID, "benchmark"), "value")),
+                  prevent_initial_call=True)
+    def _download(clicks, machine, env, a, b, factor, sig, benchmarks):
         table = compare_table(store.get(), machine, env, a, b, factor, benchmarks)
         if "only" in (sig or []):
             table = table[table["significant"]]

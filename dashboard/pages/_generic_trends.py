@@ -23,7 +23,7 @@ from dashboard.ui.callback_guards import error_figure, guarded
 from dashboard.ui.commit_choice import commit_options, resolve_commit
 from dashboard.ui.notices import message
 from dashboard.ui.run_selector import register_run_controls, run_controls, run_of, trend_view_controls
-from dashboard.ui.widgets import dropdown, graph, labelled
+from dashboard.ui.widgets import dropdown, graph, labelled, named_values
 from dashboard.figures import build_trend_figure
 from dashboard.data.metrics import better_of
 from dashboard.data.dashboard_data import DashboardData
@@ -263,13 +263,13 @@ def register(app, store: ResultsStore):
     def _figure(values, ids, theme):
         chosen = {i["key"]: v for i, v in zip(ids, values)}
         picked = {k.removeprefix(PARAM_PREFIX): v for k, v in chosen.items() if k.startswith(PARAM_PREFIX)}
-        return update(store.get(), chosen.get("machine"), chosen.get("env"), chosen.get("benchmark"), picked,
-                      chosen.get("x"), chosen.get("logy"), chosen.get("commit"), theme)
+        return update(store.get(), machine=chosen.get("machine"), env=chosen.get("env"),
+                      benchmark=chosen.get("benchmark"), chosen=picked, x_axis=chosen.get("x"),
+                      logy=chosen.get("logy"), commit=chosen.get("commit"), theme=theme)
 
     @app.callback(Output("series-commit-info", "children"),
-                  Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"),
-                  Input(f"{ID}-figure", "clickData"), Input(qid(ID, "commit"), "value"),
-                  Input(qid(SHELL, "theme"), "value"))
+                  inputs=dict(named_values(ID, ("machine", "env")), click=Input(f"{ID}-figure", "clickData"),
+                              marked=Input(qid(ID, "commit"), "value"), theme=Input(qid(SHELL, "theme"), "value")))
     @guarded(message)
-    def _commit_info(*args):
-        return commit_info(store.get(), *args)
+    def _commit_info(**named):  # commit_info's parameters by name
+        return commit_info(store.get(), **named)

@@ -12,7 +12,7 @@ from dashboard.ui.callback_guards import guarded
 from dashboard.ui.facet_widgets import facet_controls, register_facet_counts
 from dashboard.ui.notices import message
 from dashboard.ui.run_selector import register_run_controls, run_controls, run_of
-from dashboard.ui.widgets import dropdown, labelled
+from dashboard.ui.widgets import dropdown, labelled, named_values
 from dashboard.data.dashboard_data import GENERIC, SUITE, DashboardData
 from dashboard.store.model import ResultsStore
 from dashboard.pages import Page, _generic_compare
@@ -21,7 +21,7 @@ from dashboard.pages._comparison import (
 )
 from dashboard.pages._why_na import why_na_line
 from asv_results.units import DisplayUnit, display_unit
-from dashboard.data.urlstate import Query, qid
+from dashboard.data.urlstate import Query
 
 ID = "compare"
 # The case split into its fields (a long case key once pushed the numbers off screen); each row's
@@ -94,10 +94,10 @@ def update(data: DashboardData, machine, env, a, b, metric, factor, sig, op, dty
     return rows.astype(object).where(rows.notna(), None).to_dict("records"), _columns(shown), summary
 
 
-def csv_text(data: DashboardData, *args) -> str:
-    """The whole (filtered) comparison as CSV, significance included."""
-    sig = args[6]  # args: machine, env, a, b, metric, factor, sig, op, dtype, activation, shape, impl[, mode]
-    table, _ = compare_table(data, *args[:6], *args[7:])
+def csv_text(data: DashboardData, machine, env, a, b, metric, factor, sig, op, dtype, activation, shape, impl,
+             mode=None) -> str:
+    """The whole (filtered) comparison as CSV, significance included (update's parameters)."""
+    table, _ = compare_table(data, machine, env, a, b, metric, factor, op, dtype, activation, shape, impl, mode)
     if "only" in (sig or []):
         table = table[table["significant"]]
     return table.to_csv(index=False)
@@ -107,20 +107,19 @@ def register(app, store: ResultsStore):
     _generic_compare.register(app, store)
     register_run_controls(app, store, ID, COMMITS)
     register_facet_counts(app, store, ID)
-    inputs = [Input(qid(ID, k), "value") for k in ("machine", "env", "a", "b", "metric", "factor", "sig",
-                                                    *metrics.FACETS[:4], "impl", "mode")]
+    keys = ("machine", "env", "a", "b", "metric", "factor", "sig", *metrics.FACETS)  # update's parameters
 
     @app.callback(Output("compare-table", "data"), Output("compare-table", "columns"),
-                  Output("compare-summary", "children"), *inputs)
+                  Output("compare-summary", "children"), inputs=named_values(ID, keys))
     @guarded(lambda t: [], lambda t: _columns(), message)
-    def _update(*args):
-        return update(store.get(), *args)
+    def _update(**named):  # update's parameters by name
+        return update(store.get(), **named)
 
-    @app.callback(Output("compare-download", "data"), Input("compare-csv-button", "n_clicks"),
-                  [State(i.component_id, i.component_property) for i in inputs], prevent_initial_call=True)
-    def _download(_, *args):
-        machine, env, a, b = args[:4]
-        return dcc.send_string(csv_text(store.get(), *args), f"compare-{machine}-{(a or '')[:8]}-{(b or '')[:8]}.csv")
+    @app.callback(Output("compare-download", "data"), inputs=dict(clicks=Input("compare-csv-button", "n_clicks")),
+                  state=named_values(ID, keys, State), prevent_initial_call=True)
+    def _download(clicks, **named):
+        a, b = (named["a"] or "")[:8], (named["b"] or "")[:8]
+        return dcc.send_string(csv_text(store.get(), **named), f"compare-{named['machine']}-{a}-{b}.csv")
 
 
 PAGE = Page("/compare", "Compare", 2, layout, register, "commit A vs commit B", modes=(SUITE, GENERIC),

@@ -21,7 +21,7 @@ from dashboard.data import static_metrics
 from dashboard.ui.callback_guards import error_figure, guarded
 from dashboard.ui.commit_choice import commit_of, commit_options, resolve_commit
 from dashboard.ui.notices import message
-from dashboard.ui.widgets import BETTER_CELL, WORSE_CELL, dropdown, graph, labelled, styled_datatable
+from dashboard.ui.widgets import BETTER_CELL, WORSE_CELL, dropdown, graph, labelled, named_values, styled_datatable
 from dashboard.figures import build_trend_figure
 from dashboard.data.dashboard_data import DashboardData
 from dashboard.store.model import ResultsStore
@@ -273,7 +273,7 @@ def update_figure(data: DashboardData, machine, commit, kernel, dtype, metric_ke
 
 
 def register(app, store: ResultsStore):
-    inputs = [Input(qid(ID, k), "value") for k in ("machine", "commit", "kernel", "dtype")]
+    selected = ("machine", "commit", "kernel", "dtype")  # the table's and the figure's first parameters
 
     @app.callback(Output(qid(ID, "commit"), "options"), Output(qid(ID, "commit"), "value"),
                   Input(qid(ID, "machine"), "value"), State(qid(ID, "commit"), "value"), prevent_initial_call=True)
@@ -282,11 +282,11 @@ def register(app, store: ResultsStore):
         run = store.get().static_run(machine)
         return commit_options(run), resolve_commit(run, current)
 
-    @app.callback(Output("kernels-table", "data"), Output("kernels-summary-box", "children"), *inputs,
-                  Input(qid(ID, "changed"), "value"))
+    @app.callback(Output("kernels-table", "data"), Output("kernels-summary-box", "children"),
+                  inputs=named_values(ID, (*selected, "changed")))
     @guarded(lambda t: [], message)
-    def _table(machine, commit, kernel, dtype, changed):
-        return update_table(store.get(), machine, commit, kernel, dtype, changed)
+    def _table(**named):  # update_table's parameters by name
+        return update_table(store.get(), **named)
 
     @app.callback(Output("kernels-arch-table", "data"), Output("kernels-arch-table", "columns"),
                   Input(qid(ID, "config"), "value"), Input(qid(ID, "dtype"), "value"))
@@ -294,11 +294,12 @@ def register(app, store: ResultsStore):
     def _across(choice, dtype):
         return across_architectures(store.get(), choice, dtype)
 
-    @app.callback(Output(f"{ID}-figure", "figure"), Output("kernels-lines-note", "children"), *inputs,
-                  Input(qid(ID, "metric"), "value"), Input(qid(SHELL, "theme"), "value"))
+    @app.callback(Output(f"{ID}-figure", "figure"), Output("kernels-lines-note", "children"),
+                  inputs=dict(named_values(ID, selected), metric_key=Input(qid(ID, "metric"), "value"),
+                              theme=Input(qid(SHELL, "theme"), "value")))
     @guarded(error_figure(), lambda t: "")
-    def _figure(machine, commit, kernel, dtype, metric, theme):
-        return update_figure(store.get(), machine, commit, kernel, dtype, metric, theme)
+    def _figure(**named):  # update_figure's parameters by name
+        return update_figure(store.get(), **named)
 
 
 PAGE = Page("/kernels", "Kernels", 6, layout, register, "static compile metrics per kernel config, per commit")

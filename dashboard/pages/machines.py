@@ -14,7 +14,7 @@ from dashboard.ui.callback_guards import guarded
 from dashboard.ui.commit_choice import commit_options, named_commit
 from dashboard.ui.notices import message
 from dashboard.ui.run_selector import env_options, machine_options, register_run_controls, run_of
-from dashboard.ui.widgets import dropdown, labelled, styled_datatable
+from dashboard.ui.widgets import dropdown, labelled, named_values, styled_datatable
 from dashboard.data.dashboard_data import SUITE, DashboardData
 from dashboard.store.model import ResultsStore
 from dashboard.data.run_view import Run
@@ -172,10 +172,10 @@ def register(app, store: ResultsStore):
 
     @app.callback(Output("machines-table", "data"), Output("machines-table", "columns"),
                   Output("machines-summary", "children"), Output("machines-ceilings", "children"),
-                  *[Input(qid(ID, k), "value") for k in ("machine", "env", "a", "machine_b", "env_b", "b", "mode")])
+                  inputs=named_values(ID, ("machine", "env", "a", "machine_b", "env_b", "b", "mode")))
     @guarded(lambda t: [], lambda t: _columns(), message, lambda t: [])
-    def _update(*args):
-        return update(store.get(), *args)
+    def _update(**named):  # update's parameters by name
+        return update(store.get(), **named)
 
 
 PAGE = Page("/machines", "Machines", 2, layout, register, "one machine against another, at a common commit",

@@ -19,7 +19,7 @@ from dashboard.ui.facet_widgets import facet_controls, register_facet_counts
 from regressions.gate_view import GateView, class_of
 from dashboard.ui.notices import message, whole_folder_note
 from dashboard.ui.run_selector import register_run_controls, run_controls, run_of
-from dashboard.ui.widgets import dropdown, labelled
+from dashboard.ui.widgets import dropdown, labelled, named_values
 from dashboard.figures.heatmap import (FAILED, build_speedup_panel_figure, color_span, speedup_legend_stops,
                                        speedup_text)
 from dashboard.data.dashboard_data import STATIC, SUITE, DashboardData
@@ -460,16 +460,14 @@ def register(app, store: ResultsStore):
 
     @app.callback(Output("overview-headline", "children"), Output("overview-panels", "children"),
                   Output("overview-changes", "children"), Output("overview-device", "children"),
-                  Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"), Input(qid(ID, "commit"), "value"),
-                  Input(qid(ID, "base"), "value"), *[Input(qid(ID, f), "value") for f in FACETS if f != "mode"], theme,
-                  Input(qid(ID, "mode"), "value"))
+                  inputs=dict(named_values(ID, ("machine", "env", "commit", "base", *FACETS)), theme=theme))
     @guarded(lambda t: message(t, "error"), lambda t: [], lambda t: "", lambda t: "")
-    def _update(machine, env, commit, base, *rest):
+    def _update(**named):  # update's parameters by name: machine, env, commit, base, each facet, theme
         from regressions.gate_records import record_for
 
         data = store.get()
-        return update(data, machine, env, commit, base, *rest, verdict=record_for(store, data, machine, env, commit,
-                                                                                   base))
+        verdict = record_for(store, data, named["machine"], named["env"], named["commit"], named["base"])
+        return update(data, **named, verdict=verdict)
 
 
 # Static compile metrics only: what there is to see is their history, the Kernels page.

@@ -13,7 +13,7 @@ from dash import Input, Output, html
 from dashboard.data import profiles
 from dashboard.ui.callback_guards import error_figure, guarded
 from dashboard.ui.notices import message
-from dashboard.ui.widgets import dropdown, graph, labelled
+from dashboard.ui.widgets import dropdown, graph, labelled, named_values
 from dashboard.figures import build_profile_figure, build_profile_history_figure
 from dashboard.data.dashboard_data import DashboardData
 from dashboard.store.model import ResultsStore
@@ -126,11 +126,11 @@ def register(app, store: ResultsStore):
 
     @app.callback(Output(f"{ID}-figure", "figure"), Output(f"{ID}-history", "figure"),
                   Output("profile-details", "children"),
-                  Input(qid(ID, "machine"), "value"), Input(qid(ID, "case"), "value"),
-                  Input(qid(ID, "commit"), "value"), Input(qid(SHELL, "theme"), "value"))
+                  inputs=dict(named_values(ID, ("machine", "case", "commit")),
+                              theme=Input(qid(SHELL, "theme"), "value")))
     @guarded(error_figure(), error_figure(), lambda t: message(t, "error"))
-    def _update(machine, case, commit, theme):
-        return update(store.results_dir, machine, case, commit, theme)
+    def _update(**named):  # update's parameters by name
+        return update(store.results_dir, **named)
 
 
 PAGE = Page("/profile", "Profile", 5, layout, register, "kernels launched per implementation, per commit")

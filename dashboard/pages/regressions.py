@@ -20,7 +20,7 @@ from dashboard.data import metrics, static_metrics
 from asv_results import commit_messages
 from dashboard.ui.callback_guards import guarded
 from dashboard.ui.notices import message, whole_folder_note
-from dashboard.ui.widgets import dropdown, labelled
+from dashboard.ui.widgets import dropdown, labelled, named_values
 from dashboard.data.dashboard_data import DashboardData
 from dashboard.store.detection import FindingsState
 from regressions.acceptance import PLACEHOLDERS
@@ -349,14 +349,13 @@ def verdict_panel(data: DashboardData, view: GateView, findings, machine, theme)
 
 def register(app, store: ResultsStore):
     @app.callback(Output("regressions-inbox", "children"), Output("regressions-poll", "disabled"),
-                  Input("regressions-poll", "n_intervals"), Input(qid(ID, "machine"), "value"),
-                  Input(qid(ID, "direction"), "value"), Input(qid(ID, "only"), "value"),
-                  Input(qid(SHELL, "theme"), "value"), Input(qid(ID, "q"), "value"), Input(qid(ID, "page"), "value"))
+                  inputs=dict(named_values(ID, ("machine", "direction", "only", "page")),
+                              polls=Input("regressions-poll", "n_intervals"), search=Input(qid(ID, "q"), "value"),
+                              theme=Input(qid(SHELL, "theme"), "value")))
     @guarded(lambda t: message(t, "error"), lambda t: True)
-    def _update(_, machine, direction, only, theme, search, page):
+    def _update(polls, **named):  # polls: only when to look again; the rest are inbox's parameters by name
         data = store.get()
-        return inbox(data, store.findings(), machine, direction, only, theme, search, page,
-                     machine_record=lambda m, why: machine_record(store, data, m, why))
+        return inbox(data, store.findings(), **named, machine_record=lambda m, why: machine_record(store, data, m, why))
 
     @app.callback(Output({"type": f"{ACCEPT}-entry", "index": MATCH}, "children"),
                   Input({"type": ACCEPT, "index": MATCH}, "n_clicks"), prevent_initial_call=True)

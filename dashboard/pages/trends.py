@@ -16,7 +16,7 @@ from dashboard.ui.commit_choice import commit_options, resolve_commit
 from dashboard.ui.facet_widgets import facet_controls, register_facet_counts
 from dashboard.ui.notices import message
 from dashboard.ui.run_selector import register_run_controls, run_controls, run_of, trend_view_controls
-from dashboard.ui.widgets import dropdown, graph, labelled
+from dashboard.ui.widgets import dropdown, graph, labelled, named_values
 from dashboard.figures import build_trend_figure
 from dashboard.data.dashboard_data import GENERIC, SUITE, DashboardData
 from dashboard.store.model import ResultsStore
@@ -155,39 +155,35 @@ def register(app, store: ResultsStore):
 
     @app.callback(Output(qid(ID, "case"), "options"), Output(qid(ID, "case"), "value"),
                   Output(qid(ID, "commit"), "options"),
-                  Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"),
-                  *[Input(qid(ID, f), "value") for f in CASE_FACETS], State(qid(ID, "case"), "value"),
-                  prevent_initial_call=True)
+                  inputs=dict(named_values(ID, ("machine", "env")), chosen=named_values(ID, CASE_FACETS)),
+                  state=dict(current=State(qid(ID, "case"), "value")), prevent_initial_call=True)
     @guarded(lambda t: [], lambda t: None, lambda t: [])
-    def _cases(machine, env, *rest):
-        *chosen, current = rest
+    def _cases(machine, env, chosen, current):
         data = store.get()
         run = data.run(machine, env)
-        cases = case_choices(run, dict(zip(CASE_FACETS, chosen)))
+        cases = case_choices(run, chosen)
         return cases, current if current in cases else (cases[0] if cases else None), commit_options(run)
 
     @app.callback(Output(qid(ID, "mode"), "options"), Output(qid(ID, "mode"), "value"),
-                  Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"), Input(qid(ID, "case"), "value"),
-                  State(qid(ID, "mode"), "value"), prevent_initial_call=True)
+                  inputs=named_values(ID, ("machine", "env", "case")),
+                  state=dict(current=State(qid(ID, "mode"), "value")), prevent_initial_call=True)
     @guarded(lambda t: [], lambda t: None)
     def _modes(machine, env, case, current):
         return mode_choice(store.get().run(machine, env), case, current)
 
     @app.callback(Output(f"{ID}-figure", "figure"),
-                  Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"), Input(qid(ID, "case"), "value"),
-                  Input(qid(ID, "metric"), "value"), Input(qid(ID, "impl"), "value"), Input(qid(ID, "x"), "value"),
-                  Input(qid(ID, "logy"), "value"), Input(qid(ID, "commit"), "value"), theme,
-                  Input(qid(ID, "mode"), "value"))
+                  inputs=dict(named_values(ID, ("machine", "env", "case", "metric", "impl", "logy", "commit", "mode")),
+                              x_axis=Input(qid(ID, "x"), "value"), theme=theme))
     @guarded(error_figure())
-    def _figure(*args):
-        return update(store.get(), *args)
+    def _figure(**named):  # update's parameters by name
+        return update(store.get(), **named)
 
     @app.callback(Output("trends-commit-info", "children"),
-                  Input(qid(ID, "machine"), "value"), Input(qid(ID, "env"), "value"),
-                  Input(f"{ID}-figure", "clickData"), Input(qid(ID, "commit"), "value"), theme)
+                  inputs=dict(named_values(ID, ("machine", "env")), click=Input(f"{ID}-figure", "clickData"),
+                              marked=Input(qid(ID, "commit"), "value"), theme=theme))
     @guarded(message)
-    def _commit_info(*args):
-        return commit_info(store.get(), *args)
+    def _commit_info(**named):  # commit_info's parameters by name
+        return commit_info(store.get(), **named)
 
 
 PAGE = Page("/trends", "Trends", 1, layout, register, "one metric across commits", modes=(SUITE, GENERIC),

@@ -13,7 +13,7 @@ from dashboard.figures import impl_sort_key
 from dashboard.store.model import ResultsStore
 from dashboard.data.run_view import Run
 from dashboard.data.urlstate import Query, qid
-from dashboard.ui.widgets import dropdown, labelled
+from dashboard.ui.widgets import dropdown, labelled, named_values
 
 
 FACET_LABELS = {"op": "Op", "dtype": "dtype", "activation": "Activation", "shape": "Shape", "impl": "Implementation",
@@ -54,10 +54,10 @@ def register_facet_counts(app: dash.Dash, store: ResultsStore, page: str, facets
     """Keep each filter's counts in step with the other filters and the run."""
 
     @app.callback([Output(qid(page, f), "options") for f in facets],
-                  Input(qid(page, "machine"), "value"), Input(qid(page, "env"), "value"),
-                  [Input(qid(page, f), "value") for f in facets], prevent_initial_call=True)
-    def _counts(machine, env, *chosen):
-        return facet_option_lists(store.get(), machine, env, dict(zip(facets, chosen)), facets)
+                  inputs=dict(machine=Input(qid(page, "machine"), "value"), env=Input(qid(page, "env"), "value"),
+                              chosen=named_values(page, facets)), prevent_initial_call=True)
+    def _counts(machine, env, chosen):
+        return facet_option_lists(store.get(), machine, env, chosen, facets)
 
 
 def facet_option_lists(data: DashboardData, machine, env, selections: dict, facets=metrics.FACETS) -> list:

@@ -12,7 +12,7 @@ from dashboard.data.dashboard_data import DashboardData
 from dashboard.store.model import ResultsStore
 from dashboard.data.run_view import Run
 from dashboard.data.urlstate import Query, qid
-from dashboard.ui.widgets import dropdown, labelled
+from dashboard.ui.widgets import dropdown, labelled, named_values
 
 
 def run_of(data: DashboardData, query: Query) -> Run | None:
@@ -98,10 +98,10 @@ def register_run_controls(app: dash.Dash, store: ResultsStore, page: str, commit
         keys = list(commit_keys)
 
         @app.callback([Output(qid(page, k), "options") for k in keys] + [Output(qid(page, k), "value") for k in keys],
-                      Input(qid(page, "machine"), "value"), Input(qid(page, "env"), "value"),
-                      [State(qid(page, k), "value") for k in keys], prevent_initial_call=True)
-        def _commits(machine, env, *current):
+                      inputs=dict(machine=Input(qid(page, "machine"), "value"), env=Input(qid(page, "env"), "value")),
+                      state=dict(current=named_values(page, keys, State)), prevent_initial_call=True)
+        def _commits(machine, env, current):
             run = store.get().run(machine, env)
             options = commit_options(run)
-            values = [commit_or_newest(run, c, commit_keys[k]) for k, c in zip(keys, current)]
+            values = [commit_or_newest(run, current[k], commit_keys[k]) for k in keys]
             return [options] * len(keys) + values

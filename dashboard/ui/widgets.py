@@ -4,9 +4,16 @@
 
 from __future__ import annotations
 
-from dash import dash_table, dcc, html
+from dash import Input, dash_table, dcc, html
 
 from dashboard.data.urlstate import qid
+
+
+def named_values(page: str, keys, dependency=Input) -> dict:
+    """Each URL-backed control's value under its key, as a callback's named inputs (or, with
+    ``dependency=State``, states): ``inputs=dict(...)`` hands them to a function of keyword
+    arguments, so adding a control cannot shift the others onto the wrong parameter."""
+    return {k: dependency(qid(page, k), "value") for k in keys}
 
 
 GRAPH_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
