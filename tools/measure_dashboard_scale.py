@@ -156,11 +156,14 @@ def measure_detection(results: Path, cache: Path) -> dict:
     return {"detect_s": time.perf_counter() - started, "findings": len(findings), "rss_mb": _peak_rss_mb()}
 
 
-def _child(step: str, results: Path, cache: Path, repeat: int) -> dict:
+def _child(step: str, results: Path, cache: Path, repeat: int, required: bool = True) -> dict | None:
+    """One measurement in a fresh process; None (it said why) when it failed and is not ``required``."""
     # stderr passes through: the first parse's progress lines are what a user sees on the console
     done = subprocess.run([sys.executable, __file__, "--step", step, "--results-dir", str(results),
                            "--cache", str(cache), "--repeat", str(repeat)], stdout=subprocess.PIPE, text=True, cwd=ROOT)
     if done.returncode != 0:
+        if not required:
+            return None
         raise SystemExit(f"{step} failed (exit {done.returncode}; its error is above)")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -206,11 +209,18 @@ def main(argv=None) -> int:
     print(f"first start (empty cache: parse {first['parsed']} files, write the cache): {first['first_start_s']:.1f} s, "
           f"peak RSS {first['rss_mb']:,.0f} MB{'; ' + first['cache_note'] if first['cache_note'] else ''} "
           f"target <= {FIRST_PARSE_TARGET_S:.0f} s: {'OK' if ok_first else 'MISSED'}")
-    gate = _child("gate", results, cache, args.repeat)
-    ok_gate = gate["gate_s"] <= GATE_TARGET_S
-    print(f"the gate through the cache: {gate['gate_s']:.1f} s ({gate['items']} items, "
-          f"{'FAIL' if gate['failed'] else 'PASS'}), peak RSS {gate['rss_mb']:,.0f} MB; target <= {GATE_TARGET_S:.0f} s: "
-          f"{'OK' if ok_gate else 'MISSED'}")
+    started = time.perf_counter()
+    gate = _child("gate", results, cache, args.repeat, required=False)  # the pages still render without it
+    ok_gate = gate is not None and gate["gate_s"] <= GATE_TARGET_S
+    if gate is None:
+        gate = {"gate_s": time.perf_counter() - started}
+        (cache / VERDICT_FILE).write_text(json.dumps({"error": "the gate did not finish"}))
+        print(f"the gate through the cache: did not finish ({gate['gate_s']:.0f} s); target <= {GATE_TARGET_S:.0f} s: "
+              "MISSED")
+    else:
+        print(f"the gate through the cache: {gate['gate_s']:.1f} s ({gate['items']} items, "
+              f"{'FAIL' if gate['failed'] else 'PASS'}), peak RSS {gate['rss_mb']:,.0f} MB; target <= "
+              f"{GATE_TARGET_S:.0f} s: {'OK' if ok_gate else 'MISSED'}")
     start = _child("start", results, cache, args.repeat)
     ok_start = start["cold_start_s"] <= COLD_START_TARGET_S
     print(f"cold start with the cache: {start['cold_start_s']:.2f} s (imports {start['imports_s']:.2f} s, load "
