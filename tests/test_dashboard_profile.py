@@ -120,7 +120,9 @@ def test_trace_route_serves_only_files_inside_profiles(passes):
     client = app.server.test_client()
     rel = profiles.load_profiles(results).frame.dropna(subset=["trace"])["trace"].iloc[0]
     response = client.get(profile_page.TRACE_ROUTE + rel)
-    assert response.status_code == 200 and response.data[:2] == b"\x1f\x8b"  # gzip
+    body = response.data
+    response.close()  # send_file's open file is closed by the WSGI server, here by us (else a ResourceWarning)
+    assert response.status_code == 200 and body[:2] == b"\x1f\x8b"  # gzip
     assert client.get(profile_page.TRACE_ROUTE + "../../etc/passwd").status_code == 404
     assert client.get(profile_page.TRACE_ROUTE + "cpu-box/nothing.json.gz").status_code == 404
     app.server.config["FUSED_MLP_STORE"].close()
