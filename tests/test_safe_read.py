@@ -186,3 +186,32 @@ def test_profiles_are_read_with_the_same_limits(tmp_path):
     assert "'date' 1e+17 is not a date between 1970 and 2200" in reasons["late.json"]
     assert reasons["deep.json"].startswith("JSON nested 5000 levels deep")
     assert set(reasons) == {"fifo.json", "late.json", "deep.json", "odd.json"}
+
+
+# Texts where a lenient parser could differ from json: asv's literals, ints past 64 bits,
+# escapes, surrogates, duplicate keys, control characters, cut and broken texts.
+PARSER_CASES = ['{"a": NaN, "b": Infinity, "c": -Infinity}', "123456789012345678901234567890",
+                '{"k": 1, "k": 2}', '"\\u00e9\\ud800"', '"caf\u00e9"', "[1.0000000000000002, 1e999, -0, 5e-324]",
+                '{"a": "\x01"}', '{"a": "x\ty"}', "[1,]", '{"a": 1} x', "nan", "Infinit", "[1, 2", '"abc',
+                '{"a": 1}\n', '{\n  "a": [1,\n 2]\n}', '{"a": "x\ny"}', "[-]", '{"a": -}', "[-, 1]", "[1, -",
+                "[- 1]", "-"]
+
+
+@pytest.mark.parametrize("text", PARSER_CASES)
+def test_the_fast_parser_reads_every_text_as_json_alone_does(text, monkeypatch):
+    fast = safe_read.parse_json(text)
+    monkeypatch.setattr(safe_read, "ujson", None)  # the suite on a runner without ujson
+    alone = safe_read.parse_json(text)
+    assert json.dumps(fast, allow_nan=True) == json.dumps(alone, allow_nan=True)
+    assert type(fast[0]) is type(alone[0])
+
+
+def test_result_files_go_through_ujson_when_it_is_there(history, monkeypatch):
+    assert safe_read.ujson is not None, "ujson is in the dashboard's extra: the gate's first parse needs it"
+    calls = []
+    real = safe_read.ujson.loads
+    monkeypatch.setattr(safe_read.ujson, "loads", lambda data: calls.append(1) or real(data))
+    machine_dir = history.results_dir / history.machine
+    path = next(p for p in sorted(machine_dir.glob("*.json")) if p.name != "machine.json")
+    doc, reason = safe_read.read_json(path, history.results_dir)
+    assert reason is None and doc == json.loads(path.read_text()) and calls == [1]
