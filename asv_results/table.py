@@ -165,6 +165,8 @@ class ResultsTable:
             offsets = np.flatnonzero(np.isin(group_ids, ids))
             if len(offsets):
                 parts.append((starts[:, None] + offsets[None, :]).ravel())
+        if len(parts) == 1:  # one group's rows are in order already: its files' first rows ascend,
+            return parts[0]  # and a file's offsets ascend within it (a sort of 1 M rows was 0.2 s)
         return np.sort(np.concatenate(parts)) if parts else np.empty(0, np.int64)
 
     def positions(self, run: RunRows, rows: np.ndarray) -> np.ndarray:
