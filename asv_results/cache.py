@@ -33,6 +33,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import mmap
 import os
 import shutil
 import stat
@@ -103,6 +104,36 @@ class Segment:
     @property
     def rows(self) -> int:
         return len(self.arrays["value"])
+
+    def read(self, column: str) -> np.ndarray:
+        """A whole column, in memory. A mapped column is read from its file (a plain read: ten
+        times faster than copying through the mapping's page faults, and none of the file's pages
+        stay in this process's resident memory), from the file with the identity it was checked
+        with; should that file have been replaced since, through the checked mapping instead."""
+        array = self.arrays[column]
+        if not isinstance(array, np.memmap) or column not in self.identities:
+            return np.array(array)
+        out = np.empty(len(array), array.dtype)
+        try:
+            with open(array.filename, "rb") as f:
+                if _file_identity(os.fstat(f.fileno())) != self.identities[column]:
+                    raise OSError("replaced since it was checked")
+                f.seek(array.offset)
+                if f.readinto(memoryview(out).cast("B")) != out.nbytes:
+                    raise OSError("shorter than when it was checked")
+        except OSError:
+            out[:] = array
+        return out
+
+
+def release(array: np.ndarray) -> None:
+    """Unmap the pages a read of a memory-mapped column touched (they stay in the page cache and
+    are mapped again on the next read). Without this, the rows of one series over 5,000 commits,
+    one row per page, keep ~1 GB of the cache's files in the serving process's resident memory
+    (the kernel maps 16 neighbouring pages with each one read)."""
+    mapped = getattr(array, "_mmap", None)
+    if mapped is not None and hasattr(mapped, "madvise"):
+        mapped.madvise(mmap.MADV_DONTNEED)
 
 
 @dataclass
@@ -266,16 +297,18 @@ def _open_segment(folder: Path, name: str, identities: dict[str, list[int]], roo
     return Segment(name, arrays, dict(identities))
 
 
-def _check_rows(entry: FileEntry, segment: Segment) -> None:
-    """A file's samples must lie inside its segment's samples (the rows were checked against the
-    segment's length by the manifest's checks)."""
-    rows = slice(entry.row_start, entry.row_start + entry.n_rows)
-    lengths = np.asarray(segment.arrays["sample_length"][rows])
-    starts = np.asarray(segment.arrays["sample_start"][rows])
-    present = lengths > 0
-    if np.any(lengths < -1) or np.any(starts[present] < 0) or np.any(
-            starts[present] + lengths[present] > len(segment.arrays["samples"])):
-        raise CacheDamaged(f"file entry {entry.path!r}: its samples lie outside its segment")
+def _check_samples(segment: Segment) -> None:
+    """Every row's samples must lie inside its segment's samples (the files' rows were checked
+    against the segment's length by the manifest's checks). Once per segment, with plain reads:
+    checked file by file through the mappings it cost 0.5 s and left 800 MB of the cache's pages
+    in the process's memory at 50 M points."""
+    lengths, starts = segment.read("sample_length"), segment.read("sample_start")
+    if not len(lengths):
+        return
+    present = lengths > 0  # np.where rather than starts[present]: no copies of the rows with samples
+    if lengths.min() < -1 or np.where(present, starts, 0).min() < 0 or np.where(
+            present, starts + lengths, 0).max() > len(segment.arrays["samples"]):
+        raise CacheDamaged(f"segment {segment.name}: its rows' samples lie outside it")
 
 
 _FILE_FIELDS = {f.name: {"str": str, "int": int, "str | None": (str, type(None)),
@@ -395,12 +428,11 @@ class ResultsCache:
             segment = _open_segment(self.dir / seg["name"], seg["name"], seg["files"], self.dir)
             if segment.rows != seg["rows"] or len(segment.arrays["samples"]) != seg["samples"]:
                 raise CacheDamaged(f"segment {seg['name']} does not match the manifest")
+            _check_samples(segment)
             segments.append(segment)
         files = {}
         for f in doc["files"]:
             entry = FileEntry(**f)
-            if entry.reason is None:
-                _check_rows(entry, segments[entry.segment])
             files[entry.key] = entry
         return {"segments": segments, "files": files, "layouts": [tuple(x) for x in doc["layouts"]]}
 

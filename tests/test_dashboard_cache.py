@@ -171,6 +171,33 @@ def test_an_unwritable_cache_dir_only_costs_the_cache(results, tmp_path):
     same(rows(data), rows(build_data(results)))
 
 
+@pytest.mark.parametrize("damage", ["past-the-end", "negative-start", "bad-length"])
+def test_rows_whose_samples_lie_outside_their_segment_are_noticed_and_rebuilt(results, tmp_path, monkeypatch, damage):
+    # written wrong by this module itself, so every file's identity is the one recorded: only the
+    # check of the samples' bounds at the next start can notice
+    plain = rows(build_data(results))
+    written = cache_module._samples_by_series
+
+    def wrong(arrays, series):
+        arrays = written(arrays, series)
+        start, length = arrays["sample_start"], arrays["sample_length"]
+        row = np.flatnonzero(length > 0)[-1]  # a row with samples
+        if damage == "past-the-end":
+            start[row] = len(arrays["samples"]) - length[row] + 1
+        elif damage == "negative-start":
+            start[row] = -1
+        else:
+            length[row] = -2
+        return arrays
+
+    monkeypatch.setattr(cache_module, "_samples_by_series", wrong)
+    build_data(results, cache_dir=tmp_path / "cache")
+    monkeypatch.undo()
+    data = build_data(results, cache_dir=tmp_path / "cache")
+    assert "samples lie outside" in data.cache_note and data.files_parsed > 0, data.cache_note
+    same(rows(data), plain)
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_fifos_and_symlinks_out_of_the_results_are_skipped_not_read(results, tmp_path):
     outside = tmp_path / "outside.json"
@@ -448,3 +475,19 @@ def test_only_the_process_that_detects_starts_a_detector_process(results, tmp_pa
     finally:
         for w in workers:
             w.close()
+
+
+def test_a_segment_column_is_read_whole_as_mapped_and_a_file_replaced_since_is_not_read(cached):
+    results, cache, _ = cached
+    parsed = cache_module.ResultsCache(results, cache).load()
+    segment = parsed.segments[0]
+    for column in cache_module.COLUMN_DTYPES:
+        read = segment.read(column)
+        assert not isinstance(read, np.memmap) and read.dtype == segment.arrays[column].dtype
+        np.testing.assert_array_equal(read, np.asarray(segment.arrays[column]))
+    path = _folder(cache) / segment.name / "value.npy"
+    checked = np.array(segment.arrays["value"])
+    replacement = path.with_name("new.npy")
+    np.save(replacement, checked + 1.0)  # same dtype and length, other values, another file
+    replacement.replace(path)
+    np.testing.assert_array_equal(segment.read("value"), checked)  # the checked mapping's values

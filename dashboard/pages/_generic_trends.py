@@ -185,7 +185,8 @@ def _series_changes(data: DashboardData, run: Run, series_ids: tuple[int, ...]) 
     def find() -> pd.DataFrame:
         from regressions import find_changes, findings_frame  # imports scipy: on first use
 
-        found = findings_frame(find_changes(run.of_series(series_ids), benchmarks_meta=run.table.parsed.benchmarks))
+        found = findings_frame(find_changes(run.of_series(series_ids, samples=False),  # samples: of the rows used
+                                            benchmarks_meta=run.table.parsed.benchmarks, samples_of=run.table.samples))
         if found.empty:
             return pd.DataFrame(columns=["params", "commit_hash", "direction", "relative_change", "confirmed"])
         return found
