@@ -22,7 +22,7 @@ import pandas as pd
 from asv_results import asvconf
 from asv_results.commit_order import ORDER, order_note
 from asv_results.data import LoadReport, ResultsDirError
-from asv_results.loading import load_report, load_table, results_of
+from asv_results.loading import load_results
 from regressions.acceptance import AcceptedFileError, accepted_path, load_accepted, unknown_commits
 from regressions.classify import LIBRARY, classified_verdict
 from regressions.completeness import (changed_files, folder_state, git_is_ancestor, missing_at_head,
@@ -79,11 +79,30 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
     reruns = [r for path in rerun for r in _read_reruns(path)] if rerun else None
     loaded_state = folder_state(results)
     project = asvconf.read_project(asvconf.find_conf(Path(results), asv_conf))
+    chosen: dict = {}
+
+    def window_rows(table):
+        """The judged commits and the history before them, from the table (no frame yet)."""
+        every = chosen["every_commit"] = table_commits(table)  # whatever the window: --base, accepted.json
+        chosen["table"] = table
+        try:
+            chosen["base"] = _parse_base(base, every)
+        except CannotJudge as exc:  # raised once the load's warnings are out, as before
+            chosen["error"] = exc
+            return np.empty(0, np.int64)
+        head = chosen["base"][1]
+        chosen["seen"] = _up_to(every, head) if head is not None else every  # the history as it stood at head
+        chosen["cut"] = window(table, _judged_positions(chosen["seen"], chosen["base"][0]), history)
+        return chosen["cut"].rows
+
     try:  # the server's loader and commit order (asv_results.loading, asv_results.commit_order)
-        table = load_table(results, cache_dir, project.commit_rank, machine, progress=progress)
+        # the lean frame (no samples lists, the two CIs) of the window's rows: the detector reads the samples it uses
+        loaded = load_results(results, machine=machine, cache_dir=cache_dir, commit_rank=project.commit_rank,
+                              progress=progress, samples=False, stats=("ci_99_a", "ci_99_b"), params=False,
+                              rows=window_rows)
     except ResultsDirError as exc:
         raise CannotJudge(str(exc)) from None
-    report = load_report(table)
+    report, table, every_commit = loaded.load_report, chosen["table"], chosen["every_commit"]
     warnings: list[str] = []
 
     def warning(line: str) -> None:
@@ -93,7 +112,6 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
 
     for line in report.lines():
         warning(line)
-    every_commit = table_commits(table)  # of every run, whatever the window: --base, accepted.json, unread files
     if every_commit.empty:
         where = f"machine {machine!r} in " if machine else ""
         raise CannotJudge(f"no usable asv results for {where}{str(results)!r}")
@@ -105,12 +123,9 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
         raise CannotJudge(f"accepted regressions: {exc}") from None
     for e in unknown_commits(entries, every_commit["commit_hash"].astype(str).unique()):
         warning(f"accepted.json: no results for commit {e.commit} ({e.benchmark})")
-
-    base_commit, head = _parse_base(base, every_commit)
-    seen = _up_to(every_commit, head) if head is not None else every_commit  # the history as it stood at head
-    cut = window(table, _judged_positions(seen, base_commit), history)
-    # the lean frame (no samples lists, the two CIs) of the window's rows: the detector reads the samples it uses
-    loaded = results_of(table, cut.rows, samples=False, stats=("ci_99_a", "ci_99_b"), params=False)
+    if "error" in chosen:
+        raise chosen["error"]
+    (base_commit, head), seen, cut = chosen["base"], chosen["seen"], chosen["cut"]
     frame = loaded.frame
     _check_complete(results, report, every_commit, frame, base_commit, head, loaded_state)
 
