@@ -66,16 +66,24 @@ def param_columns(series: pd.DataFrame) -> pd.DataFrame:
 
 def load_results(results_dir: str | Path, machine: str | None = None, *, cache_dir: str | Path | None = None,
                  commit_rank: dict | None = None, jobs: int | None = None, progress=None, samples: bool = True,
-                 stats: tuple[str, ...] = STATS_KEYS, params: bool = True) -> LoadedResults:
+                 stats: tuple[str, ...] = STATS_KEYS, params: bool = True, rows=None) -> LoadedResults:
     """Every asv result under ``results_dir`` (optionally one machine) as one frame with each
     row's samples (a list, or None where asv stored none), asv's ``stats`` and, with ``params``,
     one column per parameter; the other arguments as load_table's. ``samples=False``: the frame
     has a ``row`` column instead and ``samples_of(rows)`` gives the lists of the rows asked for,
     and its text columns are Categoricals: the lean frame the gate judges at tens of millions of
-    rows."""
+    rows. ``rows(table)``: the table rows to keep (the gate's window), chosen before the frame is built."""
     table = load_table(results_dir, cache_dir, commit_rank, machine, jobs, progress)
+    return results_of(table, None if rows is None else rows(table), samples=samples, stats=stats, params=params)
+
+
+def results_of(table: ResultsTable, rows: np.ndarray | None = None, *, samples: bool = True,
+               stats: tuple[str, ...] = STATS_KEYS, params: bool = True) -> LoadedResults:
+    """load_results' frame of a table already loaded, of only ``rows`` (table row numbers in
+    table order; None: every row). The gate picks the rows of the commits it judges here, before
+    any frame is built: a frame of every row of 50 M points does not fit its memory."""
     columns = param_columns(table.series) if params else None
-    rows = np.arange(table.n_rows, dtype=np.int64)
+    rows = np.arange(table.n_rows, dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
     frame = table.frame(rows, series_columns=columns, samples=samples, stats=stats, categorical=not samples)
     frame = frame.drop(columns=["series", "row"] if samples else ["series"])
     if columns is not None:

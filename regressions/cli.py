@@ -19,6 +19,7 @@ from typing import Sequence
 from asv_results.cache import cache_inside_results
 from asv_results.parse_progress import ConsoleProgress
 from regressions.classify import LIBRARY
+from regressions.history import ALL, HISTORY, min_history
 from regressions.judgement import CannotJudge, judge_folder  # noqa: F401 (CannotJudge: the CLI's)
 from regressions.report import render_json, render_markdown, render_text
 
@@ -36,6 +37,20 @@ def parse_threshold(text: str) -> float:
         value /= 100
     if not 0 < value < 10:
         raise argparse.ArgumentTypeError(f"threshold {text!r} must be a positive relative change")
+    return value
+
+
+def parse_history(text: str) -> int | None:
+    """'all' -> None (every commit), else a number of commits no shorter than the detector needs."""
+    if text.strip().lower() == "all":
+        return ALL
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"history {text!r} is not a number of commits or 'all'") from None
+    if value < min_history():
+        raise argparse.ArgumentTypeError(f"history {value}: the gate's windows need at least {min_history()} "
+                                         "commits per run (or 'all')")
     return value
 
 
@@ -63,6 +78,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rerun", type=Path, metavar="FILE", action="append",
                    help="the A/B re-run's measurements (python -m benchmarks.rerun --out FILE; repeat for one file "
                         "per runner): the final verdict, with the re-run's judgement of each finding it measured again")
+    p.add_argument("--history", type=parse_history, default=HISTORY, metavar="N|all",
+                   help=f"commits per run read, up to the judged ones (default {HISTORY}; 'all': every commit). A "
+                        "regression older than that, even one still open, is not seen; the report says what was "
+                        "left out")
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     p.add_argument("--cache-dir", type=Path,
                    help="a folder for the parsed results (the dashboard's --cache-dir): a later run parses only the "
@@ -93,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     judgement = judge_folder(args.results, machine=args.machine, threshold=args.threshold, base=args.base,
                              strict=args.strict, fail_on=args.fail_on, accepted=args.accepted, since=args.since,
-                             asv_conf=args.asv_conf, rerun=args.rerun, cache_dir=args.cache_dir,
+                             asv_conf=args.asv_conf, rerun=args.rerun, cache_dir=args.cache_dir, history=args.history,
                              progress=ConsoleProgress(sys.stderr),
                              warn=lambda line: print(f"warning: {line}", file=sys.stderr))
     j = judgement

@@ -30,6 +30,7 @@ from regressions.completeness import (changed_files, folder_state, git_is_ancest
 from regressions.failures import StatusChange, find_status_changes
 from regressions.findings import Finding, find_changes, resolve_commit
 from regressions.gate import GateVerdict, judge, judged_runs
+from regressions.history import HISTORY, min_history, table_commits, window
 from regressions.recorded_state import recorded_states
 from regressions.rerun_screen import screen
 from regressions.rerun_verdict import RerunFileError, parse_reruns, with_reruns
@@ -63,25 +64,45 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
                  base: str | None = None, strict: bool = False, fail_on: str = LIBRARY,
                  accepted: Path | None = None, since: str | None = None, asv_conf: Path | None = None,
                  warn=None, rerun: list[Path] | None = None, cache_dir: Path | None = None,
-                 progress=None) -> Judgement:
+                 progress=None, history: int | None = HISTORY) -> Judgement:
     """The gate's judgement (the CLI's options as keywords, their defaults the CLI's). The CLI and
     the dashboard (verdict_record) get the same completeness check: CannotJudge unless the gate
     read every result it judges and the folder did not change while it read them.
     ``warn(line)``: told each warning as it comes (the CLI prints them on stderr, also before a
     CannotJudge). ``cache_dir``: asv_results.cache's folder, the dashboard's (None: parse every
-    file); ``progress``: told of the parse as it goes (asv_results.parse_progress). CannotJudge
-    when it cannot judge."""
+    file); ``progress``: told of the parse as it goes (asv_results.parse_progress); ``history``:
+    the commits per run read, up to the judged ones (regressions.history; None: every commit; the
+    header says what was left out). CannotJudge when it cannot judge."""
     # ``rerun``: benchmarks.rerun's files; the verdict is then the final one (rerun_verdict.py)
+    if history is not None and history < min_history():
+        raise CannotJudge(f"history {history}: the gate's windows need at least {min_history()} commits per run")
     reruns = [r for path in rerun for r in _read_reruns(path)] if rerun else None
     loaded_state = folder_state(results)
     project = asvconf.read_project(asvconf.find_conf(Path(results), asv_conf))
+    chosen: dict = {}
+
+    def window_rows(table):
+        """The judged commits and the history before them, from the table (no frame yet)."""
+        every = chosen["every_commit"] = table_commits(table)  # whatever the window: --base, accepted.json
+        chosen["table"] = table
+        try:
+            chosen["base"] = _parse_base(base, every)
+        except CannotJudge as exc:  # raised once the load's warnings are out, as before
+            chosen["error"] = exc
+            return np.empty(0, np.int64)
+        head = chosen["base"][1]
+        chosen["seen"] = _up_to(every, head) if head is not None else every  # the history as it stood at head
+        chosen["cut"] = window(table, _judged_positions(chosen["seen"], chosen["base"][0]), history)
+        return chosen["cut"].rows
+
     try:  # the server's loader and commit order (asv_results.loading, asv_results.commit_order)
-        # the lean frame (no samples lists, the two CIs): the detector reads the samples it uses
+        # the lean frame (no samples lists, the two CIs) of the window's rows: the detector reads the samples it uses
         loaded = load_results(results, machine=machine, cache_dir=cache_dir, commit_rank=project.commit_rank,
-                              progress=progress, samples=False, stats=("ci_99_a", "ci_99_b"), params=False)
+                              progress=progress, samples=False, stats=("ci_99_a", "ci_99_b"), params=False,
+                              rows=window_rows)
     except ResultsDirError as exc:
         raise CannotJudge(str(exc)) from None
-    frame, report = loaded.frame, loaded.load_report
+    report, table, every_commit = loaded.load_report, chosen["table"], chosen["every_commit"]
     warnings: list[str] = []
 
     def warning(line: str) -> None:
@@ -91,7 +112,7 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
 
     for line in report.lines():
         warning(line)
-    if frame.empty:
+    if every_commit.empty:
         where = f"machine {machine!r} in " if machine else ""
         raise CannotJudge(f"no usable asv results for {where}{str(results)!r}")
     if accepted is not None and not (accepted.exists() or accepted.is_symlink()):
@@ -100,35 +121,57 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
         entries = load_accepted(accepted or accepted_path(results), results if accepted is None else None)
     except AcceptedFileError as exc:
         raise CannotJudge(f"accepted regressions: {exc}") from None
-    for e in unknown_commits(entries, frame["commit_hash"].astype(str).unique()):
+    for e in unknown_commits(entries, every_commit["commit_hash"].astype(str).unique()):
         warning(f"accepted.json: no results for commit {e.commit} ({e.benchmark})")
-
-    base_commit, head = _parse_base(base, frame)
-    whole = frame
-    if head is not None:  # judge the history as it stood at head
-        frame = _up_to(frame, head)
-    _check_complete(results, report, whole, frame, base_commit, head, loaded_state)
+    if "error" in chosen:
+        raise chosen["error"]
+    (base_commit, head), seen, cut = chosen["base"], chosen["seen"], chosen["cut"]
+    frame = loaded.frame
+    _check_complete(results, report, every_commit, frame, base_commit, head, loaded_state)
 
     settings = DetectorSettings(threshold=threshold)
     findings = find_changes(frame, settings, benchmarks_meta=loaded.benchmarks, samples_of=loaded.samples_of)
     status_changes = find_status_changes(frame)
     verdict = judge(frame, findings, status_changes, settings, base_commit=base_commit, accepted=entries,
                     strict=strict, benchmarks_meta=loaded.benchmarks, samples_of=loaded.samples_of)
-    verdict = classified_verdict(verdict, frame, lambda: recorded_states(results, frame, per_benchmark=True),
+    verdict = classified_verdict(verdict, frame, lambda: recorded_states(results, frame, per_benchmark=True,
+                                                                         paths=_state_files(table, verdict)),
                                  fail_on=fail_on)
     verdict = replace(verdict, screened=screen(frame, verdict, loaded.benchmarks))
     if reruns is not None:
         verdict = with_reruns(verdict, reruns, settings.threshold)
     listed, listed_status = findings, status_changes
     if since:
-        start = _commit_date(frame, since, "--since")
+        start = _commit_date(seen, since, "--since")
         listed = [f for f in findings if f.commit_date >= start]
         listed_status = [c for c in status_changes if c.commit_date >= start]
     lengths = frame.groupby(["machine", "env_name", "benchmark", "params_key"], observed=True)["commit_hash"].nunique()
     header = (f"Level changes and failures in {results} (threshold {settings.threshold:.0%}, {len(lengths)} series, "
               f"{frame['commit_hash'].nunique()} commits, {order_note(project.commit_rank, project.repo)}"
-              + (f", listed since {since}" if since else "") + ")" + _too_short_note(lengths, settings))
+              + (f", listed since {since}" if since else "") + ")" + _too_short_note(lengths, settings) + cut.note())
     return Judgement(verdict, listed, listed_status, report, header, settings, warnings)
+
+
+def _judged_positions(commits: pd.DataFrame, base_commit: str | None) -> dict[tuple[str, str], tuple[int | None, int]]:
+    """Per run of ``commits`` (table_commits, cut at the head): the position of its first judged
+    commit (None: nothing to judge) and of its last commit (what history.window takes)."""
+    position = {(str(m), str(e), str(h)): int(o) for m, e, h, o in
+                commits[["machine", "env_name", "commit_hash", ORDER]].itertuples(index=False)}
+    last = commits.groupby(["machine", "env_name"], observed=True)[ORDER].max()
+    out = {}
+    for r in judged_runs(commits, base_commit):
+        first = position[(r.machine, r.env_name, r.commits[0])] if r.commits else None
+        out[(r.machine, r.env_name)] = (first, int(last[(r.machine, r.env_name)]))
+    return out
+
+
+def _state_files(table, verdict: GateVerdict) -> list[str]:
+    """The result files (relative paths) whose runner states the classification reads: those of
+    the commits either side of each finding it classifies, and every file the loader refused (it
+    may hold one of them); at 5,000 files of 2 MB, reading every one took minutes."""
+    wanted = {c for i in verdict.items if isinstance(i.change, Finding)
+              for c in (i.change.previous_commit, i.change.commit_hash)}
+    return [e.path for e in table.parsed.files if e.reason is not None or e.commit_hash in wanted]
 
 
 def _read_reruns(path: Path) -> list:

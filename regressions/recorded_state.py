@@ -140,19 +140,22 @@ def _result_document(path: Path, root: Path) -> dict | None:
     return doc if reason is None and isinstance(doc, dict) else None
 
 
-def recorded_states(results_dir, frame=None, per_benchmark: bool = False) -> dict[tuple, dict[str, str]]:
+def recorded_states(results_dir, frame=None, per_benchmark: bool = False, paths=None) -> dict[tuple, dict[str, str]]:
     """{(machine, commit_hash): comparable state} for every result file under ``results_dir``
     (only the commits in ``frame``, when given). Unreadable files are left out: the loader
     already reports them. ``per_benchmark``: also {(machine, commit_hash, benchmark, params_key):
-    pass_state} for every measuring pass the run recorded (benchmark_states)."""
+    pass_state} for every measuring pass the run recorded (benchmark_states). ``paths``: only
+    these result files (relative to the folder, "machine/file.json") are read (the gate's: those of its window's commits; at 5,000 files of
+    2 MB, reading every one to find the few wanted took minutes)."""
     root = Path(results_dir)
     wanted = set(frame["commit_hash"].astype(str)) if frame is not None else None
     out: dict[tuple[str, str], dict[str, str]] = {}
     if not root.is_dir():
         return out
+    chosen = None if paths is None else {Path(p).as_posix() for p in paths}
     for mdir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
         for path in sorted(mdir.glob("*.json")):
-            if path.name in NOT_RESULTS:
+            if path.name in NOT_RESULTS or (chosen is not None and f"{mdir.name}/{path.name}" not in chosen):
                 continue
             doc = _result_document(path, root)
             commit = doc.get("commit_hash") if doc is not None else None

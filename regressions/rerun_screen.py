@@ -93,6 +93,7 @@ def screen(frame: pd.DataFrame, verdict, benchmarks_meta=None) -> list[tuple[Fin
         impl = impl_of(params)
         if impl not in (None, FUSED) or (machine, env, benchmark, params) in has_item:
             continue
+        rows = rows.iloc[-(HISTORY + max(WINDOWS)):]  # all that screen_z and _finding look at
         commits = rows["commit_hash"].astype(str).tolist()
         if commits[-1] not in judged.get((machine, env), ()):
             continue
@@ -100,8 +101,9 @@ def screen(frame: pd.DataFrame, verdict, benchmarks_meta=None) -> list[tuple[Fin
         sign = -1.0 if metric_direction(benchmark, unit, None, meta.get(benchmark)) == HIGHER else 1.0
         logs = np.log(rows["value"].to_numpy(dtype=float))
         controls = [series.get((machine, env, benchmark, with_impl(params, c))) for c in CONTROLS] if impl else []
-        aligned = np.array([[dict(zip(c["commit_hash"].astype(str), np.log(c["value"].to_numpy(dtype=float))))
-                             .get(h, np.nan) for h in commits] for c in controls if c is not None])
+        by_commit = [dict(zip(c["commit_hash"].astype(str), np.log(c["value"].to_numpy(dtype=float))))
+                     for c in controls if c is not None]  # once per control, not once per commit
+        aligned = np.array([[d.get(h, np.nan) for h in commits] for d in by_commit])
         z, covariate, w = screen_z(logs, aligned.reshape(-1, len(commits)), sign)
         if z > Z:
             out.append((_finding(rows, commits, logs, w, z, benchmark, params, machine, env, unit, sign), covariate))
