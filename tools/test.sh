@@ -16,11 +16,18 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null || !
   fi
 fi
 export DASH_TEST_CHROMEPATH=${DASH_TEST_CHROMEPATH:-/usr/bin/chromium}
-PYTHON=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet torch==2.13.0
-.venv/bin/python -m pip install --quiet -e ".[test]"
+# --install-only: make .venv and stop; --installed: .venv is made, run the tests (.ci/run does
+# both, to start the compile check between them).
+step=${1:-}
+case "$step" in --install-only|--installed) shift ;; esac
+if [ "$step" != --installed ]; then
+  PYTHON=${PYTHON:-python3}
+  [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet torch==2.13.0
+  .venv/bin/python -m pip install --quiet -e ".[test]"
+fi
+[ "$step" = --install-only ] && exit 0
 # One pytest-xdist worker per CPU; each test file stays on one worker (tests/xdist_scheduling.py).
 # Arguments after these win: `-n 0` runs in this one process, `-n 4` sets the workers.
 exec .venv/bin/python -m pytest -n logical --dist loadfile "$@"
