@@ -145,8 +145,9 @@ def recorded_states(results_dir, frame=None, per_benchmark: bool = False, paths=
     (only the commits in ``frame``, when given). Unreadable files are left out: the loader
     already reports them. ``per_benchmark``: also {(machine, commit_hash, benchmark, params_key):
     pass_state} for every measuring pass the run recorded (benchmark_states). ``paths``: only
-    these result files (relative to the folder, "machine/file.json") are read (the gate's: those of its window's commits; at 5,000 files of
-    2 MB, reading every one to find the few wanted took minutes)."""
+    these result files (relative to the folder, "machine/file.json") are read: the gate passes
+    those of the commits either side of each finding it classifies (at 5,000 files of 2 MB,
+    reading every one to find the few wanted took minutes)."""
     root = Path(results_dir)
     wanted = set(frame["commit_hash"].astype(str)) if frame is not None else None
     out: dict[tuple[str, str], dict[str, str]] = {}
