@@ -39,6 +39,13 @@ GATED_UP_EXCLUDED = (
     Exclusion(("sm_120",), BF16_FP16, (128, 128, 32, 8, 3, "tma", "sub2"), "spills on sm_120 (304 B, Triton 3.9)"),
     Exclusion(("gfx950",), ("fp32",), (64, 128, 64, 4, 2, "wpe2", "nk16", "kp1"),
               "spills in IEEE fp32 on gfx950 (644-684 B at 256 VGPRs, Triton 3.9)"),
+    # Triton 3.6.0 (the GPU runners'), both variants: sm_100 then takes the 8-warp tile below
+    Exclusion(("sm_100",), ("fp32",), (32, 64, 32, 4, 3),
+              "spills in IEEE fp32 on sm_100 with Triton 3.6.0 (68-80 B at 255 registers)"),
+    # the 8-warp tile of TWO_ACCUMULATOR_TILES is there for sm_100's IEEE fp32: not offered on the
+    # measured archs, whose lists were measured without it (a choice, not a measured failure)
+    Exclusion(("sm_90", "sm_80"), EVERY_DTYPE, (32, 64, 32, 8, 3),
+              "kept for sm_100's IEEE fp32; not measured on this arch", policy=True),
     # the persistent variant (Triton 3.9): two 128x128 fp32 accumulators are all of one warpgroup's registers
     Exclusion(("sm_90",), BF16_FP16, (128, 128, 64, 4, 4, "tma", "sub2"),
               "spills with every epilogue (1.2 KB at 255 registers)"),
@@ -124,6 +131,12 @@ NARROW_EXCLUDED = (
 # of the weight-gradient sum (its (W, W) fp32 accumulator is 64 KB at W = 128).
 NARROW_DZ_TILES = [(32, 4, 2), (64, 4, 2), (64, 8, 2), (128, 8, 2)]
 NARROW_WGRAD_TILES = [(32, 4, 2), (64, 8, 2), (128, 8, 2)]
+# Triton 3.6.0 on sm_100: 32 rows of a 64-wide layer spill (16-24 B at 56-71 registers with every
+# epilogue but relu; none under 3.9.0); 64 rows at 8 warps compile clean under both (54-80 registers).
+NARROW_WGRAD_EXCLUDED = (
+    Exclusion(("sm_100",), BF16_FP16, (32, 4, 2), "spills at width 64 on sm_100 with Triton 3.6.0 (16-24 B)",
+              (("WIDTH", 64),)),
+)
 # Triton 3.9, 5 layers: at width 128 the dZ pass holds dH, Z, dZ and a weight tile per row block;
 # 64 and 128 rows spill, so 32 rows run there.
 NARROW_DZ_EXCLUDED = (

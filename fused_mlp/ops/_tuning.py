@@ -123,10 +123,19 @@ def _persistent(subtile: int) -> dict:
     return {"PERSISTENT": True, "EPILOGUE_SUBTILE": subtile, "WARP_SPECIALIZE": True}
 
 
+# The two-accumulator kernel in IEEE fp32 on sm_100: its 32x64x32 tile at 4 warps spills under
+# Triton 3.6.0 there (68-80 B at 255 registers), at 8 warps it does not (74 registers under 3.6.0,
+# 128-202 under 3.9.0, measured with python -m fused_mlp.aot --candidates). Last in the list, so
+# an unmeasured arch's first-config rule reaches it only where the tiles above do not fit.
+TWO_ACCUMULATOR_TILES = [(32, 64, 32, 3, 8)]
+
+
 def gemm_candidates(operand_tiles: int = 1) -> list[triton.Config]:
     """Every tile-variant config a GEMM kernel may be offered. Kernels that load two weight tiles
-    per K step (gated_up) hold two accumulators, so they get the BLOCK_N <= 128 tiles."""
-    return [_gemm_config(*t) for t in GEMM_TILES if operand_tiles == 1 or t[1] <= 128]
+    per K step (gated_up) hold two accumulators, so they get the BLOCK_N <= 128 tiles and
+    TWO_ACCUMULATOR_TILES."""
+    tiles = GEMM_TILES if operand_tiles == 1 else [t for t in GEMM_TILES if t[1] <= 128] + TWO_ACCUMULATOR_TILES
+    return [_gemm_config(*t) for t in tiles]
 
 
 def persistent_candidates(operand_tiles: int = 1) -> list[triton.Config]:

@@ -31,10 +31,21 @@ _EXCLUDED = (
     Exclusion(("sm_90", "sm_80"), ("bf16", "fp16"), (64, 128, 64, 4, 4), "spills (56-84 B at 255 registers)"),
     Exclusion(("sm_90", "sm_80"), ("bf16", "fp16"), (128, 128, 64, 8, 3), "spills (8 B; 8 KB on sm_80)"),
     Exclusion(("sm_90",), ("bf16", "fp16"), (32, 64, 128, 4, 4), "spills under Triton 3.6.0 (4 B at 168 registers)"),
+    # found by the compile-metrics history (fp16 is compiled there; the compile check lets bf16 stand for it)
+    Exclusion(("sm_90",), ("fp16",), (16, 32, 256, 4, 5),
+              "W8A16 in fp16 spills under Triton 3.6.0 (4 B at 168 registers; bf16: 179, no spill)"),
     Exclusion(("gfx950",), ("bf16", "fp16"), (16, 64, 256, 4, 2, "wpe2", "nk16", "kp1"),
               "W8A16 spills on gfx950 (12 B at 219 VGPRs, Triton 3.9)"),
     Exclusion(("gfx950",), ("bf16", "fp16"), (16, 32, 256, 4, 2, "wpe2", "nk16", "kp1"),
               "W8A16 spills on gfx950 (120 B at 213 VGPRs, Triton 3.9)"),
+    # Triton 3.6.0 (the GPU runners'): the next decode tiles spill there too; gfx942 then takes
+    # 32x64x128 (140-141 VGPRs under 3.6.0 and 3.9.0), gfx950 64x128x64 (224-246)
+    Exclusion(("gfx942",), ("bf16", "fp16"), (16, 32, 256, 4, 2, "wpe2", "nk16", "kp2"),
+              "W8A16 spills on gfx942 with Triton 3.6.0 (188 B at 256 VGPRs)"),
+    Exclusion(("gfx950",), ("bf16", "fp16"), (16, 128, 128, 4, 2, "wpe2", "nk16", "kp1"),
+              "W8A16 spills on gfx950 with Triton 3.6.0 (120 B at 256 VGPRs)"),
+    Exclusion(("gfx950",), ("bf16", "fp16"), (32, 64, 128, 4, 2, "wpe2", "nk16", "kp1"),
+              "W8A16 spills on gfx950 (16 B with Triton 3.6.0, 40 B with 3.9)"),
 )
 
 

@@ -27,7 +27,7 @@ import triton.language as tl
 from .. import _validate as v
 from .._triton_compat import INTERPRETER, autotune, dot_upcast_needed
 from ..activations import get_activation
-from ._config_tables import BF16_FP16, NARROW_DZ_EXCLUDED, NARROW_DZ_TILES, NARROW_WGRAD_TILES
+from ._config_tables import BF16_FP16, NARROW_DZ_EXCLUDED, NARROW_DZ_TILES, NARROW_WGRAD_EXCLUDED, NARROW_WGRAD_TILES
 from ._kernel_spec import NARROW_EXAMPLE_LAYERS, NARROW_EXAMPLE_ROWS, NARROW_EXAMPLE_WIDTHS, KernelSpec
 from ._matmul_common import dot_acc, m_bucket, saved_rows, to_storage
 from ._tuning import device_pruner
@@ -61,7 +61,7 @@ def wgrad_shared_bytes(config, dtype_bytes: int, constexprs: dict) -> int:
     return config.num_stages * 2 * config.kwargs["BLOCK_M"] * constexprs["WIDTH"] * dtype_bytes
 
 
-DZ_EXCLUDED = NARROW_DZ_EXCLUDED  # measured (see _config_tables)
+DZ_EXCLUDED, WGRAD_EXCLUDED = NARROW_DZ_EXCLUDED, NARROW_WGRAD_EXCLUDED  # measured (see _config_tables)
 
 
 @autotune(configs=_interpreter_or(dz_candidates()), key=["M_BUCKET", "WIDTH", "NUM_LAYERS", "NUM_SAVED", "NEED_DX"],
@@ -112,7 +112,8 @@ def _narrow_dz_kernel(
 
 # dw_part / db_part are zeroed before every timed run: a config with smaller row blocks fills more splits.
 @autotune(configs=_interpreter_or(wgrad_candidates()), key=["M_BUCKET", "WIDTH", "HAS_BIAS"],
-          prune=device_pruner(wgrad_shared_bytes, "dz_ptr"), reset_to_zero=["dw_part_ptr", "db_part_ptr"])
+          prune=device_pruner(wgrad_shared_bytes, "dz_ptr", WGRAD_EXCLUDED),
+          reset_to_zero=["dw_part_ptr", "db_part_ptr"])
 @triton.jit
 def _narrow_wgrad_kernel(
     # pointers: dZ (layers, M, WIDTH), saved Z (NUM_SAVED, M, WIDTH), x (M, IN_FEATURES);
@@ -234,7 +235,7 @@ def _kernel_specs():
     specs = []
     for kernel, fn, candidates, shared, excluded in (
             ("dz", _narrow_dz_kernel, dz_candidates(), dz_shared_bytes, DZ_EXCLUDED),
-            ("wgrad", _narrow_wgrad_kernel, wgrad_candidates(), wgrad_shared_bytes, ())):
+            ("wgrad", _narrow_wgrad_kernel, wgrad_candidates(), wgrad_shared_bytes, WGRAD_EXCLUDED)):
         for width in NARROW_EXAMPLE_WIDTHS:
             specs.append(KernelSpec("narrow_mlp_backward", f"{kernel} width={width}", fn, candidates,
                                     _compile_example(width, kernel), shared, excluded, dtypes=BF16_FP16,
