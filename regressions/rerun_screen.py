@@ -84,34 +84,61 @@ def screen(frame: pd.DataFrame, verdict, benchmarks_meta=None) -> list[tuple[Fin
                & (frame["value"].to_numpy(dtype=float) > 0)]
     if ok.empty or not judged:
         return []
-    order_by = ORDER if ORDER in ok.columns else "date"
-    series = {tuple(map(str, k)): g.sort_values(order_by)
-              for k, g in ok.groupby(["machine", "env_name", "benchmark", "params_key"], observed=True)}
+    # One sort, then each series as positions into it (groupby keeps the frame's order within a
+    # group): a sort and a frame per series cost more than the screen itself (10,000 series).
+    ok = ok.sort_values(ORDER if ORDER in ok.columns else "date", kind="stable")
+    columns = _Columns(ok)
+    groups = ok.groupby(["machine", "env_name", "benchmark", "params_key"], observed=True)
+    series = {tuple(map(str, k)): at for k, at in groups.indices.items()}
     meta = benchmarks_meta or {}
     out = []
-    for (machine, env, benchmark, params), rows in series.items():
+    for (machine, env, benchmark, params), at in series.items():
         impl = impl_of(params)
         if impl not in (None, FUSED) or (machine, env, benchmark, params) in has_item:
             continue
-        rows = rows.iloc[-(HISTORY + max(WINDOWS)):]  # all that screen_z and _finding look at
-        commits = rows["commit_hash"].astype(str).tolist()
+        tail = at[-(HISTORY + max(WINDOWS)):]  # all that screen_z and _finding look at
+        commits = columns.hashes(tail)
         if commits[-1] not in judged.get((machine, env), ()):
             continue
-        unit = rows["unit"].iloc[-1] if isinstance(rows["unit"].iloc[-1], str) else None
+        unit = columns.units.iat[tail[-1]]
+        unit = unit if isinstance(unit, str) else None
         sign = -1.0 if metric_direction(benchmark, unit, None, meta.get(benchmark)) == HIGHER else 1.0
-        logs = np.log(rows["value"].to_numpy(dtype=float))
+        logs = columns.logs[tail]
         controls = [series.get((machine, env, benchmark, with_impl(params, c))) for c in CONTROLS] if impl else []
-        by_commit = [dict(zip(c["commit_hash"].astype(str), np.log(c["value"].to_numpy(dtype=float))))
-                     for c in controls if c is not None]  # once per control, not once per commit
-        aligned = np.array([[d.get(h, np.nan) for h in commits] for d in by_commit])
+        aligned = np.array([columns.logs_at(c, columns.codes[tail]) for c in controls if c is not None])
         z, covariate, w = screen_z(logs, aligned.reshape(-1, len(commits)), sign)
         if z > Z:
-            out.append((_finding(rows, commits, logs, w, z, benchmark, params, machine, env, unit, sign), covariate))
+            found = _finding(columns.dates.iloc[tail], list(commits), logs, w, z, benchmark, params, machine, env,
+                             unit, sign)
+            out.append((found, covariate))
     out.sort(key=lambda fz: -fz[1])
     return out
 
 
-def _finding(rows, commits, logs, w, z, benchmark, params, machine, env, unit, sign) -> Finding:
+class _Columns:
+    """The sorted frame's columns the screen reads, as arrays (positions from groupby.indices);
+    commits as integer codes (the hashes as strings for the rows a series uses only)."""
+
+    def __init__(self, ok: pd.DataFrame):
+        self.codes, self._hashes = pd.factorize(ok["commit_hash"], use_na_sentinel=False)
+        self.logs = np.log(ok["value"].to_numpy(dtype=float))
+        self.units = ok["unit"]  # read at one row a series: no array of every row's unit and date
+        self.dates = ok["date"]
+
+    def hashes(self, at: np.ndarray) -> np.ndarray:
+        return np.asarray(self._hashes[self.codes[at]]).astype(str)
+
+    def logs_at(self, at: np.ndarray, commits: np.ndarray) -> np.ndarray:
+        """A control series' log values at the commits of codes `commits` (NaN where it has
+        none; its newest run at a commit measured twice)."""
+        codes = self.codes[at]
+        order = np.argsort(codes, kind="stable")  # equal codes keep their order: the last is the newest
+        found = np.searchsorted(codes[order], commits, side="right") - 1
+        hit = (found >= 0) & (codes[order][np.maximum(found, 0)] == commits)
+        return np.where(hit, self.logs[at][order][np.maximum(found, 0)], np.nan)
+
+
+def _finding(dates, commits, logs, w, z, benchmark, params, machine, env, unit, sign) -> Finding:
     """The screened change: first seen at the window's first commit, but it may have come at any
     commit after the one before the largest window, which is the re-run's A (a step the window
     starts late on, or one the history's median already leans on, still lies between A and B)."""
@@ -120,7 +147,7 @@ def _finding(rows, commits, logs, w, z, benchmark, params, machine, env, unit, s
     first, base = len(commits) - w, len(commits) - 1 - max(WINDOWS)
     return Finding(benchmark=benchmark, params=params, machine=machine, env_name=env, unit=unit,
                    commit_hash=commits[first], previous_commit=commits[first - 1],
-                   commit_date=pd.Timestamp(rows["date"].iloc[first]), before=before, after=after,
+                   commit_date=pd.Timestamp(dates.iat[first]), before=before, after=after,
                    relative_change=after / before - 1, direction=REGRESSION,
                    better="higher" if sign < 0 else "lower", kind=SCREENED, confirmed=False, p_value=math.nan,
                    score=float(z), present_at_newest=True, series_last_commit=commits[-1],
