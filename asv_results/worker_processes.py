@@ -1,13 +1,16 @@
 """Worker processes that end with the process that started them: the one builder of every process
-pool (the result-file parser in asv_results.parallel_parse, the detector's worker in
-dashboard.store.detection, the measurement tools). Spawned, not forked: forking a threaded web
+pool (the result-file parser in asv_results.parallel_parse and the gate's detector in
+regressions.findings, both through run_chunks; the dashboard's detector worker in
+dashboard.store.detection; the measurement tools). Spawned, not forked: forking a threaded web
 server is unsafe. Imports no Dash, so the gate and the tools use it without the viewer."""
 
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import multiprocessing
 import os
+from typing import Callable, Iterator
 
 PARENT_CHECK_SECONDS = 0.5
 
@@ -42,6 +45,56 @@ def stop_workers(pool: concurrent.futures.ProcessPoolExecutor) -> None:
             process.terminate()
         except (OSError, AttributeError):
             pass
+
+
+def run_chunks(work: Callable, chunks: list, jobs: int, *args, pool=None) -> list:
+    """[work(chunk, *args) for chunk in chunks], in that order, in `jobs` spawned workers (``pool``:
+    shared_pool's, kept across calls; else one for this call). This process only collects
+    meanwhile (work holding its GIL would stall the workers' results on the pipe). Any trouble
+    with the pool (cannot start, a worker died) and the chunks affected run here."""
+    if jobs <= 1 or len(chunks) <= 1:
+        return [work(chunk, *args) for chunk in chunks]
+    if pool is not None:
+        return _run_on(pool, work, chunks, args)
+    with shared_pool(jobs) as own:
+        return _run_on(own, work, chunks, args) if own is not None else [work(chunk, *args) for chunk in chunks]
+
+
+def _run_on(pool: concurrent.futures.ProcessPoolExecutor, work: Callable, chunks: list, args: tuple) -> list:
+    try:
+        futures = [pool.submit(work, chunk, *args) for chunk in chunks]
+    except Exception:  # a broken pool (a worker of an earlier call died): one core it is
+        return [work(chunk, *args) for chunk in chunks]
+    done = []
+    for chunk, future in zip(chunks, futures):
+        try:
+            done.append(future.result())
+        except Exception:  # a worker died or could not start (BrokenProcessPool)
+            done.append(work(chunk, *args))
+    return done
+
+
+@contextlib.contextmanager
+def shared_pool(jobs: int) -> Iterator[concurrent.futures.ProcessPoolExecutor | None]:
+    """A pool of `jobs` workers for one or several run_chunks calls (a spawned worker costs its
+    imports, about half a second of CPU: a first parse in 50 batches spawned 100 of them), or
+    None where jobs <= 1 or no pool can start here (sandbox, daemonic parent). Its workers stop
+    with it, at once on SIGTERM or Ctrl-C (their chunks are not wanted)."""
+    if jobs <= 1:
+        yield None
+        return
+    try:
+        pool = process_pool(jobs)
+    except Exception:
+        yield None
+        return
+    try:
+        yield pool
+    except BaseException:
+        stop_workers(pool)
+        raise
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def available_cpus() -> int:

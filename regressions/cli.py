@@ -18,6 +18,7 @@ from typing import Sequence
 
 from asv_results.cache import cache_inside_results
 from asv_results.parse_progress import ConsoleProgress
+from asv_results.worker_processes import available_cpus
 from regressions.classify import LIBRARY
 from regressions.history import ALL, HISTORY, min_history
 from regressions.judgement import CannotJudge, judge_folder  # noqa: F401 (CannotJudge: the CLI's)
@@ -113,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     judgement = judge_folder(args.results, machine=args.machine, threshold=args.threshold, base=args.base,
                              strict=args.strict, fail_on=args.fail_on, accepted=args.accepted, since=args.since,
                              asv_conf=args.asv_conf, rerun=args.rerun, cache_dir=args.cache_dir, history=args.history,
-                             progress=ConsoleProgress(sys.stderr),
+                             progress=ConsoleProgress(sys.stderr), jobs=available_cpus(),
                              warn=lambda line: print(f"warning: {line}", file=sys.stderr))
     j = judgement
     if args.format == "json":

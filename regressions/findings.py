@@ -12,10 +12,15 @@ import pandas as pd
 
 from asv_results.commit_order import ORDER, resolve_commit  # noqa: F401 (re-exported by the package)
 from asv_results.data import STATUS_OK
+from asv_results.worker_processes import run_chunks
 from regressions.direction import HIGHER, metric_direction
 from regressions.statistics import TAIL, DetectorSettings, detect_changes
 
 REGRESSION, IMPROVEMENT = "regression", "improvement"
+# Below this many series a pool costs more than it saves: a spawned worker imports numpy, scipy
+# and asv's step detection (about a second) and the detector takes 1-3 ms a series.
+PARALLEL_MIN_SERIES = 2000
+SERIES_PER_TASK = 500
 
 
 @dataclass(frozen=True)
@@ -78,18 +83,32 @@ def position_note(plausible_commits: int, earliest_commit: str, latest_commit: s
     return f"could be any of {plausible_commits} commits {earliest_commit[:8]}..{latest_commit[:8]}"
 
 
+def _detect_chunk(tasks: list, settings: DetectorSettings) -> list:
+    return [detect_changes(values, settings, a, b, s) for values, a, b, s in tasks]
+
+
+def _detect_all(tasks: list, settings: DetectorSettings, jobs: int) -> list:
+    """detect_changes for each series' task, in order; in `jobs` worker processes when it pays."""
+    if jobs <= 1 or len(tasks) < PARALLEL_MIN_SERIES:
+        return _detect_chunk(tasks, settings)
+    chunks = [tasks[i:i + SERIES_PER_TASK] for i in range(0, len(tasks), SERIES_PER_TASK)]
+    return [changes for done in run_chunks(_detect_chunk, chunks, jobs, settings) for changes in done]
+
+
 def find_changes(
     frame: pd.DataFrame,
     settings: DetectorSettings = DetectorSettings(),
     direction_overrides: Mapping[str, str] | Callable | None = None,
     benchmarks_meta: Mapping[str, Mapping] | None = None,
     samples_of: Callable | None = None,
+    jobs: int = 1,
 ) -> list[Finding]:
     """Every level change in every series of a frame from :func:`asv_results.loading.load_results`.
 
     Only status "ok" points enter a series; skipped and failed commits are left out. A frame
     without a ``samples`` column has a ``row`` column and ``samples_of(rows)`` (LoadedResults'):
-    only the rows whose samples are used are read.
+    only the rows whose samples are used are read. ``jobs``: detector processes where there are
+    enough series to gain from them (the gate's CLI: every core; the same findings in any case).
     """
     ok = frame[frame["status"] == STATUS_OK]
     ok = ok[np.isfinite(ok["value"].to_numpy())]
@@ -131,7 +150,7 @@ def find_changes(
         has_samples = any(v is not None for v in tail)
         series_samples = [None] * (hi - lo - len(tail)) + list(tail) if has_samples else None
         tasks.append((values[lo:hi], ci_a[lo:hi], ci_b[lo:hi], series_samples))
-    results = [detect_changes(values, settings, a, b, s) for values, a, b, s in tasks]
+    results = _detect_all(tasks, settings, jobs)
 
     findings: list[Finding] = []
     for (lo, hi), changes in zip(bounds, results):

@@ -64,7 +64,7 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
                  base: str | None = None, strict: bool = False, fail_on: str = LIBRARY,
                  accepted: Path | None = None, since: str | None = None, asv_conf: Path | None = None,
                  warn=None, rerun: list[Path] | None = None, cache_dir: Path | None = None,
-                 progress=None, history: int | None = HISTORY) -> Judgement:
+                 progress=None, history: int | None = HISTORY, jobs: int = 1) -> Judgement:
     """The gate's judgement (the CLI's options as keywords, their defaults the CLI's). The CLI and
     the dashboard (verdict_record) get the same completeness check: CannotJudge unless the gate
     read every result it judges and the folder did not change while it read them.
@@ -72,7 +72,8 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
     CannotJudge). ``cache_dir``: asv_results.cache's folder, the dashboard's (None: parse every
     file); ``progress``: told of the parse as it goes (asv_results.parse_progress); ``history``:
     the commits per run read, up to the judged ones (regressions.history; None: every commit; the
-    header says what was left out). CannotJudge when it cannot judge."""
+    header says what was left out); ``jobs``: detector processes (find_changes). CannotJudge when
+    it cannot judge."""
     # ``rerun``: benchmarks.rerun's files; the verdict is then the final one (rerun_verdict.py)
     if history is not None and history < min_history():
         raise CannotJudge(f"history {history}: the gate's windows need at least {min_history()} commits per run")
@@ -130,7 +131,8 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
     _check_complete(results, report, every_commit, frame, base_commit, head, loaded_state)
 
     settings = DetectorSettings(threshold=threshold)
-    findings = find_changes(frame, settings, benchmarks_meta=loaded.benchmarks, samples_of=loaded.samples_of)
+    findings = find_changes(frame, settings, benchmarks_meta=loaded.benchmarks, samples_of=loaded.samples_of,
+                            jobs=jobs)
     status_changes = find_status_changes(frame)
     verdict = judge(frame, findings, status_changes, settings, base_commit=base_commit, accepted=entries,
                     strict=strict, benchmarks_meta=loaded.benchmarks, samples_of=loaded.samples_of)
