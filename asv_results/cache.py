@@ -49,7 +49,8 @@ from asv_results import safe_read
 from asv_results.safe_read import inside
 from asv_results import cache_manifest, folder_lock, result_file, results_folder
 from asv_results import data as loader
-from asv_results.parallel_parse import parse_files
+from asv_results.parallel_parse import parse_files, parse_jobs
+from asv_results.worker_processes import shared_pool
 from asv_results.cache_manifest import SEGMENT_NAME, CacheDamaged
 
 log = logging.getLogger(__name__)
@@ -202,7 +203,10 @@ def _segment_from_parsed(parsed: list[dict], entries: list[FileEntry], layouts: 
     parts: dict[str, list[np.ndarray]] = {k: [] for k in ("value", "failed", "sample_length", "samples")}
     stats_parts: list[np.ndarray] = []
     series_parts: list[np.ndarray] = []  # per row: which series of the batch (for the samples' order)
-    series_codes: dict[tuple, int] = {}
+    # The first code of each (machine, env, layout)'s block: a layout's n rows are its series
+    # 0..n-1 in every file, so the block numbers them as a code per row numbered them in order.
+    series_blocks: dict[tuple, int] = {}
+    next_code = 0
     for doc, entry in zip(parsed, entries):
         if doc["reason"] is not None:
             entry.reason = doc["reason"]
@@ -213,10 +217,12 @@ def _segment_from_parsed(parsed: list[dict], entries: list[FileEntry], layouts: 
                          for b_name, params, _version, _n in doc["benches"]]
         entry.segment, entry.row_start, entry.n_rows = segment_index, row, len(doc["values"])
         row += entry.n_rows
-        series_parts.append(np.fromiter(
-            (series_codes.setdefault((entry.machine, entry.env_name, layout, i), len(series_codes))
-             for layout, (_b, _p, _v, n) in zip(entry.layouts, doc["benches"]) for i in range(n)),
-            dtype=np.int64, count=entry.n_rows))
+        for layout, (_b, _p, _v, n) in zip(entry.layouts, doc["benches"]):
+            start = series_blocks.get((entry.machine, entry.env_name, layout))
+            if start is None:
+                start = series_blocks[entry.machine, entry.env_name, layout] = next_code
+                next_code += n
+            series_parts.append(np.arange(start, start + n, dtype=np.int64))
         parts["value"].append(doc["values"])
         parts["failed"].append(doc["failed"])
         stats_parts.append(doc["stats"])
@@ -449,22 +455,25 @@ class ResultsCache:
             entries.append(entry)
         note = ""
         started, done = time.perf_counter(), 0
-        for batch in _batches(todo):
-            parsed = parse_files([(str(self.root / e.path), e.machine, str(self.root)) for e in batch],
-                                         self.jobs)
-            segment = _segment_from_parsed(parsed, batch, layouts, len(segments), f"seg-{uuid.uuid4().hex[:12]}")
-            del parsed
-            if self.dir is not None and not note:
-                try:  # on disk now and mapped back: memory stays at one batch, not the whole history
-                    self.dir.mkdir(parents=True, exist_ok=True)
-                    identities = self._write_segment(segment)
-                    segment = _open_segment(self.dir / segment.name, segment.name, identities, self.dir)
-                except OSError as exc:
-                    note = f"could not write the cache in {self.dir} ({exc.strerror or exc})"
-            segments.append(segment)
-            done += len(batch)
-            if self.progress is not None:
-                self.progress(done, len(todo), time.perf_counter() - started)
+        jobs = self.jobs if self.jobs is not None else parse_jobs(sum(e.size for e in todo))
+        with shared_pool(jobs) as pool:  # one pool for every batch
+            for batch in _batches(todo):
+                parsed = parse_files([(str(self.root / e.path), e.machine, str(self.root)) for e in batch],
+                                     jobs, pool)
+                segment = _segment_from_parsed(parsed, batch, layouts, len(segments),
+                                               f"seg-{uuid.uuid4().hex[:12]}")
+                del parsed
+                if self.dir is not None and not note:
+                    try:  # on disk now and mapped back: memory stays at one batch, not the whole history
+                        self.dir.mkdir(parents=True, exist_ok=True)
+                        identities = self._write_segment(segment)
+                        segment = _open_segment(self.dir / segment.name, segment.name, identities, self.dir)
+                    except OSError as exc:
+                        note = f"could not write the cache in {self.dir} ({exc.strerror or exc})"
+                segments.append(segment)
+                done += len(batch)
+                if self.progress is not None:
+                    self.progress(done, len(todo), time.perf_counter() - started)
         layout_list = [None] * len(layouts)
         for key, i in layouts.items():
             layout_list[i] = tuple(json.loads(key))
