@@ -10,16 +10,26 @@ this module out unless asked with -b).
 The params are the suite's fixed list (workload.kernel_configs), not the library's: a config a
 commit does not offer is skipped with that reason, a commit without a compile check
 (no fused_mlp.aot) skips everything, and a commit whose library does not import records every
-value as a failure (setup_cache raises). Nothing here imports fused_mlp at import time.
+value as a failure (setup_cache raises). A whole-benchmark skip or failure is filed with its
+reason once (benchmarks/skip_reasons.py). Nothing here imports fused_mlp at import time.
 
     python -m benchmarks.bench_compile --missing    # configs HEAD's library offers that the list lacks
 """
 
 import sys
+import traceback
 
-from benchmarks.common import grid_name, skip
+from benchmarks import skip_reasons
+from benchmarks.common import file_setup_outcomes, grid_name, skip
 from workload.kernel_configs import COMPILE_ARCHS, KERNEL_CONFIGS, compile_arch, params, series_name
 from benchmarks.harness.library import compile_check
+
+
+BENCHMARK = "bench_compile.KernelResources"  # asv's name for the class below
+METRICS = ("registers", "spill_bytes", "shared_memory", "sass_instructions")  # its track_<metric>s
+FIELDS = ("registers", "spill_bytes", "shared_bytes", "sass_instructions")  # each one's field of a record
+# the reason filed for every skipped config of a commit that compiled (_field's skip, said once)
+NOT_OFFERED = "the config is not offered in that dtype on {arch} by the library at this commit"
 
 
 class KernelResources:
@@ -29,7 +39,28 @@ class KernelResources:
     version = "1"
 
     def setup_cache(self):
-        aot, reason = compile_check()  # a library that does not import raises: every value a failure
+        try:
+            cache = self._compile_all()
+        except Exception as e:  # the library does not import, or its check broke: every value a failure
+            file_setup_outcomes(BENCHMARK, METRICS, ("failed", f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"))
+            raise
+        if "skip" in cache:
+            file_setup_outcomes(BENCHMARK, METRICS, ("skipped", cache["skip"]))
+        else:  # a listed config the commit does not offer is skipped (_field): one reason says so for all
+            file_setup_outcomes(BENCHMARK, METRICS, ("skipped", NOT_OFFERED.format(arch=compile_arch())),
+                                self._failures(cache["records"], set(self.params[0])))
+        return cache
+
+    @staticmethod
+    def _failures(records: dict, listed: set) -> list[dict]:
+        """A reasons entry for each metric of each listed config that did not compile (_field raises)."""
+        return [skip_reasons.entry(f"{BENCHMARK}.track_{metric}", {"kernel_config": config, "dtype": dtype}, "failed",
+                                   f"did not compile for {compile_arch()}: {record['problem']}")
+                for (config, dtype), record in sorted(records.items()) if config in listed
+                for metric, field in zip(METRICS, FIELDS) if record[field] is None]
+
+    def _compile_all(self) -> dict:
+        aot, reason = compile_check()
         if aot is None:
             return {"skip": reason}
         if aot.INTERPRETER:

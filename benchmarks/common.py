@@ -89,6 +89,23 @@ def _file(folder: str, name: str, content: dict) -> None:
     os.replace(tmp, os.path.join(folder, name))  # whole or absent: a killed process leaves no half file
 
 
+def file_setup_outcomes(benchmark_prefix: str, metrics, whole: tuple[str, str] | None, entries=()) -> None:
+    """What a setup_cache decided for the combinations of a benchmark, into $FUSED_MLP_OUTCOMES
+    when set (benchmarks/skip_reasons.py): ``whole``, (status, reason) for every combination of
+    that status (one entry per metric, not one per combination), or None; ``entries``, those of
+    single combinations. Every combination counts as measured again: an earlier run's reasons
+    for this commit are replaced."""
+    folder = os.environ.get(OUTCOMES_ENV)
+    if not folder:
+        return
+    names = [f"{benchmark_prefix}.track_{metric}" for metric in metrics]
+    every = skip_reasons.EVERY_COMBINATION
+    filed = [skip_reasons.entry(name, every, *whole) for name in names] if whole else []
+    os.makedirs(folder, exist_ok=True)
+    _file(folder, _filed_name(benchmark_prefix, (every,)),
+          {"entries": filed + list(entries), "measured": [[n, every] for n in names]})
+
+
 class _MeasuredBenchmark:  # underscore: asv discovers only the concrete classes
     """The one measuring pass per combination, whatever its metrics: params = (case key,
     implementation, ...); subclasses set `op`, `params`, `metrics` (each one a track_<metric>

@@ -9,7 +9,10 @@
                   "reason": "cublaslt has no gelu epilogue (only ['gelu_tanh', 'relu'])"}]}
 
 `benchmark` and `params` are asv's benchmark name and the combination's parameter values (not
-their repr), so a reader pairs an entry with asv's value directly. The benchmark processes file
+their repr), so a reader pairs an entry with asv's value directly. `params` is "*"
+(EVERY_COMBINATION) where one reason covers every combination of the benchmark: a setup_cache
+that skips the whole benchmark (bench_compile on a commit whose library lacks the architecture:
+one entry, not one per each of its ~1,000 combinations). The benchmark processes file
 one file per measured combination into $FUSED_MLP_OUTCOMES (common._CaseBenchmark); benchmarks.run
 sets it per asv run and merges what was filed into the commit's file here (a later run of the
 same commit and machine replaces what it measured again, with a reason or without, and keeps the
@@ -28,6 +31,7 @@ VERSION = 1
 DIRNAME = "reasons"
 STATUSES = ("skipped", "failed")
 MAX_REASON_CHARS = 4000  # a failure's traceback, cut: enough to say where
+EVERY_COMBINATION = "*"  # an entry's params: the reason holds for every combination of its benchmark
 
 
 def path(results_dir: Path, machine: str, commit: str) -> Path:
@@ -37,6 +41,8 @@ def path(results_dir: Path, machine: str, commit: str) -> Path:
 def entry(benchmark: str, params: dict, status: str, reason: str) -> dict:
     if status not in STATUSES:
         raise ValueError(f"status {status!r}; expected one of {list(STATUSES)}")
+    if not isinstance(params, dict) and params != EVERY_COMBINATION:
+        raise ValueError(f"params {params!r}; expected the combination's values or {EVERY_COMBINATION!r}")
     return {"benchmark": benchmark, "params": params, "status": status, "reason": str(reason)[:MAX_REASON_CHARS]}
 
 
@@ -52,7 +58,7 @@ def collect(folder: Path) -> tuple[list[dict], set[tuple]]:
         entries += [e for e in (listed if isinstance(listed, list) else [])
                     if isinstance(e, dict) and e.get("status") in STATUSES]
         measured |= {_key({"benchmark": p[0], "params": p[1]}) for p in (pairs if isinstance(pairs, list) else [])
-                     if isinstance(p, list) and len(p) == 2}
+                     if isinstance(p, list) and len(p) == 2 and (isinstance(p[1], dict) or p[1] == EVERY_COMBINATION)}
     return entries, measured
 
 
@@ -70,17 +76,25 @@ def _key(e: dict) -> tuple:
     return e["benchmark"], json.dumps(e["params"], sort_keys=True)
 
 
+_WHOLE = json.dumps(EVERY_COMBINATION)  # _key's params of a whole-benchmark entry
+
+
 def merge(results_dir: Path, machine: str, commit: str, new: list[dict], measured: set[tuple]) -> Path:
     """Write the commit's file: the entries before, less those of the combinations this run
-    measured again (`measured`, from collect), plus `new`."""
+    measured again (`measured`, from collect), plus `new`. A benchmark measured again as a whole
+    (EVERY_COMBINATION) loses every entry it had; one measured again in any combination loses
+    its whole-benchmark entry."""
     target = path(results_dir, machine, commit)
     try:
         before = read(target)["entries"] if target.exists() else []
     except ValueError:
         before = []  # an unreadable old file is replaced, never merged into
     again = measured | {_key(e) for e in new}
-    doc = {"version": VERSION, "machine": machine, "commit": commit,
-           "entries": sorted([e for e in before if _key(e) not in again] + new, key=_key)}
+    touched = {benchmark for benchmark, _ in again}
+    whole = {benchmark for benchmark, params in again if params == _WHOLE}
+    kept = [e for e in before if _key(e) not in again and e["benchmark"] not in whole
+            and not (e["params"] == EVERY_COMBINATION and e["benchmark"] in touched)]
+    doc = {"version": VERSION, "machine": machine, "commit": commit, "entries": sorted(kept + new, key=_key)}
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_suffix(".json.tmp")
     tmp.unlink(missing_ok=True)  # a link left there is not written through

@@ -322,11 +322,30 @@ def test_a_reasons_entry_that_is_not_one_is_left_out_and_counted(tmp_path):
         {"benchmark": "b.time_x", "params": "n=16", "status": "skipped", "reason": "params not a dict"},
         {"benchmark": "b.time_y", "params": {}, "status": "slow", "reason": "not a status"}]}))
     found = na_reasons.reasons_at(tmp_path, "m", "c" * 40)
-    assert found.of("b.time_x", ["n"], ["16"]) == ("skipped", "no GPU") and len(found.by_series) == 1
+    assert found.at(na_reasons.series_key("b.time_x", ["n"], ["16"]), "skipped") == ("skipped", "no GPU")
+    assert len(found.by_series) == 1
     assert "2 entries left out" in found.problem
     assert na_reasons.reasons_at(tmp_path, "m", "d" * 40) is na_reasons.NONE  # no file: nothing to say
     target.write_text(json.dumps({"version": 2, "entries": []}))
     assert "not a reasons file" in na_reasons.reasons_at(tmp_path, "m", "c" * 40).problem  # re-read once changed
+
+
+def test_a_whole_benchmark_reason_explains_every_combination_of_its_status_and_no_other(tmp_path):
+    """One entry with params "*" (a setup_cache that skipped the whole benchmark): every skipped
+    combination gets its reason; a failed one, or one with an entry of its own, does not."""
+    from dashboard.data import na_reasons
+
+    target = na_reasons.path_of(tmp_path, "m", "c" * 40)
+    target.parent.mkdir(parents=True)
+    target.write_text(json.dumps({"version": 1, "entries": [
+        {"benchmark": "b.track_x", "params": "*", "status": "skipped", "reason": "no sm_100 at this commit"},
+        {"benchmark": "b.track_x", "params": {"n": 32}, "status": "skipped", "reason": "its own"}]}))
+    found = na_reasons.reasons_at(tmp_path, "m", "c" * 40)
+    assert found.problem is None and len(found.by_series) == 1
+    assert found.at(na_reasons.series_key("b.track_x", ["n"], ["16"]), "skipped") == ("skipped", "no sm_100 at this commit")
+    assert found.at(na_reasons.series_key("b.track_x", ["n"], ["32"]), "skipped") == ("skipped", "its own")
+    assert found.at(na_reasons.series_key("b.track_x", ["n"], ["16"]), "failed") is None
+    assert found.at(na_reasons.series_key("b.track_y", ["n"], ["16"]), "skipped") is None
 
 
 def test_a_companion_over_one_mib_that_the_gate_uses_still_marks_its_run(tmp_path):

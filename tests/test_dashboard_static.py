@@ -92,6 +92,29 @@ def test_the_table_shows_each_config_at_a_commit_with_its_change_since_the_one_b
     assert [(r["kernel"], r["variant"], r["config"]) for r in narrow] == [("narrow_mlp", "width=64", "32 w4 s2")]
 
 
+def test_the_table_says_why_a_commits_configs_are_n_a_from_the_reasons_bench_compile_filed(static_only):
+    """bench_compile files one whole-benchmark reason per metric (benchmarks/skip_reasons.py):
+    the Kernels page says it under the table, for every skipped value it covers."""
+    from benchmarks import bench_compile, skip_reasons
+
+    root, history = static_only
+    commit = history.commits[STEP_AT]
+    why = bench_compile.NOT_OFFERED.format(arch="sm_90")
+    entries = [skip_reasons.entry(f"{bench_compile.BENCHMARK}.track_{m}", skip_reasons.EVERY_COMBINATION, "skipped", why)
+               for m in bench_compile.METRICS]
+    target = skip_reasons.merge(root, MACHINE, commit, entries, set())
+    try:
+        data = build_data(root)
+        _, summary = kernels.update_table(data, MACHINE, commit, kernels.ALL, kernels.ALL, [])
+        skipped = int((data.static_run(MACHINE).at_commit(commit, samples=False)["status"] == "skipped").sum())
+        line = " ".join(texts(summary).split())
+        assert skipped >= 4 and f"Why n/a at {commit[:8]}: {skipped} series skipped or failed — {skipped} × {why}" in line
+        _, before = kernels.update_table(build_data(root), MACHINE, history.commits[0], kernels.ALL, kernels.ALL, [])
+        assert "no reason recorded" in texts(before)  # nothing filed at that commit
+    finally:
+        target.unlink()
+
+
 def test_the_history_draws_each_config_with_its_step(static_only):
     root, history = static_only
     data = build_data(root)
@@ -159,7 +182,11 @@ def test_the_repositorys_own_results_hold_a_static_history_of_real_commits():
         assert done.returncode == 0, f"{commit} is not a commit of this history"
     records, _ = kernels.update_table(data, run.machine, run.commits["commit_hash"].iloc[-1], kernels.ALL,
                                       kernels.ALL, [])
-    assert records and all(r["spill_bytes"] == 0 for r in records if r["note"] != "did not compile")
+    measured = [r for r in records if r["spill_bytes"] is not None]
+    assert measured and all(r["spill_bytes"] == 0 for r in measured)
+    # a row without a value says why: it did not compile, or the commit no longer offers it (a
+    # config replaced because it spilled, as on sm_100 at de9288f)
+    assert all(r["note"] in ("did not compile", "gone at this commit") for r in records if r["spill_bytes"] is None)
 
 
 def test_the_start_up_line_counts_the_static_metrics_too(static_only):

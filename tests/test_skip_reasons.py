@@ -75,3 +75,56 @@ def test_nothing_is_filed_without_the_folder(tmp_path, monkeypatch):
     with pytest.raises(NotImplementedError):
         Only().setup(str(tmp_path), KEY, "cublaslt")
     assert [p.name for p in tmp_path.iterdir()] != [] and not (tmp_path / "outcomes").exists()
+
+
+def test_a_whole_benchmark_reason_replaces_and_is_replaced_as_a_run_measures_again(tmp_path):
+    every = skip_reasons.EVERY_COMBINATION
+    one = skip_reasons.entry("b.track_x", {"n": 16}, "failed", "boom")
+    other = skip_reasons.entry("b.track_y", {"n": 16}, "skipped", "kept")
+    skip_reasons.merge(tmp_path, "m", "c" * 40, [one, other], set())
+    whole = skip_reasons.entry("b.track_x", every, "skipped", "no sm_100 at this commit")
+    doc = skip_reasons.read(skip_reasons.merge(tmp_path, "m", "c" * 40, [whole], {skip_reasons._key(whole)}))
+    assert doc["entries"] == [whole, other]  # b.track_x measured again as a whole: its old entry goes
+    doc = skip_reasons.read(skip_reasons.merge(tmp_path, "m", "c" * 40, [], {skip_reasons._key(one)}))
+    assert doc["entries"] == [other]  # one combination measured again: the whole reason no longer holds
+    with pytest.raises(ValueError, match="params"):
+        skip_reasons.entry("b.track_x", "n=16", "skipped", "not a combination")
+
+
+def _kernel_resources_outcomes(tmp_path, monkeypatch, compile_check):
+    from benchmarks import bench_compile
+
+    out = tmp_path / "outcomes"
+    monkeypatch.setenv(OUTCOMES_ENV, str(out))
+    monkeypatch.setenv("FUSED_MLP_COMPILE_ARCH", "sm_100")
+    monkeypatch.setattr(bench_compile, "compile_check", compile_check)
+    return bench_compile, out
+
+
+def test_kernel_resources_files_one_reason_per_metric_when_the_commit_lacks_the_architecture(tmp_path, monkeypatch):
+    """An older commit's library does not know sm_100: every value is skipped, and why is filed
+    once per metric for every combination (not ~1,000 entries), so the pages can say it."""
+    class OlderLibrary:
+        INTERPRETER, ARCHS = False, ("sm_90", "sm_80")
+
+    bench_compile, out = _kernel_resources_outcomes(tmp_path, monkeypatch, lambda: (OlderLibrary, ""))
+    cache = bench_compile.KernelResources().setup_cache()
+    assert "does not know sm_100" in cache["skip"]
+    entries, measured = skip_reasons.collect(out)
+    assert sorted(e["benchmark"] for e in entries) == sorted(f"bench_compile.KernelResources.track_{m}"
+                                                             for m in bench_compile.METRICS)
+    assert all(e["params"] == "*" and e["status"] == "skipped" and e["reason"] == cache["skip"] for e in entries)
+    assert measured == {skip_reasons._key(e) for e in entries}
+    assert {f"track_{m}" for m in bench_compile.METRICS} == {
+        n for n in vars(bench_compile.KernelResources) if n.startswith("track_")}
+
+
+def test_kernel_resources_files_a_failure_of_every_value_when_the_library_does_not_import(tmp_path, monkeypatch):
+    def broken():
+        raise ImportError("fused_mlp at this commit is broken")
+
+    bench_compile, out = _kernel_resources_outcomes(tmp_path, monkeypatch, broken)
+    with pytest.raises(ImportError):
+        bench_compile.KernelResources().setup_cache()
+    entries, _ = skip_reasons.collect(out)
+    assert len(entries) == 4 and all(e["status"] == "failed" and "is broken" in e["reason"] for e in entries)

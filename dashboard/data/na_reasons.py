@@ -20,6 +20,7 @@ from asv_results.safe_read import read_json
 
 DIRNAME = "reasons"  # benchmarks.skip_reasons.DIRNAME
 VERSION = 1
+EVERY_COMBINATION = "*"  # benchmarks.skip_reasons.EVERY_COMBINATION: one reason for all of a benchmark's
 STATUSES = ("skipped", "failed")
 MAX_REASONS_BYTES = 16 << 20  # a commit's reasons are a few KB; beyond this it is not one
 
@@ -36,9 +37,16 @@ class Reasons:
 
     by_series: dict[tuple[str, tuple], tuple[str, str]] = field(default_factory=dict)  # -> (status, reason)
     problem: str | None = None  # why the file, or some of its entries, were left out
+    # (benchmark, status) -> reason: every combination of the benchmark with that status
+    by_benchmark: dict[tuple[str, str], str] = field(default_factory=dict)
 
-    def of(self, benchmark: str, names, reprs) -> tuple[str, str] | None:
-        return self.by_series.get(series_key(benchmark, names, reprs))
+    def at(self, key: tuple[str, tuple], status: str) -> tuple[str, str] | None:
+        """The (status, reason) of a series_key with that status: its own entry, else the reason
+        its benchmark's whole-benchmark entry gives every combination of that status."""
+        found = self.by_series.get(key)
+        if found is None and (key[0], status) in self.by_benchmark:
+            found = status, self.by_benchmark[key[0], status]
+        return found
 
 
 NONE = Reasons()
@@ -87,17 +95,19 @@ def _read(path: str, root: str, size: int, mtime_ns: int) -> Reasons:
         return Reasons(problem=f"{where} left out: {reason}")
     if not isinstance(doc, dict) or doc.get("version") != VERSION or not isinstance(doc.get("entries"), list):
         return Reasons(problem=f"{where} left out: not a reasons file (version {VERSION} with an 'entries' list)")
-    out, bad = {}, 0
+    out, whole, bad = {}, {}, 0
     for e in doc["entries"]:
         params = e.get("params") if isinstance(e, dict) else None
-        if not (isinstance(params, dict) and isinstance(e.get("benchmark"), str) and e.get("status") in STATUSES
-                and isinstance(e.get("reason"), str)):
+        if not ((isinstance(params, dict) or params == EVERY_COMBINATION) and isinstance(e.get("benchmark"), str)
+                and e.get("status") in STATUSES and isinstance(e.get("reason"), str)):
             bad += 1
-            continue
-        out[series_key(e["benchmark"], params.keys(), map(repr, params.values()))] = (e["status"], e["reason"])
+        elif params == EVERY_COMBINATION:
+            whole[e["benchmark"], e["status"]] = e["reason"]
+        else:
+            out[series_key(e["benchmark"], params.keys(), map(repr, params.values()))] = (e["status"], e["reason"])
     problem = f"{where}: {bad} entr{'y' if bad == 1 else 'ies'} left out (not a benchmark, params, status " \
               "and reason)" if bad else None
-    return Reasons(out, problem)
+    return Reasons(out, problem, whole)
 
 
 def _keys(rows, series) -> list[tuple[str, tuple]]:
@@ -125,9 +135,10 @@ def reason_column(rows, series, results_dir, machine: str) -> list[str]:
     if not na.any():
         return out
     at: dict[str, Reasons] = {}
-    for i, commit, key in zip(na.nonzero()[0], commits[na], _keys(rows[na], series)):
+    statuses = rows["status"].astype(str).to_numpy()[na]
+    for i, commit, key, status in zip(na.nonzero()[0], commits[na], _keys(rows[na], series), statuses):
         reasons = at[commit] if commit in at else at.setdefault(commit, reasons_at(results_dir, machine, commit))
-        found = reasons.by_series.get(key)
+        found = reasons.at(key, status)
         out[i] = found[1] if found else ""
     return out
 
@@ -139,8 +150,8 @@ def why_na(rows, series, results_dir, machine: str, commit: str, max_listed: int
     reasons = reasons_at(results_dir, machine, commit)
     na = rows[rows["status"].astype(str).isin(STATUSES)] if len(rows) else rows
     counts: dict[str, int] = {}
-    for key in (_keys(na, series) if len(na) else []):
-        found = reasons.by_series.get(key)
+    for key, status in (zip(_keys(na, series), na["status"].astype(str)) if len(na) else ()):
+        found = reasons.at(key, status)
         if found:
             counts[_first_line(found[1])] = counts.get(_first_line(found[1]), 0) + 1
     top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))

@@ -28,6 +28,7 @@ from dashboard.store.model import ResultsStore
 from dashboard.data.run_view import Run
 from dashboard.pages import Page
 from dashboard.pages._generic_trends import MAX_LINES, Measure
+from dashboard.pages._why_na import why_na_line
 from dashboard.data.urlstate import SHELL, Query, qid
 
 ID = "kernels"
@@ -240,7 +241,8 @@ def update_table(data: DashboardData, machine, commit, kernel, dtype, changed):
     if run is None or not commit:
         return [], message("Pick a commit.")
     table = resources_table(run, commit, kernel, dtype, "only" in (changed or []))
-    return table_records(table), summary(table, run, commit)
+    rows = run.at_commit(commit, samples=False)  # why what is n/a there is (a commit without the arch)
+    return table_records(table), [summary(table, run, commit), *why_na_line(data, run, rows, [commit], "kernels-why-na")]
 
 
 def update_figure(data: DashboardData, machine, commit, kernel, dtype, metric_key, theme="light"):
