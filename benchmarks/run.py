@@ -23,7 +23,7 @@ not list and every parameter value of those it did (another grid's cases, older 
 is run (exit 2) and it is left as it is, since asv would replace its list with this run's alone.
 Without -b it runs every timing but not bench_compile's static metrics, which need no GPU and are
 recorded on a machine of their own (`docs/compile-check.md`). Why each skipped or failed
-value is NaN or null (asv stores no reason) goes to results/reasons/<machine>/<commit>.json
+value is NaN or null (asv stores no reason) goes to results/reasons/<machine>/<commit>.reasons
 (benchmarks/skip_reasons.py).
 
 Exit status: 0 when asv ran for every commit (a benchmark that failed is recorded as a failure,

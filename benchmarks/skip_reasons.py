@@ -1,7 +1,7 @@
 """Why a value is NaN (skipped) or null (failed): asv stores neither reason (only `asv run
 --show-stderr` prints them), so the suite keeps them beside the results, torch-free:
 
-    results/reasons/<machine>/<commit>.json
+    results/reasons/<machine>/<commit>.reasons      (JSON)
     {"version": 1, "machine": "h200-runner", "commit": "<40 hex>",
      "entries": [{"benchmark": "bench_ops.LinearAct.track_latency",
                   "params": {"case": "linear_act M=16 ...", "impl": "cublaslt"},
@@ -16,7 +16,10 @@ one entry, not one per each of its ~1,000 combinations). The benchmark processes
 one file per measured combination into $FUSED_MLP_OUTCOMES (common._CaseBenchmark); benchmarks.run
 sets it per asv run and merges what was filed into the commit's file here (a later run of the
 same commit and machine replaces what it measured again, with a reason or without, and keeps the
-rest). The dashboard's loaders ignore this folder: it holds no asv result files.
+rest). The dashboard's loaders ignore this folder: it holds no asv result files. The files are
+JSON but not named .json: `asv publish` and `asv compare` warn about every .json file in a folder
+without a machine.json. One named <commit>.json (written before) is still read, and the next
+merge for its commit replaces it.
 """
 
 from __future__ import annotations
@@ -34,8 +37,11 @@ MAX_REASON_CHARS = 4000  # a failure's traceback, cut: enough to say where
 EVERY_COMBINATION = "*"  # an entry's params: the reason holds for every combination of its benchmark
 
 
-def path(results_dir: Path, machine: str, commit: str) -> Path:
-    return Path(results_dir) / DIRNAME / machine / f"{commit}.json"
+SUFFIX, LEGACY_SUFFIX = ".reasons", ".json"
+
+
+def path(results_dir: Path, machine: str, commit: str, suffix: str = SUFFIX) -> Path:
+    return Path(results_dir) / DIRNAME / machine / f"{commit}{suffix}"
 
 
 def entry(benchmark: str, params: dict, status: str, reason: str) -> dict:
@@ -84,9 +90,10 @@ def merge(results_dir: Path, machine: str, commit: str, new: list[dict], measure
     measured again (`measured`, from collect), plus `new`. A benchmark measured again as a whole
     (EVERY_COMBINATION) loses every entry it had; one measured again in any combination loses
     its whole-benchmark entry."""
-    target = path(results_dir, machine, commit)
+    target, legacy = path(results_dir, machine, commit), path(results_dir, machine, commit, LEGACY_SUFFIX)
+    source = target if target.exists() else legacy if legacy.is_file() else None
     try:
-        before = read(target)["entries"] if target.exists() else []
+        before = read(source)["entries"] if source is not None else []
     except ValueError:
         before = []  # an unreadable old file is replaced, never merged into
     again = measured | {_key(e) for e in new}
@@ -96,8 +103,10 @@ def merge(results_dir: Path, machine: str, commit: str, new: list[dict], measure
             and not (e["params"] == EVERY_COMBINATION and e["benchmark"] in touched)]
     doc = {"version": VERSION, "machine": machine, "commit": commit, "entries": sorted(kept + new, key=_key)}
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(".json.tmp")
+    tmp = target.with_suffix(".reasons.tmp")
     tmp.unlink(missing_ok=True)  # a link left there is not written through
     tmp.write_text(json.dumps(doc, indent=1) + "\n")
     os.replace(tmp, target)
+    if source == legacy:  # its entries are in the new file now
+        legacy.unlink()
     return target

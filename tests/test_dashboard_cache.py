@@ -373,7 +373,7 @@ def test_the_gate_and_the_dashboard_read_the_same_files_and_skip_them_alike(resu
 
 
 def test_the_skip_reasons_folder_is_not_a_machine(results):
-    """results/reasons/<machine>/<commit>.json (benchmarks/skip_reasons.py) sits beside the machine
+    """results/reasons/<machine>/<commit>.reasons (benchmarks/skip_reasons.py) sits beside the machine
     folders: neither the gate nor the pages may take it for one."""
     (results / "reasons" / MAIN_MACHINE).mkdir(parents=True)
     (results / "reasons" / MAIN_MACHINE / "abc.json").write_text('{"version": 1, "entries": []}')

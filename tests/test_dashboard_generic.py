@@ -282,7 +282,7 @@ def _write_reasons(results_dir, machine, commit, entries):
 
 
 def test_recorded_reasons_say_why_a_value_is_n_a_and_a_broken_file_is_reported(tmp_path):
-    """results/reasons/<machine>/<commit>.json (benchmarks/skip_reasons.py) on Trends' not-run
+    """results/reasons/<machine>/<commit>.reasons (benchmarks/skip_reasons.py) on Trends' not-run
     markers and Compare's why-n/a line; a broken reasons file is named, never the page's end."""
     from benchmarks import skip_reasons
 
@@ -307,7 +307,7 @@ def test_recorded_reasons_say_why_a_value_is_n_a_and_a_broken_file_is_reported(t
     assert f"Why n/a at {commits[-3][:8]}: 2 series skipped or failed (no reason recorded" in line
     _, _, summary = _generic_compare.update(data, MACHINE, ENV, commits[-3], commits[-2], "1.1", [], [])
     line = " ".join(texts(next(c for c in _walk(summary) if getattr(c, "id", None) == "gcompare-why-na")).split())
-    assert f"reasons/{MACHINE}/{commits[-2]}.json left out: truncated JSON" in line
+    assert f"reasons/{MACHINE}/{commits[-2]}.reasons left out: truncated JSON" in line
     fig = go.Figure(_generic_trends.update(data, MACHINE, ENV, OPTIONAL, {}, "commit", [], None)[0])
     assert fig.data[0].text[-2].startswith("skipped: asv stored NaN")  # the broken file's commit
 

@@ -180,7 +180,7 @@ def test_new_is_every_commit_after_the_machine_s_newest_result(tmp_path):
 
 def test_run_asv_keeps_the_reasons_the_benchmarks_filed(tmp_path, monkeypatch):
     """The benchmark processes file into $FUSED_MLP_OUTCOMES; benchmarks.run merges it into
-    results/reasons/<machine>/<commit>.json (benchmarks/skip_reasons.py)."""
+    results/reasons/<machine>/<commit>.reasons (benchmarks/skip_reasons.py)."""
     from benchmarks import skip_reasons
     from workload.grids import BENCH_ENV, OUTCOMES_ENV
 
@@ -199,7 +199,7 @@ def test_run_asv_keeps_the_reasons_the_benchmarks_filed(tmp_path, monkeypatch):
     monkeypatch.setattr(run, "run_naming_commit", fake_asv)
     assert run.run_asv("python", config, "m", "a" * 40, ROOT, ["-b", "LinearAct"]) == 0
     assert seen[BENCH_ENV] == "LinearAct"
-    doc = skip_reasons.read(tmp_path / "results" / "reasons" / "m" / f"{'a' * 40}.json")
+    doc = skip_reasons.read(tmp_path / "results" / "reasons" / "m" / f"{'a' * 40}.reasons")
     assert doc["entries"] == [why] and not Path(seen[OUTCOMES_ENV]).exists()  # the temporary folder is gone
 
 

@@ -54,7 +54,7 @@ def test_merge_keeps_what_a_run_did_not_measure_and_replaces_what_it_did(tmp_pat
     a = skip_reasons.entry("bench_ops.LinearAct.track_latency", {"case": KEY, "impl": "cublaslt"}, "skipped", "no")
     b = skip_reasons.entry("bench_ops.GatedMLP.track_latency", {"case": "g", "impl": "fused"}, "failed", "boom")
     target = skip_reasons.merge(tmp_path, "m", "c" * 40, [a, b], set())
-    assert target == tmp_path / "reasons" / "m" / f"{'c' * 40}.json"
+    assert target == tmp_path / "reasons" / "m" / f"{'c' * 40}.reasons"
     again = {skip_reasons._key(b)}  # measured again, fine this time: its old failure goes
     doc = skip_reasons.read(skip_reasons.merge(tmp_path, "m", "c" * 40, [], again))
     assert doc["version"] == 1 and doc["machine"] == "m" and doc["entries"] == [a]
@@ -128,3 +128,20 @@ def test_kernel_resources_files_a_failure_of_every_value_when_the_library_does_n
         bench_compile.KernelResources().setup_cache()
     entries, _ = skip_reasons.collect(out)
     assert len(entries) == 4 and all(e["status"] == "failed" and "is broken" in e["reason"] for e in entries)
+
+
+def test_a_reasons_file_written_under_the_old_name_is_read_and_replaced_by_the_next_merge(tmp_path):
+    """Reasons files were <commit>.json, which made `asv publish` warn once per file (a folder
+    of .json without machine.json): now <commit>.reasons; an old one is read, then moved over."""
+    from dashboard.data import na_reasons
+
+    old = skip_reasons.entry("b.track_x", {"n": 16}, "skipped", "kept from the old file")
+    legacy = skip_reasons.path(tmp_path, "m", "c" * 40, skip_reasons.LEGACY_SUFFIX)
+    legacy.parent.mkdir(parents=True)
+    legacy.write_text(json.dumps({"version": 1, "machine": "m", "commit": "c" * 40, "entries": [old]}))
+    key = na_reasons.series_key("b.track_x", ["n"], ["16"])
+    assert na_reasons.reasons_at(tmp_path, "m", "c" * 40).at(key, "skipped") == ("skipped", "kept from the old file")
+    new = skip_reasons.entry("b.track_y", {"n": 16}, "failed", "new")
+    target = skip_reasons.merge(tmp_path, "m", "c" * 40, [new], set())
+    assert target.name == f"{'c' * 40}.reasons" and not legacy.exists()
+    assert skip_reasons.read(target)["entries"] == [old, new]

@@ -1,5 +1,5 @@
 """Why a value is n/a: the reasons the suite keeps beside asv's results, where asv keeps none
-(results/reasons/<machine>/<commit>.json, written by benchmarks/skip_reasons.py: "cublaslt has
+(results/reasons/<machine>/<commit>.reasons, written by benchmarks/skip_reasons.py: "cublaslt has
 no gelu epilogue", "no GPU", "liger-kernel is not installed", a failure's last lines).
 
 Read through safe_read like every other file in results/. A broken file is reported (the pages
@@ -22,6 +22,8 @@ DIRNAME = "reasons"  # benchmarks.skip_reasons.DIRNAME
 VERSION = 1
 EVERY_COMBINATION = "*"  # benchmarks.skip_reasons.EVERY_COMBINATION: one reason for all of a benchmark's
 STATUSES = ("skipped", "failed")
+# benchmarks.skip_reasons': JSON not named .json (asv warns about those), and the older name
+SUFFIX, LEGACY_SUFFIX = ".reasons", ".json"
 MAX_REASONS_BYTES = 16 << 20  # a commit's reasons are a few KB; beyond this it is not one
 
 
@@ -53,14 +55,21 @@ NONE = Reasons()
 
 
 def path_of(results_dir: Path, machine: str, commit: str) -> Path:
-    return Path(results_dir) / DIRNAME / machine / f"{commit}.json"
+    return Path(results_dir) / DIRNAME / machine / f"{commit}{SUFFIX}"
+
+
+def _file_name(listed: frozenset[str], commit: str) -> str | None:
+    """The commit's reasons file among a folder's names: the current name, else the older one."""
+    return next((name for name in (f"{commit}{SUFFIX}", f"{commit}{LEGACY_SUFFIX}") if name in listed), None)
 
 
 def reasons_at(results_dir, machine: str, commit: str | None) -> Reasons:
     """The reasons recorded for ``commit`` on ``machine``; NONE where there is no file."""
-    if not commit or f"{commit}.json" not in _listed(str(Path(results_dir) / DIRNAME / machine)):
+    folder = Path(results_dir) / DIRNAME / machine
+    name = _file_name(_listed(str(folder)), commit) if commit else None
+    if name is None:
         return NONE
-    path = path_of(results_dir, machine, commit)
+    path = folder / name
     try:
         st = os.stat(path)
     except (OSError, ValueError):  # absent (the usual case), or a name the OS refuses
@@ -131,7 +140,7 @@ def reason_column(rows, series, results_dir, machine: str) -> list[str]:
     if not listed:
         return out
     commits = rows["commit_hash"].astype(str).to_numpy()
-    na &= np.fromiter((f"{c}.json" in listed for c in commits), dtype=bool, count=len(commits))
+    na &= np.fromiter((_file_name(listed, c) is not None for c in commits), dtype=bool, count=len(commits))
     if not na.any():
         return out
     at: dict[str, Reasons] = {}
