@@ -100,3 +100,35 @@ def test_two_machines_of_one_architecture_get_a_column_each_named_by_triton(two_
     rows = {r["what"]: r for r in records}
     assert {c["id"]: rows["Registers per thread"][c["id"]] for c in columns[1:]} == \
         {"sm_90-triton-3.6.0": 160, "sm_90-triton-3.9.0": 168}
+
+
+ARCHS_RECORDED = ("sm_90", "sm_100", "sm_120", "gfx942", "gfx950")  # sm_80: no history recorded yet
+
+
+def test_the_repositorys_own_results_hold_every_architectures_history():
+    """results/: a compile-metrics machine per architecture over commits of main from the same
+    first one (a commit whose library lacked the architecture is recorded, every value skipped),
+    no spill in any config offered at each machine's newest commit, and one backward tile's
+    registers on each."""
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    data = build_data(repo / "results")
+    runs = {machine: run for (machine, _), run in data.static_runs.items()}
+    assert set(runs) >= {f"compile-{arch}-triton-3.6.0" for arch in ARCHS_RECORDED}
+    oldest = {run.commits["commit_hash"].iloc[0] for run in runs.values()}
+    assert len(oldest) == 1  # every history starts where sm_90's does
+    for machine, run in runs.items():
+        newest = run.commits["commit_hash"].iloc[-1]
+        records, _ = kernels.update_table(data, machine, newest, kernels.ALL, kernels.ALL, [])
+        measured = [r for r in records if r["spill_bytes"] is not None]  # the others: gone, or did not compile
+        assert measured and all(r["spill_bytes"] == 0 for r in measured), machine
+        done = subprocess.run(["git", "-C", str(repo), "merge-base", "--is-ancestor", newest, "HEAD"])
+        assert done.returncode in (0, 128), (machine, newest)  # 128: an exported tree without git history
+    choice = "backward_gemm/dx 128x128x64 w8"  # a tile every architecture's first-config rule offers
+    records, columns = kernels.across_architectures(data, choice, "bf16")
+    registers = next(r for r in records if r["what"] == "Registers per thread")
+    shown = [c["id"] for c in columns[1:]]
+    assert set(ARCHS_RECORDED) <= set(shown)
+    assert all(registers[arch] and registers[arch] > 0 for arch in ARCHS_RECORDED)

@@ -185,7 +185,7 @@ def test_the_repositorys_own_results_hold_a_static_history_of_real_commits():
     measured = [r for r in records if r["spill_bytes"] is not None]
     assert measured and all(r["spill_bytes"] == 0 for r in measured)
     # a row without a value says why: it did not compile, or the commit no longer offers it (a
-    # config replaced because it spilled, as on sm_100 at de9288f)
+    # config replaced because it spilled, as on sm_100 at 4ce92cb)
     assert all(r["note"] in ("did not compile", "gone at this commit") for r in records if r["spill_bytes"] is None)
 
 

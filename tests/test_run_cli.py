@@ -236,14 +236,17 @@ def test_asv_s_other_lines_pass_unchanged():
 
 
 def _graphed_series(html: Path, benchmark: str) -> int:
-    """Parameter combinations of `benchmark` with at least one value in `asv publish`'s graphs."""
-    graphed = 0
+    """Parameter combinations of `benchmark` with at least one value in `asv publish`'s graphs,
+    per machine (asv draws a machine whose parameters changed over its history, an OS update
+    say, in one graph per parameter set: a combination in both counts once)."""
+    graphed = set()
     for path in html.glob(f"graphs/arch-*/**/{benchmark}.json"):
+        machine = next(part for part in path.parts if part.startswith("machine-"))
         points = json.loads(path.read_text())
         width = max((len(values) for _, values in points if isinstance(values, list)), default=0)
-        graphed += sum(any(isinstance(values, list) and values[i] is not None for _, values in points)
-                       for i in range(width))
-    return graphed
+        graphed |= {(machine, i) for i in range(width)
+                    if any(isinstance(values, list) and values[i] is not None for _, values in points)}
+    return len(graphed)
 
 
 def _stored_series(machine_dir: Path, benchmark: str) -> int:

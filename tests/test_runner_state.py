@@ -340,6 +340,7 @@ def test_companions_are_kept_where_asv_does_not_load_them_and_old_ones_move(tmp_
     root = Path(__file__).resolve().parents[1]
     shutil.copytree(root / "results", tmp_path / "results")
     machine_dir = next(p for p in (tmp_path / "results").iterdir() if (p / "machine.json").is_file())
+    shutil.rmtree(machine_dir / runner_state.STATE_DIR, ignore_errors=True)  # the copy's own companions: none here
     first, second = sorted(p for p in machine_dir.glob("*-*.json"))[:2]
     snap = runner_state.snapshot(lambda: (fake_nvml()[0], ""))
     runner_state.write_companions([first], snap, snap)
