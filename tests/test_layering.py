@@ -99,7 +99,7 @@ from .ops.narrow_mlp import narrow_mlp
 def test_heads_suite_runs_against_an_older_library(tmp_path):
     """asv runs HEAD's suite against each commit's library. Against a library that lacks an op
     (gated_mlp) and the pack-once API, the suite skips what is missing (NaN) and records values,
-    not failures, for everything else: fused under Triton's CPU interpreter, eager, compile. The
+    not failures, for everything else: fused under Triton's CPU interpreter, and eager. The
     measured commit's own copies of workload, asv_results and regressions, first on the path,
     are not what the suite imports (benchmarks/__init__.py)."""
     older = tmp_path / "older"
@@ -109,9 +109,9 @@ def test_heads_suite_runs_against_an_older_library(tmp_path):
         (older / layer).mkdir()
         (older / layer / "__init__.py").write_text(STALE_LAYER)
     conf = asv_project(tmp_path)
-    # fused, eager and compile's latency: what this test asks (max-autotune's CPU autotuning and the
-    # peers' skips would only add minutes to CI)
-    bench = r"bench_ops\..*\.track_latency\(.*'(fused|eager|compile)'\)$"
+    # fused and eager's latency: what this test asks. The torch peers never touch the library,
+    # so eager stands for them (torch.compile on the CPU cost CI ~40 s here, max-autotune minutes)
+    bench = r"bench_ops\..*\.track_latency\(.*'(fused|eager)'\)$"
     env = {**asv_env(tmp_path, "tiny"), "TRITON_INTERPRET": "1", "ASV_PYTHONPATH": str(older), "FUSED_MLP_BENCH": bench}
     machine = subprocess.run([sys.executable, "-m", "benchmarks.harness.environment", "--machine", "older"],
                              env=env, capture_output=True, text=True, cwd=ROOT)
@@ -131,9 +131,9 @@ def test_heads_suite_runs_against_an_older_library(tmp_path):
     assert set(recorded) == {"LinearAct", "GatedMLP", "NarrowMLP"}
     assert math.isnan(recorded["GatedMLP"]["fused"])  # the older library has no gated_mlp: skipped
     for op, values in recorded.items():
-        for impl in ("eager", "compile") + (() if op == "GatedMLP" else ("fused",)):
+        for impl in ("eager",) + (() if op == "GatedMLP" else ("fused",)):
             assert values[impl] is not None and values[impl] > 0, (op, impl, values)
-        selected = {impl: v for impl, v in values.items() if impl in ("fused", "eager", "compile")}
+        selected = {impl: v for impl, v in values.items() if impl in ("fused", "eager")}
         assert all(v is not None for v in selected.values()), (op, values)  # nothing failed
 
 
