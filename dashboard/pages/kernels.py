@@ -242,6 +242,7 @@ def update_table(data: DashboardData, machine, commit, kernel, dtype, changed):
         return [], message("Pick a commit.")
     table = resources_table(run, commit, kernel, dtype, "only" in (changed or []))
     rows = run.at_commit(commit, samples=False)  # why what is n/a there is (a commit without the arch)
+    rows = rows[rows["series"].isin(run.series.index[_selected(run.series, kernel, dtype)])]
     return table_records(table), [summary(table, run, commit), *why_na_line(data, run, rows, [commit], "kernels-why-na")]
 
 
