@@ -49,7 +49,7 @@ from asv_results import safe_read
 from asv_results.safe_read import inside
 from asv_results import cache_manifest, folder_lock, result_file, results_folder
 from asv_results import data as loader
-from asv_results.parallel_parse import parse_files, parse_jobs
+from asv_results.parallel_parse import parse_jobs, start_parse
 from asv_results.worker_processes import shared_pool
 from asv_results.cache_manifest import SEGMENT_NAME, CacheDamaged
 
@@ -457,9 +457,14 @@ class ResultsCache:
         started, done = time.perf_counter(), 0
         jobs = self.jobs if self.jobs is not None else parse_jobs(sum(e.size for e in todo))
         with shared_pool(jobs) as pool:  # one pool for every batch
-            for batch in _batches(todo):
-                parsed = parse_files([(str(self.root / e.path), e.machine, str(self.root)) for e in batch],
-                                     jobs, pool)
+            # The workers parse the next batch while this process builds and writes the one they
+            # parsed: that work (a sixth of a first parse) then no longer leaves them idle.
+            batches = list(_batches(todo))
+            parsing = [self._start_parse(batch, jobs, pool) for batch in batches[:1]]
+            for i, batch in enumerate(batches):
+                parsed = parsing.pop()()
+                if i + 1 < len(batches):
+                    parsing.append(self._start_parse(batches[i + 1], jobs, pool))
                 segment = _segment_from_parsed(parsed, batch, layouts, len(segments),
                                                f"seg-{uuid.uuid4().hex[:12]}")
                 del parsed
@@ -478,6 +483,9 @@ class ResultsCache:
         for key, i in layouts.items():
             layout_list[i] = tuple(json.loads(key))
         return ParsedResults(self.root, entries, layout_list, segments, {}, {}, [], parsed=len(todo), cache_note=note)
+
+    def _start_parse(self, batch: list[FileEntry], jobs: int, pool):
+        return start_parse([(str(self.root / e.path), e.machine, str(self.root)) for e in batch], jobs, pool)
 
     # -- writing
 

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import os
+from typing import Callable
 
 from asv_results.result_file import parse_chunk
-from asv_results.worker_processes import available_cpus, run_chunks
+from asv_results.worker_processes import available_cpus, run_chunks, submit_chunks
 
 # Below this many bytes of result files a process pool costs more than it saves.
 PARALLEL_MIN_BYTES = 24 << 20
@@ -26,6 +27,23 @@ def parse_files(tasks: list[tuple[str, str, str]], jobs: int | None, pool=None) 
     parse meanwhile (a json.loads here would hold the GIL for milliseconds and stall the workers'
     arrays on the pipe); a chunk whose worker fails is parsed here instead.
     """
+    jobs = _jobs_for(tasks, jobs)
+    if jobs <= 1:
+        return parse_chunk(tasks)
+    return [record for parsed in run_chunks(parse_chunk, _chunks(tasks), jobs, pool=pool) for record in parsed]
+
+
+def start_parse(tasks: list[tuple[str, str, str]], jobs: int | None, pool=None) -> Callable[[], list[dict]]:
+    """parse_files started on ``pool`` (a shared_pool) and returned as what collects it: the
+    caller works meanwhile. Without a pool, or where one process does it, collecting parses."""
+    jobs = _jobs_for(tasks, jobs)
+    if jobs <= 1 or pool is None:
+        return lambda: parse_files(tasks, jobs, pool)
+    collect = submit_chunks(pool, parse_chunk, _chunks(tasks))
+    return lambda: [record for parsed in collect() for record in parsed]
+
+
+def _jobs_for(tasks: list, jobs: int | None) -> int:
     if jobs is None:
         size = 0
         for path, _, _ in tasks:
@@ -34,8 +52,8 @@ def parse_files(tasks: list[tuple[str, str, str]], jobs: int | None, pool=None) 
             except OSError:
                 pass
         jobs = parse_jobs(size)
-    jobs = max(1, min(int(jobs), len(tasks) // FILES_PER_TASK))
-    if jobs <= 1:
-        return parse_chunk(tasks)
-    chunks = [tasks[i:i + FILES_PER_TASK] for i in range(0, len(tasks), FILES_PER_TASK)]
-    return [record for parsed in run_chunks(parse_chunk, chunks, jobs, pool=pool) for record in parsed]
+    return max(1, min(int(jobs), len(tasks) // FILES_PER_TASK))
+
+
+def _chunks(tasks: list) -> list[list]:
+    return [tasks[i:i + FILES_PER_TASK] for i in range(0, len(tasks), FILES_PER_TASK)]

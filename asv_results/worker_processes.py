@@ -55,23 +55,33 @@ def run_chunks(work: Callable, chunks: list, jobs: int, *args, pool=None) -> lis
     if jobs <= 1 or len(chunks) <= 1:
         return [work(chunk, *args) for chunk in chunks]
     if pool is not None:
-        return _run_on(pool, work, chunks, args)
+        return submit_chunks(pool, work, chunks, *args)()
     with shared_pool(jobs) as own:
-        return _run_on(own, work, chunks, args) if own is not None else [work(chunk, *args) for chunk in chunks]
+        return submit_chunks(own, work, chunks, *args)()
 
 
-def _run_on(pool: concurrent.futures.ProcessPoolExecutor, work: Callable, chunks: list, args: tuple) -> list:
+def submit_chunks(pool: concurrent.futures.ProcessPoolExecutor | None, work: Callable, chunks: list,
+                  *args) -> Callable[[], list]:
+    """Start [work(chunk, *args) for chunk in chunks] on ``pool`` and return what collects it, in
+    order: the caller works meanwhile (the cache writes one batch's segment while the workers
+    parse the next). Without a pool, or with a broken one, collecting runs the chunks here."""
+    if pool is None:
+        return lambda: [work(chunk, *args) for chunk in chunks]
     try:
         futures = [pool.submit(work, chunk, *args) for chunk in chunks]
     except Exception:  # a broken pool (a worker of an earlier call died): one core it is
-        return [work(chunk, *args) for chunk in chunks]
-    done = []
-    for chunk, future in zip(chunks, futures):
-        try:
-            done.append(future.result())
-        except Exception:  # a worker died or could not start (BrokenProcessPool)
-            done.append(work(chunk, *args))
-    return done
+        return lambda: [work(chunk, *args) for chunk in chunks]
+
+    def collect() -> list:
+        done = []
+        for chunk, future in zip(chunks, futures):
+            try:
+                done.append(future.result())
+            except Exception:  # a worker died or could not start (BrokenProcessPool)
+                done.append(work(chunk, *args))
+        return done
+
+    return collect
 
 
 @contextlib.contextmanager

@@ -495,21 +495,33 @@ def test_a_segment_column_is_read_whole_as_mapped_and_a_file_replaced_since_is_n
 
 def test_a_first_parse_in_many_batches_spawns_one_pool_for_all_of_them(results, tmp_path, monkeypatch):
     """A pool costs each spawned worker its imports (about half a second of CPU): at 5,000 files
-    in 50 batches a pool per batch spawned 100 workers."""
+    in 50 batches a pool per batch spawned 100 workers. And the workers parse the next batch while
+    this process writes the last one's segment: each batch is submitted before the one before it
+    is written."""
     from asv_results import parallel_parse, worker_processes
 
     sizes = sorted(p.stat().st_size for p in results.glob("*/*.json"))
     monkeypatch.setattr(cache_module, "BATCH_BYTES", 8 * sizes[-1] + 1)  # 9 files a batch or more
     monkeypatch.setattr(parallel_parse, "FILES_PER_TASK", 2)  # in chunks of 2: each batch through the pool
-    pools, batches = [], []
-    real_pool, real_run = worker_processes.process_pool, parallel_parse.run_chunks
+    pools, batches, events = [], [], []
+    real_pool, real_submit = worker_processes.process_pool, parallel_parse.submit_chunks
+    real_write = cache_module.ResultsCache._write_segment
     monkeypatch.setattr(worker_processes, "process_pool", lambda jobs: pools.append(jobs) or real_pool(jobs))
-    monkeypatch.setattr(parallel_parse, "run_chunks",
-                        lambda *args, pool=None: batches.append(pool) or real_run(*args, pool=pool))
+
+    def submit(pool, *args):
+        batches.append(pool)
+        events.append("submit")
+        return real_submit(pool, *args)
+
+    monkeypatch.setattr(parallel_parse, "submit_chunks", submit)
+    monkeypatch.setattr(cache_module.ResultsCache, "_write_segment",
+                        lambda self, seg: events.append("write") or real_write(self, seg))
     cache = tmp_path / "cache"
     pooled = load_results(results, cache_dir=cache, jobs=2).frame
     assert len(_manifest(cache)["segments"]) >= 2 and pools == [2]
     assert len(batches) >= 2 and batches[0] is not None and all(pool is batches[0] for pool in batches)
+    first_writes = [i for i, e in enumerate(events) if e == "write"][:len(batches)]
+    assert events[:2] == ["submit", "submit"] and first_writes[0] == 2, events  # batch 2 parses while 1 is written
     alone = load_results(results, jobs=1).frame
     key = lambda frame: frame.assign(**{k: frame[k].astype(str) for k in KEYS}).sort_values(KEYS)  # noqa: E731
     np.testing.assert_array_equal(key(pooled)["value"].to_numpy(dtype=float), key(alone)["value"].to_numpy(dtype=float))
