@@ -27,20 +27,19 @@ def parse_files(tasks: list[tuple[str, str, str]], jobs: int | None, pool=None) 
     parse meanwhile (a json.loads here would hold the GIL for milliseconds and stall the workers'
     arrays on the pipe); a chunk whose worker fails is parsed here instead.
     """
-    jobs = _jobs_for(tasks, jobs)
-    if jobs <= 1:
-        return parse_chunk(tasks)
-    return [record for parsed in run_chunks(parse_chunk, _chunks(tasks), jobs, pool=pool) for record in parsed]
+    return start_parse(tasks, jobs, pool)()
 
 
 def start_parse(tasks: list[tuple[str, str, str]], jobs: int | None, pool=None) -> Callable[[], list[dict]]:
-    """parse_files started on ``pool`` (a shared_pool) and returned as what collects it: the
-    caller works meanwhile. Without a pool, or where one process does it, collecting parses."""
+    """parse_files begun, returned as what collects its records: on ``pool`` (a shared_pool) the
+    workers start at once and the caller works meanwhile; otherwise collecting does the parse."""
     jobs = _jobs_for(tasks, jobs)
-    if jobs <= 1 or pool is None:
-        return lambda: parse_files(tasks, jobs, pool)
+    if jobs <= 1:
+        return lambda: parse_chunk(tasks)
+    if pool is None:
+        return lambda: _flat(run_chunks(parse_chunk, _chunks(tasks), jobs))
     collect = submit_chunks(pool, parse_chunk, _chunks(tasks))
-    return lambda: [record for parsed in collect() for record in parsed]
+    return lambda: _flat(collect())
 
 
 def _jobs_for(tasks: list, jobs: int | None) -> int:
@@ -57,3 +56,7 @@ def _jobs_for(tasks: list, jobs: int | None) -> int:
 
 def _chunks(tasks: list) -> list[list]:
     return [tasks[i:i + FILES_PER_TASK] for i in range(0, len(tasks), FILES_PER_TASK)]
+
+
+def _flat(parsed_chunks: list[list[dict]]) -> list[dict]:
+    return [record for parsed in parsed_chunks for record in parsed]

@@ -520,8 +520,7 @@ def test_a_first_parse_in_many_batches_spawns_one_pool_for_all_of_them(results, 
     pooled = load_results(results, cache_dir=cache, jobs=2).frame
     assert len(_manifest(cache)["segments"]) >= 2 and pools == [2]
     assert len(batches) >= 2 and batches[0] is not None and all(pool is batches[0] for pool in batches)
-    first_writes = [i for i, e in enumerate(events) if e == "write"][:len(batches)]
-    assert events[:2] == ["submit", "submit"] and first_writes[0] == 2, events  # batch 2 parses while 1 is written
+    assert events[:3] == ["submit", "submit", "write"], events  # batch 2 is parsing while batch 1 is written
     alone = load_results(results, jobs=1).frame
     key = lambda frame: frame.assign(**{k: frame[k].astype(str) for k in KEYS}).sort_values(KEYS)  # noqa: E731
     np.testing.assert_array_equal(key(pooled)["value"].to_numpy(dtype=float), key(alone)["value"].to_numpy(dtype=float))
