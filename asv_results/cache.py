@@ -176,18 +176,15 @@ class ParsedResults:
     skipped: list[loader.SkippedFile]  # benchmarks.json / machine.json / walk problems
     parsed: int = 0  # files parsed now (the rest came from the cache)
     cache_note: str = ""  # "" or why the cache was not used
+    listed: tuple = ()  # the folder's listing as this load found it (results_folder.Listing.signature)
 
 
 # --------------------------------------------------------------------------- the results folder
 
 
-def list_result_files(root: Path, machine: str | None = None
-                      ) -> tuple[list[tuple[str, str, int, int, int, int]], dict, list[loader.SkippedFile]]:
-    """(relative path, machine, size, mtime_ns, ctime_ns, inode) of every result file (of one
-    ``machine``'s folder when given), machine.json contents, and what cannot be read at all:
-    asv_results.results_folder's listing."""
-    listing = results_folder.list_results(root, machine)
-    return [f.identity[:1] + (f.machine,) + f.identity[1:] for f in listing.files], listing.machines, listing.skipped
+def list_result_files(listing: results_folder.Listing) -> list[tuple[str, str, int, int, int, int]]:
+    """(relative path, machine, size, mtime_ns, ctime_ns, inode) of every result file listed."""
+    return [f.identity[:1] + (f.machine,) + f.identity[1:] for f in listing.files]
 
 
 read_benchmarks = results_folder.read_benchmarks  # the loader's reading of benchmarks.json
@@ -394,7 +391,8 @@ class ResultsCache:
         return folder_lock.exclusive(self.dir, LOCK_NAME)
 
     def _load_locked(self) -> ParsedResults:
-        listed, machines, skipped = list_result_files(self.root, self.machine)
+        listing = results_folder.list_results(self.root, self.machine)
+        listed, machines, skipped = list_result_files(listing), listing.machines, listing.skipped
         benchmarks, bench_skipped = read_benchmarks(self.root)
         note = self.refused
         cached = None
@@ -405,7 +403,7 @@ class ResultsCache:
                 note = f"cache not used ({exc}); rebuilt"
                 log.warning("the cache in %s is not used (%s); parsing every result file again", self.dir, exc)
         result = self._load(listed, cached)
-        result.benchmarks, result.machines = benchmarks, machines
+        result.benchmarks, result.machines, result.listed = benchmarks, machines, listing.signature()
         result.skipped = bench_skipped + skipped
         if self.dir is not None and not result.cache_note:
             try:

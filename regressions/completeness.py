@@ -19,7 +19,6 @@ Three ways results go missing under a gate:
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -28,11 +27,11 @@ from typing import Callable, Sequence
 import pandas as pd
 
 from asv_results.data import SkippedFile
+from asv_results.results_folder import ResultsDirError, list_results
 from asv_results.safe_read import UnreadableFile, date_problem, read_bytes, read_json
 
 # asv's result file name: the commit's first 8 hex digits, a dash, the environment's name
 RESULT_FILE_NAME = re.compile(r"^([0-9a-f]{7,40})-.+\.json$")
-FOLDER_FILES = ("benchmarks.json", "accepted.json")  # read by the gate beside the machine folders
 MACHINE_FILE = "machine.json"  # asv's machine identity, not a result
 # asv writes a result's commit date among its first keys; a cut file usually still has it
 STORED_DATE = re.compile(rb'"date":\s*(\d{1,16})\s*[,}]')
@@ -40,37 +39,24 @@ STORED_HASH = re.compile(rb'"commit_hash":\s*"([0-9a-f]{7,40})"')
 HEAD_BYTES = 1 << 16
 
 
-def folder_state(results_dir: str | Path) -> tuple:
-    """Identity of every file the gate reads (name, size, mtime, ctime, inode): any write,
-    rename or replacement changes it, even one that restores the size and mtime."""
-    root = Path(results_dir)
-    entries = []
+def listing_now(results_dir: str | Path, machine: str | None = None) -> tuple:
+    """The folder's listing as it is now (results_folder.Listing.signature, of one ``machine``'s
+    folder when given), to hold against the one the load found (ParsedResults.listed): any write,
+    rename or replacement of a file the gate reads changes it, even one that restores the size
+    and mtime."""
     try:
-        with os.scandir(root) as top:
-            for entry in top:
-                if entry.name.startswith("."):
-                    continue
-                if entry.is_dir():
-                    with os.scandir(entry.path) as sub:
-                        entries += [_identity(f"{entry.name}/{f.name}", f) for f in sub if f.name.endswith(".json")]
-                elif entry.name in FOLDER_FILES:
-                    entries.append(_identity(entry.name, entry))
-    except OSError as exc:
-        return ("unreadable", str(exc))
-    return tuple(sorted(entries))
-
-
-def _identity(name: str, entry: os.DirEntry) -> tuple:
-    try:
-        st = entry.stat()
-    except OSError:
-        return (name, "gone")
-    return (name, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        return list_results(results_dir, machine).signature()
+    except ResultsDirError as exc:
+        return ((("the results folder", "unreadable", str(exc)),), (), ())
 
 
 def changed_files(before: tuple, after: tuple) -> list[str]:
-    """Names whose identity differs between two folder_state()s."""
-    a, b = {e[0]: e for e in before}, {e[0]: e for e in after}
+    """Names whose identity differs between two listings' signatures."""
+    def named(signature: tuple) -> dict:
+        files, stamps, skipped = signature
+        return {**{e[0]: e for e in (*files, *stamps)}, **{path: ("skipped", why) for path, why in skipped}}
+
+    a, b = named(before), named(after)
     return sorted(n for n in a.keys() | b.keys() if a.get(n) != b.get(n))
 
 

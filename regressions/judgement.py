@@ -25,8 +25,7 @@ from asv_results.data import LoadReport, ResultsDirError
 from asv_results.loading import load_results
 from regressions.acceptance import AcceptedFileError, accepted_path, load_accepted, unknown_commits
 from regressions.classify import LIBRARY, classified_verdict
-from regressions.completeness import (changed_files, folder_state, git_is_ancestor, missing_at_head,
-                                                unread_results)
+from regressions.completeness import changed_files, git_is_ancestor, listing_now, missing_at_head, unread_results
 from regressions.failures import StatusChange, find_status_changes
 from regressions.findings import Finding, find_changes, resolve_commit
 from regressions.gate import GateVerdict, judge, judged_runs
@@ -78,7 +77,6 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
     if history is not None and history < min_history():
         raise CannotJudge(f"history {history}: the gate's windows need at least {min_history()} commits per run")
     reruns = [r for path in rerun for r in _read_reruns(path)] if rerun else None
-    loaded_state = folder_state(results)
     project = asvconf.read_project(asvconf.find_conf(Path(results), asv_conf))
     chosen: dict = {}
 
@@ -128,7 +126,7 @@ def judge_folder(results: str | Path, *, machine: str | None = None, threshold: 
         raise chosen["error"]
     (base_commit, head), seen, cut = chosen["base"], chosen["seen"], chosen["cut"]
     frame = loaded.frame
-    _check_complete(results, report, every_commit, frame, base_commit, head, loaded_state)
+    _check_complete(results, report, every_commit, frame, base_commit, head, table.parsed.listed, machine)
 
     settings = DetectorSettings(threshold=threshold)
     findings = find_changes(frame, settings, benchmarks_meta=loaded.benchmarks, samples_of=loaded.samples_of,
@@ -224,7 +222,7 @@ def verdict_record(results: str | Path, asv_conf: Path | None = None, base: str 
     return {"document": judgement.document(), "machines": machines}
 
 
-def _check_complete(results, report, whole, frame, base, head, state) -> None:
+def _check_complete(results, report, whole, frame, base, head, listed, machine) -> None:
     """CannotJudge unless the gate read every result it judges (see completeness.py)."""
     judged: dict[str, list[str]] = {}
     base_of: dict[str, str] = {}
@@ -239,7 +237,7 @@ def _check_complete(results, report, whole, frame, base, head, state) -> None:
     problems = unread_results(report.skipped, results, whole, judged, base_of, git_is_ancestor, judged_from)
     if head is not None:
         problems += missing_at_head(frame, base, head)
-    changed = changed_files(state, folder_state(results))
+    changed = changed_files(listed, listing_now(results, machine))  # the load's listing, and one more now
     if changed:
         problems.append(f"the results changed while the gate read them ({', '.join(changed[:5])}"
                         + (", ..." if len(changed) > 5 else "") + "); run it again once they are complete")

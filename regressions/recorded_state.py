@@ -153,21 +153,32 @@ def recorded_states(results_dir, frame=None, per_benchmark: bool = False, paths=
     out: dict[tuple[str, str], dict[str, str]] = {}
     if not root.is_dir():
         return out
-    chosen = None if paths is None else {Path(p).as_posix() for p in paths}
-    for mdir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        for path in sorted(mdir.glob("*.json")):
-            if path.name in NOT_RESULTS or (chosen is not None and f"{mdir.name}/{path.name}" not in chosen):
-                continue
-            doc = _result_document(path, root)
-            commit = doc.get("commit_hash") if doc is not None else None
-            if not isinstance(commit, str) or (wanted is not None and commit not in wanted):
-                continue
-            params = doc.get("params") if isinstance(doc.get("params"), dict) else {}
-            companion = read_state_file(path, root)
-            out[(mdir.name, commit)] = comparable_state(params, companion)
-            if per_benchmark:
-                out.update({(mdir.name, commit, *key): state for key, state in benchmark_states(companion).items()})
+    for machine, path in _result_paths(root) if paths is None else _named_paths(root, paths):
+        doc = _result_document(path, root)
+        commit = doc.get("commit_hash") if doc is not None else None
+        if not isinstance(commit, str) or (wanted is not None and commit not in wanted):
+            continue
+        params = doc.get("params") if isinstance(doc.get("params"), dict) else {}
+        companion = read_state_file(path, root)
+        out[(machine, commit)] = comparable_state(params, companion)
+        if per_benchmark:
+            out.update({(machine, commit, *key): state for key, state in benchmark_states(companion).items()})
     return out
+
+
+def _result_paths(root: Path):
+    """(machine, path) of every result file in the folder's machine folders."""
+    for mdir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        yield from ((mdir.name, path) for path in sorted(mdir.glob("*.json")) if path.name not in NOT_RESULTS)
+
+
+def _named_paths(root: Path, paths):
+    """(machine, path) of the result files named "machine/file.json" (the loader listed them:
+    no second walk of the folder)."""
+    for relative in sorted({Path(p).as_posix() for p in paths}):
+        machine, _, name = relative.partition("/")
+        if name and "/" not in name and name not in NOT_RESULTS and not machine.startswith("."):
+            yield machine, root / machine / name
 
 
 def state_of_run(results_dir, machine: str, env_name: str, commit: str) -> dict[str, str]:

@@ -390,6 +390,29 @@ def test_an_unreadable_file_of_an_older_commit_is_only_a_warning(tmp_path, capsy
     assert code == 0 and old.name in err and "notes.json" in err
 
 
+def test_one_gate_run_lists_the_folder_twice_the_loads_listing_and_one_after(tmp_path, capsys, monkeypatch):
+    """The loader's listing is the gate's "before" (no walk of its own), the classification opens
+    the files it names (no walk to find them), and one listing after the judgement tells whether
+    the folder changed meanwhile. It listed the folder four times."""
+    history = make(tmp_path, steps=((39, 0.4),))  # a finding: the classification reads runner states
+    root = os.path.realpath(history.results_dir)
+    listed = []
+    real_scandir, real_listdir = os.scandir, os.listdir
+
+    def counting(real):
+        def listing(path="."):
+            if os.path.realpath(os.fspath(path)) == root:
+                listed.append(real.__name__)
+            return real(path)
+        return listing
+
+    monkeypatch.setattr(os, "scandir", counting(real_scandir))
+    monkeypatch.setattr(os, "listdir", counting(real_listdir))
+    code, out, err = run(capsys, "--results", str(history.results_dir))
+    assert code == 1 and "REGRESSION" in out and "library" in out, out  # classified from the states read
+    assert listed == ["scandir", "scandir"], listed
+
+
 def test_results_that_change_while_the_gate_reads_them_cannot_be_judged(tmp_path, capsys, monkeypatch):
     history = make(tmp_path, steps=((39, 0.4),))
     from regressions import judgement
