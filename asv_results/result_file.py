@@ -86,15 +86,18 @@ def _float_array(column: list) -> np.ndarray:
 
 
 def _sample_array(samples: list[list]) -> np.ndarray:
-    """The samples lists, concatenated, as float64 (fast path: they hold only numbers)."""
-    total = sum(map(len, samples))
-    kinds = set(map(type, itertools.chain.from_iterable(samples)))
-    if kinds <= {float, int}:
-        try:
-            return np.fromiter(itertools.chain.from_iterable(samples), dtype=float, count=total)
-        except OverflowError:
-            pass
-    return _float_array(list(itertools.chain.from_iterable(samples)))
+    """The samples lists, concatenated, as float64. Fast path: numpy's own type discovery, one
+    pass that converts as it goes, gives float64 or int64 only when every sample is a number
+    (bools among floats become 1.0 / 0.0, as _float_array makes them); anything else (None, a
+    string, a list, an int too large) is converted value by value."""
+    flat = list(itertools.chain.from_iterable(samples))
+    try:
+        array = np.array(flat)
+    except (ValueError, OverflowError):  # lists of other lengths inside: not numbers
+        array = None
+    if array is not None and array.ndim == 1 and array.dtype.kind in "fiu":
+        return array.astype(float, copy=False)
+    return _float_array(flat)
 
 
 def _to_float_or_nan(v) -> float:

@@ -11,7 +11,7 @@ import pytest
 from asv_results import cache as cache_module
 from asv_results.loading import load_results
 from dashboard.store.load_data import build_data, results_signature
-from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, write_dashboard_fixture
+from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, write_dashboard_fixture, write_scale_history
 
 KEYS = ["machine", "env_name", "commit_hash", "benchmark", "params_key"]
 
@@ -196,6 +196,70 @@ def test_rows_whose_samples_lie_outside_their_segment_are_noticed_and_rebuilt(re
     data = build_data(results, cache_dir=tmp_path / "cache")
     assert "samples lie outside" in data.cache_note and data.files_parsed > 0, data.cache_note
     same(rows(data), plain)
+
+
+def _batch(files, lengths, blocks):
+    """A batch as _segment_from_parsed hands it over: per-file samples (random), per-row lengths
+    (-1: no samples) for every file, each file's (first series code, rows) blocks."""
+    rng = np.random.default_rng(len(lengths))
+    per_file = [rng.random(int(np.maximum(lengths[f], 0).sum())) for f in range(files)]
+    return per_file, np.concatenate(lengths).astype(np.int64), blocks
+
+
+def _gathered(per_file, lengths, blocks):
+    series = np.concatenate([np.arange(a, a + n) for file in blocks for a, n in file])
+    return cache_module._laid_out_by_gathering(np.concatenate(per_file), lengths, series)
+
+
+@pytest.mark.parametrize("row_lengths", [[10, -1, 10, 0, 10], [3, 3, 3, 3, 3], [-1, -1, 0, -1, -1]])
+def test_a_runners_batch_is_transposed_into_the_layout_the_gather_gives(row_lengths):
+    files = 7
+    per_file, lengths, blocks = _batch(files, [np.array(row_lengths)] * files, [((0, 2), (2, 3))] * files)
+    samples, starts = cache_module._laid_out_by_transposing(per_file, lengths, blocks)
+    want_samples, want_starts = _gathered(per_file, lengths, blocks)
+    np.testing.assert_array_equal(samples, want_samples)
+    np.testing.assert_array_equal(starts, want_starts)
+    first_row = [per_file[f][:max(row_lengths[0], 0)] for f in range(files)]  # series 0: every file's, in order
+    np.testing.assert_array_equal(samples[:sum(len(x) for x in first_row)], np.concatenate(first_row))
+
+
+@pytest.mark.parametrize("case", ["lengths differ between files", "rows differ in sample count",
+                                  "files have other series", "series not in order"])
+def test_batches_the_transpose_cannot_lay_out_are_gathered(case):
+    files, same_rows = 3, [np.array([4, -1, 4])] * 3
+    lengths, blocks = same_rows, [((0, 3),)] * files
+    if case == "lengths differ between files":
+        lengths = [np.array([4, -1, 4]), np.array([4, 4, 4]), np.array([4, -1, 4])]
+    elif case == "rows differ in sample count":
+        lengths = [np.array([4, -1, 5])] * files
+    elif case == "files have other series":
+        blocks = [((0, 3),), ((3, 3),), ((0, 3),)]
+    else:
+        blocks = [((1, 2), (0, 1))] * files
+        lengths = [np.array([4, 4, -1])] * files
+    per_file, lengths, blocks = _batch(files, lengths, blocks)
+    assert cache_module._laid_out_by_transposing(per_file, lengths, blocks) is None
+    arrays = cache_module._samples_by_series({"samples": per_file, "sample_length": lengths}, list(blocks))
+    want_samples, want_starts = _gathered(per_file, lengths, blocks)
+    np.testing.assert_array_equal(arrays["samples"], want_samples)
+    np.testing.assert_array_equal(arrays["sample_start"], want_starts)
+
+
+def test_a_first_parse_of_a_runners_history_takes_the_transpose(tmp_path, monkeypatch):
+    results = write_scale_history(tmp_path / "results", n_commits=12, n_series=300).results_dir
+    taken = []
+    real = cache_module._laid_out_by_transposing
+
+    def watched(*args):
+        laid = real(*args)
+        taken.append(laid is not None)
+        return laid
+
+    monkeypatch.setattr(cache_module, "_laid_out_by_transposing", watched)
+    data = build_data(results, cache_dir=tmp_path / "cache")
+    assert taken and all(taken), taken  # one machine, one layout: every batch
+    monkeypatch.undo()
+    same(rows(data), rows(build_data(results)))
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")

@@ -273,3 +273,18 @@ def test_a_commit_prefix_names_the_same_commit_for_the_gate_and_the_pages(tmp_pa
     assert named_commit(run, ambiguous) is None
     wanted = history.commits[5][:8].upper()
     assert resolve_commit(frame, wanted) == named_commit(run, wanted) == history.commits[5]
+
+
+@pytest.mark.parametrize("samples", [
+    [[1.0, 2], [3.5]], [[True, 1.5]], [[True, False]], [[None, 1.0]], [["1.5", 2.0]], [[[1.0], 2.0]],
+    [[1.0, [2.0, 3.0]]], [[2 ** 70, 1.0]], [[2 ** 62]], [[{"a": 1}, 1.0]], [[]], [], [[math.nan, -math.inf]],
+])
+def test_samples_are_read_value_by_value_as_any_other_column(samples):
+    """The samples' fast path (numpy's type discovery) gives what the value-by-value reading of
+    every other column gives: numbers as floats, bools as 1 / 0, anything else NaN."""
+    from asv_results.result_file import _float_array, _sample_array
+
+    flat = [value for row in samples for value in row]
+    got = _sample_array(samples)
+    assert got.dtype == np.float64 and got.ndim == 1
+    np.testing.assert_array_equal(got, _float_array(flat) if flat else np.empty(0))
