@@ -54,7 +54,7 @@ from asv_results.worker_processes import shared_pool
 from asv_results.cache_manifest import SEGMENT_NAME, CacheDamaged
 
 log = logging.getLogger(__name__)
-FORMAT = 3  # 3: column files known by their identity, not by a SHA-256 read at each start
+FORMAT = 4  # 3: column files known by their identity, not by a SHA-256 read at each start; 4: params per file
 # Per-row columns of a segment, as the parser produces them (stats rows become their own files).
 ROW_COLUMNS = ("value", "failed", *result_file.STATS_KEYS, "sample_start", "sample_length")
 LOCK_NAME = ".lock"  # in the cache folder: held while a process loads through it
@@ -154,6 +154,7 @@ class FileEntry:
     date: int = 0  # ms since the epoch, as asv stores it
     layouts: list[int] = field(default_factory=list)
     problems: list[list[str]] = field(default_factory=list)  # [benchmark, why it was left out]
+    params: dict = field(default_factory=dict)  # the run's identity asv copied in (gpu, torch, ...)
     segment: int = -1
     row_start: int = 0
     n_rows: int = 0
@@ -210,6 +211,7 @@ def _segment_from_parsed(parsed: list[dict], entries: list[FileEntry], layouts: 
             continue
         entry.env_name, entry.commit_hash, entry.date = doc["env_name"], doc["commit_hash"], int(doc["date"])
         entry.problems = [[name_, why] for name_, why in doc["problems"]]
+        entry.params = doc["params"]
         entry.layouts = [layouts.setdefault(_layout_key(b_name, params), len(layouts))
                          for b_name, params, _version, _n in doc["benches"]]
         entry.segment, entry.row_start, entry.n_rows = segment_index, row, len(doc["values"])
@@ -357,7 +359,7 @@ def _check_samples(segment: Segment) -> None:
         raise CacheDamaged(f"segment {segment.name}: its rows' samples lie outside it")
 
 
-_FILE_FIELDS = {f.name: {"str": str, "int": int, "str | None": (str, type(None)),
+_FILE_FIELDS = {f.name: {"str": str, "int": int, "str | None": (str, type(None)), "dict": dict,
                          "list[int]": list, "list[list[str]]": list}[f.type] for f in fields(FileEntry)}
 
 

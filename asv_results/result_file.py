@@ -179,6 +179,8 @@ def _parse_result_file(path: str, machine: str, root: str) -> dict:
     return {
         "path": path, "reason": None, "machine": machine, "env_name": str(doc["env_name"]),
         "commit_hash": doc["commit_hash"], "date": int(doc["date"]), "benches": benches,
+        # the run's identity asv copies in (gpu, driver, torch, ...): the runner state reads it from here
+        "params": doc["params"] if isinstance(doc.get("params"), dict) else {},
         "problems": problems, "values": _float_array(values), "failed": np.array(failed, dtype=bool),
         "stats": np.stack([_float_array(stats[k]) for k in STATS_KEYS]) if values else np.empty((len(STATS_KEYS), 0)),
         "sample_values": _sample_array(samples),

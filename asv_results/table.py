@@ -55,8 +55,10 @@ class ResultsTable:
         kept, self.duplicate_notes = choose([(str(parsed.root / e.path), e.machine, e.env_name, e.commit_hash)
                                              for e in usable])  # one file per commit, as the gate reads
         by_run: dict[tuple[str, str], list] = {}
+        self._files: dict[tuple[str, str, str], object] = {}  # (machine, env, commit) -> its FileEntry
         for e in (usable[i] for i in kept):
             by_run.setdefault((e.machine, e.env_name), []).append(e)
+            self._files[(e.machine, e.env_name, e.commit_hash)] = e
         self._series_keys: dict[tuple, int] = {}  # (machine, env, benchmark, params_key) -> series id
         self._series_rows: list[tuple] = []
         self._layout_combos: dict[int, tuple] = {}
@@ -155,6 +157,11 @@ class ResultsTable:
         return value, status
 
     # ----------------------------------------------------------------------- finding rows
+
+    def file_of(self, machine: str, env_name: str, commit_hash: str):
+        """The result file (asv_results.cache.FileEntry: path, params, ...) this table read for
+        one run's commit, or None."""
+        return self._files.get((machine, env_name, commit_hash))
 
     def rows_of_series(self, series_ids) -> np.ndarray:
         """Every row of these series, in table order (run, then commit); found from the files'

@@ -181,15 +181,12 @@ def _named_paths(root: Path, paths):
             yield machine, root / machine / name
 
 
-def state_of_run(results_dir, machine: str, env_name: str, commit: str) -> dict[str, str]:
-    """The comparable state of one run (machine, environment, commit); {} when not recorded."""
+def state_of_result(results_dir, path: str, params: dict) -> dict[str, str]:
+    """The comparable state of one result file (``path`` relative to the folder) whose
+    ``params`` the loader already read (asv_results.table.ResultsTable.file_of): only its
+    runner-state companion is read here, not the result file again."""
     root = Path(results_dir)
-    path = root / machine / f"{commit[:8]}-{env_name}.json"
-    doc = _result_document(path, root)
-    if doc is None:
-        return {}
-    params = doc.get("params") if isinstance(doc.get("params"), dict) else {}
-    return comparable_state(params, read_state_file(path, root))
+    return comparable_state(params, read_state_file(root / path, root))
 
 
 def changed_keys(before: dict[str, str], after: dict[str, str]) -> set[str]:

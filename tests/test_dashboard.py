@@ -181,6 +181,32 @@ def test_trend_figure_marks_detected_changes_and_the_linked_commit(data, fx):
     assert higher.layout.xaxis.title.text == "commit date" and "TFLOP/s" in higher.layout.yaxis.title.text
 
 
+def test_trends_mark_the_detector_workers_findings_once_it_is_done_and_detect_nothing_themselves(fx, monkeypatch):
+    """The worker's findings over every series are what Trends shows once they are there: the
+    same changes the page's own detector finds on the case's series (5,000 commits: ~60 ms a
+    series that a first view no longer waits for)."""
+    from dashboard.store.detection import detect
+    from dashboard.store.load_data import shown_series
+
+    own = build_data(fx.results_dir)
+    figure = go.Figure(trends.update(own, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "latency", None, "commit", [], None))
+    served = build_data(fx.results_dir)
+    state = FindingsState("done", 0.0, detect(served.table, shown_series(served.table), served.benchmarks))
+
+    def no_detection(*args, **kwargs):
+        raise AssertionError("the page ran the detector although the worker's findings are there")
+
+    monkeypatch.setattr("regressions.find_changes", no_detection)
+    from_worker = go.Figure(trends.update(served, MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "latency", None, "commit",
+                                          [], None, detected=state))
+    marks = lambda fig: [(t.name, list(t.x), list(t.text or [])) for t in fig.data if t.name in ("regressions", "improvements")]  # noqa: E731
+    assert marks(from_worker) == marks(figure) and marks(figure)  # the planted regression, marked alike
+    monkeypatch.undo()  # while the worker runs, the page detects on its own
+    running = go.Figure(trends.update(build_data(fx.results_dir), MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "latency",
+                                      None, "commit", [], None, detected=FindingsState("running", 0.0)))
+    assert marks(running) == marks(figure)
+
+
 def test_trend_figure_shades_where_an_unpinned_change_may_be():
     import pandas as pd
 

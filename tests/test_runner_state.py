@@ -148,6 +148,35 @@ def test_the_device_card_shows_the_runner_state_and_marks_what_changed(tmp_path)
     assert "(changed)" not in first
 
 
+def test_the_device_card_takes_the_identity_from_the_load_and_reads_only_the_companion(tmp_path, monkeypatch):
+    """The params asv copied into each result file are kept by the loader (and its cache), so the
+    card does not parse a 2 MB result file again for them (~25 ms each at 10,000 series)."""
+    from dashboard.store.load_data import build_data
+    from dashboard.pages.overview import runner_state_panel
+    from regressions import recorded_state
+    from tests.asv_fixtures import SeriesSpec, write_history
+
+    spec = SeriesSpec("bench_ops.LinearAct.track_latency", ("linear_act M=16 K=64 N=64 bf16 gelu_tanh bias", "fused"),
+                      ("case", "impl"))
+    history = write_history(tmp_path / "results", [spec], 4, seed=1, n_samples=5,
+                            machine_params={"gpu": "NVIDIA H200", "torch": "2.11.0"})
+    newest = history.results_dir / history.machine / f"{history.commits[-1][:8]}-{history.env_name}.json"
+    nvml, _ = fake_nvml(driver="575.51.03")
+    snap = runner_state.snapshot(lambda: (nvml, ""))
+    runner_state.write_companions([newest], snap, snap)
+    build_data(history.results_dir, cache_dir=tmp_path / "cache")
+    data = build_data(history.results_dir, cache_dir=tmp_path / "cache")
+    assert data.files_parsed == 0  # the params come from the cache
+    read, real = [], recorded_state.read_json
+    monkeypatch.setattr(recorded_state, "read_json", lambda path, *a, **k: read.append(Path(path).name) or real(path, *a, **k))
+    text = str(runner_state_panel(data, history.machine, history.env_name, history.commits[-1]))
+    assert "NVIDIA H200" in text and "575.51.03" in text  # the params' gpu, the companion's driver
+    assert read and not any(name.endswith(".json") for name in read), read  # the companion (.state) only
+    read.clear()
+    runner_state_panel(data, history.machine, history.env_name, history.commits[-1])
+    assert read == []  # kept for this load
+
+
 # --- per benchmark: a GPU snapshot around every measuring pass ------------------------------
 
 def _violating_nvml():

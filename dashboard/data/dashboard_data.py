@@ -78,6 +78,8 @@ class DashboardData:
     load_seconds: float = 0.0
     # the Trends pages' detector findings per series in view (page state of this load, not a global)
     findings_in_view: KeptValues = field(default_factory=KeptValues, repr=False, compare=False)
+    # what else pages compute once per load and view (a run's colour scale, a commit's runner state)
+    kept: KeptValues = field(default_factory=KeptValues, repr=False, compare=False)
 
     @property
     def empty(self) -> bool:

@@ -75,18 +75,20 @@ def update(data: DashboardData, machine, env, commit, base, op, dtype, activatio
     latency = rows[rows["metric"] == "latency"]
     baselines = [i for i in (impl or []) if i != metrics.FUSED] or None
     table = speedup_tables.speedups(latency, baselines)
+    unfiltered = baselines is None and not any(selections.values())
+    newest = table if unfiltered and commit == run.commits["commit_hash"].iloc[-1] else None  # the scale's own
     table["autotune_kernels"] = _autotune_kernels(rows, table)
     base = base if base in set(run.commits["commit_hash"]) and base != commit else run.previous_commit(commit)
     changes = _changes(run, base, latency, selections)
     view = GateView(verdict)
     regressed, classified = _gate_marks(run, view, commit)
-    set_changes = [c for c in comparison_set.changes(run, commit, base, set(zip(table["case"], table["mode"])))
+    set_changes = [c for c in comparison_set.changes(run, commit, base, set(_case_modes(table)))
                    if baselines is None or c.impl in baselines]
     common = {"machine": run.machine, "env": run.env_name, "theme": theme}
     failed = _failed_fused(data, run, latency, table)
     return (headline(table, changes, base, commit, common, selections, set_changes, baselines),
             panels(pd.concat([table, failed], ignore_index=True) if len(failed) else table, regressed, theme,
-                   _set_notes(set_changes), run_color_span(run), classified),
+                   _set_notes(set_changes), run_color_span(data, run, newest), classified),
             gate_card(view, run, base, commit, data.results_dir) + change_card(changes, base, commit, common, failed)
             + why_na_line(data, run, rows, [commit], "overview-why-na"),
             device_panel(data, run.machine, run.env_name, commit))
@@ -97,25 +99,31 @@ def _failed_fused(data: DashboardData, run, latency, table) -> pd.DataFrame:
     without numbers and with ``failed``: the reason the suite recorded (or "no reason recorded").
     They stay on the panels as failed cells instead of vanishing."""
     mine = latency[(latency["impl"].astype(str) == metrics.FUSED) & (latency["status"].astype(str) == "failed")]
-    shown = set(zip(table["case"].astype(str), table["mode"].astype(str)))
-    mine = mine[[(c, m) not in shown for c, m in zip(mine["case"].astype(str), mine["mode"].astype(str))]]
+    shown = set(_case_modes(table))
+    mine = mine[[key not in shown for key in _case_modes(mine)]]
     if mine.empty:
         return pd.DataFrame(columns=[*speedup_tables.SPEEDUP_COLUMNS, FAILED])
     reasons = na_reasons.reason_column(mine, run.series, data.results_dir, run.machine)
     out = mine.drop_duplicates(["case", "mode"])[[c for c in speedup_tables.SPEEDUP_COLUMNS if c in mine.columns]]
     out = out.assign(**{c: np.nan for c in speedup_tables.SPEEDUP_COLUMNS if c not in out.columns})
-    first = dict(zip(zip(mine["case"].astype(str), mine["mode"].astype(str)), reasons))
+    first = dict(zip(_case_modes(mine), reasons))
     out[FAILED] = [na_reasons._first_line(first.get((str(c), str(m)), "")) or "no reason recorded"
-                   for c, m in zip(out["case"], out["mode"])]
+                   for c, m in _case_modes(out)]
     return out.astype({"case": str, "mode": str}).reset_index(drop=True)
+
+
+def _case_modes(frame: pd.DataFrame) -> list[tuple[str, str]]:
+    """(case, mode) of each row, as plain strings: iterating pandas' string columns goes through
+    a Python call per element (35,000 of them made a fifth of an Overview call)."""
+    return list(zip(frame["case"].astype(str).tolist(), frame["mode"].astype(str).tolist()))
 
 
 def _autotune_kernels(rows, table) -> list:
     """compile_max_autotune's kernels per call for each speedup row (None where not measured)."""
     kernels = rows[(rows["metric"] == "kernels") & (rows["impl"].astype(str) == metrics.COMPILE_MAX_AUTOTUNE)
                    & (rows["status"] == "ok")]
-    found = dict(zip(zip(kernels["case"].astype(str), kernels["mode"].astype(str)), kernels["value"]))
-    return [found.get((c, m)) for c, m in zip(table["case"], table["mode"])]
+    found = dict(zip(_case_modes(kernels), kernels["value"].tolist()))
+    return [found.get(key) for key in _case_modes(table)]
 
 
 def _set_notes(set_changes) -> dict[tuple[str, str], str]:
@@ -252,7 +260,7 @@ def _headline_row(r, table, changes, base, commit, common, set_changes, css=""):
 def _set_summary(set_changes, table, op, dtype, mode):
     """"compile failed since 1a2b3c4d (1 case)" per change in this row's cases, else "unchanged"."""
     cases = table if op is None else table[(table["op"] == op) & (table["dtype"] == dtype) & (table["mode"] == mode)]
-    mine = {(c, m) for c, m in zip(cases["case"], cases["mode"])}
+    mine = set(_case_modes(cases))
     counts: dict[tuple[str, str], int] = {}
     for c in set_changes:
         if (c.case, c.mode) in mine:
@@ -302,20 +310,19 @@ def _counts_by_panel(changes) -> dict:
     return cached
 
 
-_SPANS: dict[int, tuple] = {}  # id(run) -> (run, its colour span): one scale for every commit of a run
-
-
-def run_color_span(run) -> float:
+def run_color_span(data: DashboardData, run, newest_latency_speedups: pd.DataFrame | None = None) -> float:
     """The colour scale's half-width for a run, the same at every commit so that colours compare
     across commits (symmetric in log around 1x): from the speedups over the best unfused at the
-    run's newest commit, all cases and modes, within heatmap.color_span's limits."""
-    cached = _SPANS.get(id(run))
-    if cached is None or cached[0] is not run:
-        rows = run.at_commit(run.commits["commit_hash"].iloc[-1], samples=False)
-        cached = (run, color_span(speedup_tables.speedups(rows[rows["metric"] == "latency"])["speedup"]))
-        _SPANS.clear()  # one results set at a time
-        _SPANS[id(run)] = cached
-    return cached[1]
+    run's newest commit, all cases and modes, within heatmap.color_span's limits. Kept per load;
+    ``newest_latency_speedups``: those speedups, where the caller has them already."""
+    def span() -> float:
+        table = newest_latency_speedups
+        if table is None:
+            rows = run.at_commit(run.commits["commit_hash"].iloc[-1], samples=False)
+            table = speedup_tables.speedups(rows[rows["metric"] == "latency"])
+        return color_span(table["speedup"])
+
+    return data.kept.get(("colour span", run.machine, run.env_name), span)
 
 
 def panels(table, regressed: dict[str, str], theme: str, set_notes: dict | None = None, span: float | None = None,
@@ -332,8 +339,9 @@ def panels(table, regressed: dict[str, str], theme: str, set_notes: dict | None 
     for op, dtype, mode in keys:
         panel = groups[(op, dtype, mode)]
         mean = speedup_tables.geomean(panel["speedup"])
-        n_regressed = sum((c, m) in regressed for c, m in zip(panel["case"], panel["mode"]))
-        n_changed = sum((c, m) in (set_notes or {}) for c, m in zip(panel["case"], panel["mode"]))
+        keys = _case_modes(panel)
+        n_regressed = sum(key in regressed for key in keys)
+        n_changed = sum(key in (set_notes or {}) for key in keys)
         title = (f"<b>{op} · {dtype} · {mode}</b><br><span style='font-size:11px'>geomean "
                  f"{speedup_text(mean)} · {len(panel)} case{'s' if len(panel) != 1 else ''}"
                  + (f" · <span style='color:#d62728'>⚠ {n_regressed} fail the gate</span>" if n_regressed else "")
@@ -433,16 +441,28 @@ def device_panel(data: DashboardData, machine: str, env: str, commit: str):
 
 def runner_state_panel(data: DashboardData, machine: str, env: str, commit: str):
     """The runner's recorded state in this run; what changed since the previous commit is marked."""
-    from regressions.recorded_state import changed_keys, state_of_run
+    from regressions.recorded_state import changed_keys
 
     run = data.run(machine, env)
     previous = run.previous_commit(commit) if run is not None else None
-    now = state_of_run(data.results_dir, machine, env, commit)
-    changed = changed_keys(state_of_run(data.results_dir, machine, env, previous), now) if previous else set()
+    now = _runner_state(data, machine, env, commit)
+    changed = changed_keys(_runner_state(data, machine, env, previous), now) if previous else set()
     items = [html.Li([html.B(f"{k}: "), v, " (changed)" if k in changed else ""],
                      className="bad" if k in changed or (k == "throttled" and v not in ("none", "unknown")) else None)
              for k, v in now.items()] or [html.Li("not recorded")]
     return [html.H4("Runner state (this run)"), html.Ul(items, className="kv", id="overview-runner-state")]
+
+
+def _runner_state(data: DashboardData, machine: str, env: str, commit: str) -> dict[str, str]:
+    """One run's recorded state ({} when not recorded), once per load: the identity from the
+    params the loader read, the rest from its runner-state companion."""
+    from regressions.recorded_state import state_of_result
+
+    def read() -> dict[str, str]:
+        entry = data.table.file_of(machine, env, commit) if data.table is not None else None
+        return {} if entry is None else state_of_result(data.results_dir, entry.path, entry.params)
+
+    return data.kept.get(("runner state", machine, env, commit), read)
 
 
 def register(app, store: ResultsStore):

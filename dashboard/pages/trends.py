@@ -75,32 +75,43 @@ def layout(data: DashboardData, query: Query):
 
 
 def _series_changes(data: DashboardData, run: Run, case: str, source: str, rows: pd.DataFrame | None = None,
-                    mode: str | None = None) -> pd.DataFrame:
-    """The detector on the series in view (a few per case): same algorithm as the inbox, kept on
-    the load (data.findings_in_view). ``rows``: the case's rows of that metric (and mode), if the
-    caller has them. The detector reads the samples of the rows it uses (the newest commits of
-    each series: the gate's lean frame's way) instead of every row's being read first."""
-    def find() -> pd.DataFrame:
-        from regressions import find_changes, findings_frame  # imports scipy: on first use
+                    mode: str | None = None, detected=None) -> pd.DataFrame:
+    """The detector's level changes in the series in view (a few per case). ``detected``: the
+    store's FindingsState; once its worker has run the detector over every series, its findings
+    are what is shown (the same detector on the same series), else the detector runs on these
+    series now (5,000 commits: ~60 ms a series), reading the samples of the rows it uses (the
+    newest commits of each series: the gate's lean frame's way). Kept on the load
+    (data.findings_in_view) either way. ``rows``: the case's rows of that metric (and mode), if
+    the caller has them."""
+    done = detected is not None and detected.status == "done" and detected.findings is not None
 
-        found = findings_frame(find_changes(
-            rows if rows is not None else run.of_case(case, samples=False, metric=source, mode=mode),
-            samples_of=run.table.samples))
+    def find() -> pd.DataFrame:
+        from regressions import Finding, find_changes, findings_frame  # imports scipy: on first use
+
+        in_view = rows if rows is not None else run.of_case(case, samples=False, metric=source, mode=mode)
+        if done:
+            series = set(zip(in_view["benchmark"].astype(str).tolist(), in_view["params_key"].astype(str).tolist()))
+            found = findings_frame([f for f in detected.findings if isinstance(f, Finding) and f.machine == run.machine
+                                    and f.env_name == run.env_name and (f.benchmark, f.params) in series])
+        else:
+            found = findings_frame(find_changes(in_view, samples_of=run.table.samples))
         if found.empty:
             return pd.DataFrame(columns=["impl", "commit_hash", "direction", "relative_change", "confirmed"])
         lookup = run.series_of_params
         found["impl"] = [lookup.get((b, p), (None, None))[1] for b, p in zip(found["benchmark"], found["params"])]
         return found
 
-    return data.findings_in_view.get(_changes_key(run, case, source, mode), find)
+    return data.findings_in_view.get(_changes_key(run, case, source, mode, done), find)
 
 
-def _changes_key(run: Run, case: str, source: str, mode: str | None) -> tuple:
-    return ("trends", run.machine, run.env_name, case, source, mode)
+def _changes_key(run: Run, case: str, source: str, mode: str | None, from_worker: bool) -> tuple:
+    return ("trends", run.machine, run.env_name, case, source, mode, from_worker)
 
 
-def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, commit, theme="light", mode=None):
-    """The trend figure for one case, metric and mode (None: forward, else the case's first)."""
+def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, commit, theme="light", mode=None,
+           detected=None):
+    """The trend figure for one case, metric and mode (None: forward, else the case's first);
+    ``detected``: the store's FindingsState (its findings mark the changes once it is done)."""
     run = data.run(machine, env)
     if run is None or not case:
         return error_figure(lambda: theme)("No case matches the filters.")
@@ -110,7 +121,7 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
     metric = metric if metric in metrics.METRICS else "latency"
     source_metric = metrics.stored_metric_of(metrics.METRICS[metric].source)
     rows = run.of_case(case, samples=False, metric=source_metric, mode=mode)
-    changes = _series_changes(data, run, case, source_metric, rows, mode)
+    changes = _series_changes(data, run, case, source_metric, rows, mode, detected)
     if impl:
         rows = rows[rows["impl"].astype(str).isin(impl)]
     rows = rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash", how="left") if len(rows) else rows
@@ -178,7 +189,7 @@ def register(app, store: ResultsStore):
                               x_axis=Input(qid(ID, "x"), "value"), theme=theme))
     @guarded(error_figure())
     def _figure(**named):  # update's parameters by name
-        return update(store.get(), **named)
+        return update(store.get(), **named, detected=store.findings_in_background())
 
     @app.callback(Output("trends-commit-info", "children"),
                   inputs=dict(named_values(ID, ("machine", "env")), click=Input(f"{ID}-figure", "clickData"),

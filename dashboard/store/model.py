@@ -78,6 +78,11 @@ class ResultsStore:
         return self._detector.state(data.signature, self.results_dir, self.cache_dir, data.empty,
                                     data.project.commit_rank, self.asv_conf)
 
+    def findings_in_background(self) -> FindingsState | None:
+        """The detector's findings, started in its worker if need be; None where the detector
+        runs inline (tests, tools): a page that can do without them never waits for a detection."""
+        return self.findings() if self._detector.in_background else None
+
     def close(self) -> None:
         """Stop the detector's worker (tests, app shutdown)."""
         self._detector.close()
