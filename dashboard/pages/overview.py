@@ -107,8 +107,7 @@ def _failed_fused(data: DashboardData, run, latency, table) -> pd.DataFrame:
     out = mine.drop_duplicates(["case", "mode"])[[c for c in speedup_tables.SPEEDUP_COLUMNS if c in mine.columns]]
     out = out.assign(**{c: np.nan for c in speedup_tables.SPEEDUP_COLUMNS if c not in out.columns})
     first = dict(zip(_case_modes(mine), reasons))
-    out[FAILED] = [na_reasons._first_line(first.get((str(c), str(m)), "")) or "no reason recorded"
-                   for c, m in _case_modes(out)]
+    out[FAILED] = [na_reasons._first_line(first.get(cell, "")) or "no reason recorded" for cell in _case_modes(out)]
     return out.astype({"case": str, "mode": str}).reset_index(drop=True)
 
 
@@ -339,9 +338,9 @@ def panels(table, regressed: dict[str, str], theme: str, set_notes: dict | None 
     for op, dtype, mode in keys:
         panel = groups[(op, dtype, mode)]
         mean = speedup_tables.geomean(panel["speedup"])
-        keys = _case_modes(panel)
-        n_regressed = sum(key in regressed for key in keys)
-        n_changed = sum(key in (set_notes or {}) for key in keys)
+        cells = _case_modes(panel)
+        n_regressed = sum(cell in regressed for cell in cells)
+        n_changed = sum(cell in (set_notes or {}) for cell in cells)
         title = (f"<b>{op} · {dtype} · {mode}</b><br><span style='font-size:11px'>geomean "
                  f"{speedup_text(mean)} · {len(panel)} case{'s' if len(panel) != 1 else ''}"
                  + (f" · <span style='color:#d62728'>⚠ {n_regressed} fail the gate</span>" if n_regressed else "")
