@@ -588,3 +588,25 @@ def test_a_first_parse_in_many_batches_spawns_one_pool_for_all_of_them(results, 
     alone = load_results(results, jobs=1).frame
     key = lambda frame: frame.assign(**{k: frame[k].astype(str) for k in KEYS}).sort_values(KEYS)  # noqa: E731
     np.testing.assert_array_equal(key(pooled)["value"].to_numpy(dtype=float), key(alone)["value"].to_numpy(dtype=float))
+
+
+def test_a_detection_abandoned_by_close_is_not_run_again_in_a_thread(results, monkeypatch):
+    """Stopping the app terminates the detector's worker; the broken pool that leaves must not
+    start the detection again inline, in a thread of a server that is going away (in the browser
+    tests such a thread was then killed mid-detection with the server's SystemExit)."""
+    import concurrent.futures
+    import time
+
+    from dashboard.store import detection
+
+    inline = []
+    monkeypatch.setattr(detection.Detector, "_run_inline", staticmethod(lambda state, args: inline.append(args)))
+    data = build_data(results)
+    detector = detection.Detector(in_background=True)
+    state = detector.state(data.signature, results, None, False, data.project.commit_rank)
+    future = concurrent.futures.Future()
+    detector.close()
+    future.set_exception(concurrent.futures.process.BrokenProcessPool("terminated by close"))
+    detector._finish(state, future, ())
+    time.sleep(0.2)  # a thread it would have started has run by now
+    assert inline == [] and state.status == "failed" and "stopped" in state.error

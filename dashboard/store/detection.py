@@ -89,6 +89,7 @@ class Detector:
         self._lock = threading.Lock()
         self._states: dict[tuple, FindingsState] = {}
         self._executor: concurrent.futures.ProcessPoolExecutor | None = None
+        self._closed = False  # stopped with the app: a worker lost now is not replaced by a thread
 
     def state(self, key: tuple, results_dir: Path, cache_dir: Path | None, nothing_to_do: bool,
               commit_rank: dict | None = None, asv_conf: Path | None = None) -> FindingsState:
@@ -143,7 +144,8 @@ class Detector:
             state.status = "done"
         except concurrent.futures.process.BrokenProcessPool:
             self._executor = None
-            self._run_inline(state, args)
+            if not self._stopped(state):
+                self._run_inline(state, args)
             return
         except Exception as exc:  # reported on the page, not raised into a thread
             state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
@@ -166,14 +168,24 @@ class Detector:
             # The worker could not start (e.g. a __main__ without a main guard re-ran on spawn):
             # detect in a thread instead; slower to serve meanwhile, but the inbox still fills.
             self._executor = None
-            threading.Thread(target=self._run_inline, args=(state, args), daemon=True).start()
+            if not self._stopped(state):
+                threading.Thread(target=self._run_inline, args=(state, args), daemon=True).start()
             return
         except Exception as exc:
             state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
         state.seconds = time.time() - state.started
 
+    def _stopped(self, state: FindingsState) -> bool:
+        """Whether the detector was closed (its worker then dies by design): the detection is
+        abandoned, not run again in a thread of a server that is stopping."""
+        if self._closed:
+            state.status, state.error = "failed", "the dashboard stopped before the detection finished"
+            state.seconds = time.time() - state.started
+        return self._closed
+
     def close(self) -> None:
         """Stop the worker (tests, app shutdown); a running detection is abandoned."""
+        self._closed = True
         executor, self._executor = self._executor, None
         if executor is not None:
             processes = list(getattr(executor, "_processes", {}).values())
