@@ -207,6 +207,22 @@ def test_trends_mark_the_detector_workers_findings_once_it_is_done_and_detect_no
     assert marks(running) == marks(figure)
 
 
+@pytest.mark.parametrize("x_axis", ["date", "commit"])
+def test_a_trend_figure_with_the_runs_date_text_is_the_one_formatted_per_figure(data, fx, x_axis):
+    """Trends formats a run's commit dates once per load (trends.commit_axis); the figure is the
+    same as when it formats each line's dates itself."""
+    import plotly.io as pio
+
+    run = data.runs[(MAIN_MACHINE, MAIN_ENV)]
+    rows = run.of_case(fx.regressed[0], samples=False, metric="latency", mode="forward")
+    with_text = derived_metrics.derive(rows.merge(trends.commit_axis(data, run), on="commit_hash"), "latency")
+    plain = derived_metrics.derive(rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash"), "latency")
+    figures = [build_trend_figure(d, "latency", None, None, x_axis, False, "light", title="t") for d in (with_text, plain)]
+    assert pio.to_json(figures[0]) == pio.to_json(figures[1])
+    custom = next(t["customdata"] for t in figures[0]["data"] if t.get("customdata") is not None)
+    assert custom[0][1] in {text[:16] for text in with_text["date_text"]}  # the hover's date, to the minute
+
+
 def test_trend_figure_shades_where_an_unpinned_change_may_be():
     import pandas as pd
 

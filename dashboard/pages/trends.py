@@ -117,14 +117,14 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
         return error_figure(lambda: theme)("No case matches the filters.")
     _, mode = mode_choice(run, case, mode)
     if metric == speedup_tables.SPEEDUP.name:
-        return speedup_figure(run, case, mode, impl, x_axis, logy, commit, theme, marks_of_run(data, run))
+        return speedup_figure(data, run, case, mode, impl, x_axis, logy, commit, theme, marks_of_run(data, run))
     metric = metric if metric in metrics.METRICS else "latency"
     source_metric = metrics.stored_metric_of(metrics.METRICS[metric].source)
     rows = run.of_case(case, samples=False, metric=source_metric, mode=mode)
     changes = _series_changes(data, run, case, source_metric, rows, mode, detected)
     if impl:
         rows = rows[rows["impl"].astype(str).isin(impl)]
-    rows = rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash", how="left") if len(rows) else rows
+    rows = rows.merge(commit_axis(data, run), on="commit_hash", how="left") if len(rows) else rows
     if rows.empty:
         return error_figure(lambda: theme)(f"{case}: nothing measured for this selection.")
     if mode != metrics.FORWARD and metric not in metrics.STORED_METRICS:
@@ -145,11 +145,22 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
                               run_marks=marks_of_run(data, run))
 
 
-def speedup_figure(run: Run, case: str, mode: str | None, impl, x_axis, logy, commit, theme="light", marks=None):
+def commit_axis(data: DashboardData, run: Run) -> pd.DataFrame:
+    """The run's commits with their position and date text (the figure's x on either axis), once
+    per load."""
+    def axis() -> pd.DataFrame:
+        dates = run.commits["date"].dt.strftime("%Y-%m-%d %H:%M:%S").to_numpy()
+        return run.commits[["commit_hash", "position"]].assign(date_text=dates)
+
+    return data.kept.get(("commit axis", run.machine, run.env_name), axis)
+
+
+def speedup_figure(data: DashboardData, run: Run, case: str, mode: str | None, impl, x_axis, logy, commit,
+                   theme="light", marks=None):
     """Fused over the best unfused and over the best fused peer at every commit, with the band
     the two 99 % CIs give (speedup_tables.speedup_history); Implementation picks the ones compared."""
     rows = run.of_case(case, samples=False, metric="latency", mode=mode)
-    rows = rows.merge(run.commits[["commit_hash", "position"]], on="commit_hash", how="left") if len(rows) else rows
+    rows = rows.merge(commit_axis(data, run), on="commit_hash", how="left") if len(rows) else rows
     baselines = [i for i in (impl or []) if i != metrics.FUSED] or None
     history = speedup_tables.speedup_history(rows, baselines)
     if history.empty:
