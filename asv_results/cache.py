@@ -183,11 +183,6 @@ class ParsedResults:
 # --------------------------------------------------------------------------- the results folder
 
 
-def list_result_files(listing: results_folder.Listing) -> list[tuple[str, str, int, int, int, int]]:
-    """(relative path, machine, size, mtime_ns, ctime_ns, inode) of every result file listed."""
-    return [f.identity[:1] + (f.machine,) + f.identity[1:] for f in listing.files]
-
-
 read_benchmarks = results_folder.read_benchmarks  # the loader's reading of benchmarks.json
 
 
@@ -437,7 +432,6 @@ class ResultsCache:
 
     def _load_locked(self) -> ParsedResults:
         listing = results_folder.list_results(self.root, self.machine)
-        listed, machines, skipped = list_result_files(listing), listing.machines, listing.skipped
         benchmarks, bench_skipped = read_benchmarks(self.root)
         note = self.refused
         cached = None
@@ -447,9 +441,9 @@ class ResultsCache:
             except CacheDamaged as exc:
                 note = f"cache not used ({exc}); rebuilt"
                 log.warning("the cache in %s is not used (%s); parsing every result file again", self.dir, exc)
-        result = self._load(listed, cached)
-        result.benchmarks, result.machines, result.listed = benchmarks, machines, listing.signature()
-        result.skipped = bench_skipped + skipped
+        result = self._load(listing.files, cached)
+        result.benchmarks, result.machines, result.listed = benchmarks, listing.machines, listing.signature()
+        result.skipped = bench_skipped + listing.skipped
         if self.dir is not None and not result.cache_note:
             try:
                 self._write(result, cached)
@@ -485,15 +479,15 @@ class ResultsCache:
             files[entry.key] = entry
         return {"segments": segments, "files": files, "layouts": [tuple(x) for x in doc["layouts"]]}
 
-    def _load(self, listed, cached: dict | None) -> ParsedResults:
+    def _load(self, listed: list[results_folder.ResultFile], cached: dict | None) -> ParsedResults:
         segments: list[Segment] = list(cached["segments"]) if cached else []
         known = cached["files"] if cached else {}
         layouts: dict[str, int] = {_layout_key(n, p): i for i, (n, p) in enumerate(cached["layouts"])} if cached else {}
         entries, todo = [], []
-        for path, machine, size, mtime_ns, ctime_ns, inode in listed:
-            entry = known.get((path, size, mtime_ns, ctime_ns, inode))
-            if entry is None or entry.machine != machine:
-                entry = FileEntry(path, machine, size, mtime_ns, ctime_ns, inode)
+        for f in listed:
+            entry = known.get(f.identity)  # FileEntry.key: the same (path, size, mtime, ctime, inode)
+            if entry is None or entry.machine != f.machine:
+                entry = FileEntry(f.relative, f.machine, f.size, f.mtime_ns, f.ctime_ns, f.inode)
                 todo.append(entry)
             entries.append(entry)
         note = ""

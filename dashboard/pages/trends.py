@@ -18,6 +18,7 @@ from dashboard.ui.notices import message
 from dashboard.ui.run_selector import register_run_controls, run_controls, run_of, trend_view_controls
 from dashboard.ui.widgets import dropdown, graph, labelled, named_values
 from dashboard.figures import build_trend_figure
+from dashboard.figures.trend import date_texts
 from dashboard.data.dashboard_data import GENERIC, SUITE, DashboardData
 from dashboard.store.model import ResultsStore
 from dashboard.data.run_view import Run
@@ -149,8 +150,7 @@ def commit_axis(data: DashboardData, run: Run) -> pd.DataFrame:
     """The run's commits with their position and date text (the figure's x on either axis), once
     per load."""
     def axis() -> pd.DataFrame:
-        dates = run.commits["date"].dt.strftime("%Y-%m-%d %H:%M:%S").to_numpy()
-        return run.commits[["commit_hash", "position"]].assign(date_text=dates)
+        return run.commits[["commit_hash", "position"]].assign(date_text=date_texts(run.commits["date"]))
 
     return data.kept.get(("commit axis", run.machine, run.env_name), axis)
 

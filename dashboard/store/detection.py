@@ -144,7 +144,7 @@ class Detector:
             state.status = "done"
         except concurrent.futures.process.BrokenProcessPool:
             self._executor = None
-            if not self._stopped(state):
+            if not self._abandoned_if_closed(state):
                 self._run_inline(state, args)
             return
         except Exception as exc:  # reported on the page, not raised into a thread
@@ -168,16 +168,16 @@ class Detector:
             # The worker could not start (e.g. a __main__ without a main guard re-ran on spawn):
             # detect in a thread instead; slower to serve meanwhile, but the inbox still fills.
             self._executor = None
-            if not self._stopped(state):
+            if not self._abandoned_if_closed(state):
                 threading.Thread(target=self._run_inline, args=(state, args), daemon=True).start()
             return
         except Exception as exc:
             state.status, state.error = "failed", f"{type(exc).__name__}: {exc}"
         state.seconds = time.time() - state.started
 
-    def _stopped(self, state: FindingsState) -> bool:
-        """Whether the detector was closed (its worker then dies by design): the detection is
-        abandoned, not run again in a thread of a server that is stopping."""
+    def _abandoned_if_closed(self, state: FindingsState) -> bool:
+        """Whether the detector was closed (its worker then dies by design); if so the detection
+        is marked abandoned in ``state``, not run again in a thread of a server that is stopping."""
         if self._closed:
             state.status, state.error = "failed", "the dashboard stopped before the detection finished"
             state.seconds = time.time() - state.started
