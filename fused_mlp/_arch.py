@@ -54,8 +54,6 @@ HOPPER_AMPERE = ("sm_90", "sm_80")
 NEW_ARCHS = ("sm_100", "sm_120", "gfx942", "gfx950")
 FP8_MIN_CAPABILITY = 89  # FP8 tensor cores: Ada (sm_89) and newer
 RDNA_MIN_GFX_MAJOR = 10  # gfx10xx, gfx11xx, gfx12xx: RDNA (Radeon); gfx9xx: GCN / CDNA (Instinct)
-# The e4m3 encoding quantize_fp8 produces and the W8A8 kernels take (OCP e4m3fn)
-LIBRARY_FP8_FORMAT = "e4m3fn"
 
 _warned: set[str] = set()
 
@@ -110,13 +108,16 @@ def rocm_arch(gcn_arch_name: str) -> Arch:
     return dataclasses.replace(arch, fp8_format=None, tensor_core_op="wmma" if rdna else arch.tensor_core_op)
 
 
-def w8a8_missing(arch: Arch) -> str | None:
-    """Why the library's W8A8 (e4m3fn x and W, an e4m3 dot) does not run on `arch`, or None."""
+def w8a8_missing(arch: Arch, operand_format: str | None = None) -> str | None:
+    """Why W8A8 (e4m3 x and W, an e4m3 dot) does not run on `arch`, or None; with
+    `operand_format` ("e4m3fn", "e4m3fnuz"), also when the operands are not in the arch's own
+    format: Triton would compile that dot through fp16 MMAs (emulated), not an FP8 one."""
     if arch.fp8_format is None:
         return f"{arch.name} has no FP8 tensor cores"
-    if arch.fp8_format != LIBRARY_FP8_FORMAT:
-        return (f"{arch.name}'s FP8 tensor cores take {arch.fp8_format} only, the library's W8A8 takes "
-                f"{LIBRARY_FP8_FORMAT} (quantize_fp8), which Triton would run there through fp16 MFMAs (emulated)")
+    if operand_format is not None and operand_format != arch.fp8_format:
+        return (f"{arch.name}'s FP8 tensor cores take {arch.fp8_format}, the operands are {operand_format} "
+                f"(Triton would run that dot through fp16 MMAs, emulated): quantize with "
+                f"fp8_dtype=fused_mlp.native_fp8_dtype(device)")
     return None
 
 

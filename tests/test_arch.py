@@ -101,27 +101,45 @@ def test_the_persistent_variant_is_never_launched_on_an_mi300(monkeypatch):
         _gemm_launch._cuda_has_tma.cache_clear()
 
 
-def test_the_fp8_format_follows_the_architecture_and_the_library_w8a8_runs_e4m3fn_only():
+def test_the_fp8_format_follows_the_architecture_and_w8a8_runs_in_it():
     assert ARCHS["gfx942"].fp8_format == "e4m3fnuz" and ARCHS["sm_80"].fp8_format is None
     for name in ("sm_90", "sm_100", "sm_120", "gfx950"):
-        assert ARCHS[name].fp8_format == "e4m3fn" and w8a8_missing(ARCHS[name]) is None, name
+        assert ARCHS[name].fp8_format == "e4m3fn" and w8a8_missing(ARCHS[name], "e4m3fn") is None, name
+        assert "take e4m3fn, the operands are e4m3fnuz" in w8a8_missing(ARCHS[name], "e4m3fnuz"), name
     assert w8a8_missing(ARCHS["sm_80"]) == "sm_80 has no FP8 tensor cores"
-    assert "e4m3fnuz only" in w8a8_missing(ARCHS["gfx942"]) and "emulated" in w8a8_missing(ARCHS["gfx942"])
+    assert w8a8_missing(ARCHS["gfx942"], "e4m3fnuz") is None
+    assert "take e4m3fnuz, the operands are e4m3fn" in w8a8_missing(ARCHS["gfx942"], "e4m3fn")
+    assert "emulated" in w8a8_missing(ARCHS["gfx942"], "e4m3fn")
 
 
-def test_the_compile_check_builds_w8a8_as_the_library_launches_it_and_not_on_gfx942():
-    """The library quantizes to e4m3fn; gfx942's FP8 MFMA takes e4m3fnuz: W8A8 is not planned there."""
+def test_the_compile_check_builds_w8a8_in_each_architecture_s_own_encoding():
+    """gfx942's FP8 MFMA takes e4m3fnuz: W8A8 is compiled there on e4m3fnuz operands, as
+    quantize_fp8(..., fp8_dtype=native_fp8_dtype(device)) makes them; e4m3fn elsewhere."""
     from fused_mlp import aot
     from fused_mlp.aot.build import _example
 
-    spec = next(s for s in KERNELS if s.name == "linear_act_fp8" and s.variant == "w8a8")
-    fp8 = {a.dtype for a in _example(spec, "fp8", "gelu")[0] if isinstance(a, torch.Tensor) and a.element_size() == 1}
-    assert fp8 == {torch.float8_e4m3fn}
-    assert "gfx942" not in spec.archs and "gfx950" in spec.archs
-    assert not [t for t in aot.plan(("gfx942",), candidates=True) if t.dtype == "fp8"]
-    unbuilt = {(k, v): why for k, v, a, why in aot.unavailable(("gfx942",))}
     for kernel in ("linear_act_fp8", "gated_up_fp8"):
-        assert "e4m3fnuz only" in unbuilt[(kernel, "w8a8")] and "W8A16 runs there" in unbuilt[(kernel, "w8a8")]
+        spec = next(s for s in KERNELS if s.name == kernel and s.variant == "w8a8")
+        for arch, encoding in (("gfx942", torch.float8_e4m3fnuz), ("gfx950", torch.float8_e4m3fn),
+                               ("sm_90", torch.float8_e4m3fn)):
+            args = _example(spec, "fp8", "gelu", ARCHS[arch])[0]
+            assert {a.dtype for a in args if isinstance(a, torch.Tensor) and a.element_size() == 1} == {encoding}
+        assert "gfx942" in spec.archs and "sm_80" not in spec.archs
+    planned = {(KERNELS[t.kernel_index].name, t.dtype) for t in aot.plan(("gfx942",))}
+    assert {("linear_act_fp8", "fp8"), ("gated_up_fp8", "fp8")} <= planned
+
+
+def test_native_fp8_dtype_is_the_device_s_own(monkeypatch):
+    from fused_mlp import native_fp8_dtype
+
+    assert native_fp8_dtype("cpu") == torch.float8_e4m3fn
+    for gfx, capability, encoding in (("gfx942:sramecc+:xnack-", (9, 4), torch.float8_e4m3fnuz),
+                                      ("gfx950:sramecc+:xnack-", (9, 5), torch.float8_e4m3fn)):
+        _rocm_device(monkeypatch, gfx, capability)
+        assert native_fp8_dtype("cuda:0") == encoding, gfx
+    monkeypatch.setattr(torch.version, "hip", None)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    assert native_fp8_dtype("cuda:0") == torch.float8_e4m3fn
 
 
 def _rocm_device(monkeypatch, gfx: str, capability: tuple[int, int], lds: int = 64 * 1024):
@@ -132,19 +150,22 @@ def _rocm_device(monkeypatch, gfx: str, capability: tuple[int, int], lds: int = 
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: props)
 
 
-@pytest.mark.parametrize("gfx, capability, refused", [
-    ("gfx90a:sramecc+:xnack-", (9, 0), "gfx942 has no FP8"),  # MI250: no FP8, though it reports 9.0
-    ("gfx1100", (11, 0), "gfx950 has no FP8"),  # RDNA 3
-    ("gfx942:sramecc+:xnack-", (9, 4), "e4m3fnuz only"),  # MI300: e4m3fnuz, the library's W8A8 is e4m3fn
-    ("gfx950:sramecc+:xnack-", (9, 5), None),
+@pytest.mark.parametrize("gfx, capability, encoding, refused", [
+    ("gfx90a:sramecc+:xnack-", (9, 0), torch.float8_e4m3fn, "gfx942 has no FP8"),  # MI250: none, though it reports 9.0
+    ("gfx1100", (11, 0), torch.float8_e4m3fn, "gfx950 has no FP8"),  # RDNA 3
+    ("gfx942:sramecc+:xnack-", (9, 4), torch.float8_e4m3fn, "take e4m3fnuz, the operands are e4m3fn"),  # MI300
+    ("gfx942:sramecc+:xnack-", (9, 4), torch.float8_e4m3fnuz, None),
+    ("gfx950:sramecc+:xnack-", (9, 5), torch.float8_e4m3fn, None),
+    ("gfx950:sramecc+:xnack-", (9, 5), torch.float8_e4m3fnuz, "take e4m3fn, the operands are e4m3fnuz"),
 ])
-def test_w8a8_on_rocm_is_refused_by_the_architecture_not_the_reported_capability(monkeypatch, gfx, capability, refused):
+def test_w8a8_on_rocm_is_refused_by_the_architecture_not_the_reported_capability(monkeypatch, gfx, capability,
+                                                                                  encoding, refused):
     _rocm_device(monkeypatch, gfx, capability)
     if refused is None:
-        _fp8_common.check_fp8_tensor_cores(torch.device("cuda", 0))
+        _fp8_common.check_fp8_tensor_cores(torch.device("cuda", 0), encoding)
     else:
         with pytest.raises(ValueError, match=f"W8A8 cannot run on this GPU: .*{refused}.*Use W8A16"):
-            _fp8_common.check_fp8_tensor_cores(torch.device("cuda", 0))
+            _fp8_common.check_fp8_tensor_cores(torch.device("cuda", 0), encoding)
 
 
 def test_the_pruner_takes_an_amd_device_s_own_lds(monkeypatch):

@@ -27,7 +27,7 @@ def _tensors_on_the_test_device():
         yield
 
 
-def make_x(M, K, form, granularity, seed, dtype=torch.bfloat16):
+def make_x(M, K, form, granularity, seed, dtype=torch.bfloat16, fp8_dtype=torch.float8_e4m3fn):
     """x for the form: (e4m3 x, its scales) for W8A8, (bf16/fp16 x, None) for W8A16; and the
     float64 values the kernel is meant to see."""
     g = torch.Generator().manual_seed(seed)
@@ -35,14 +35,22 @@ def make_x(M, K, form, granularity, seed, dtype=torch.bfloat16):
     if form == "w8a16":
         x = x.to(dtype)
         return x, None, x.double()
-    q, s = quantize_fp8(x, granularity)
+    q, s = quantize_fp8(x, granularity, fp8_dtype=fp8_dtype)
     return q, s, dequantize_fp8(q, s, torch.float64)
 
 
-def make_w(N, K, granularity, seed):
+def make_w(N, K, granularity, seed, fp8_dtype=torch.float8_e4m3fn):
     g = torch.Generator().manual_seed(seed)
-    q, s = quantize_fp8((torch.randn(N, K, generator=g, device="cpu") / K ** 0.5).to(DEVICE), granularity)
+    q, s = quantize_fp8((torch.randn(N, K, generator=g, device="cpu") / K ** 0.5).to(DEVICE), granularity,
+                        fp8_dtype=fp8_dtype)
     return q, s, dequantize_fp8(q, s, torch.float64)
+
+
+def _runs_e4m3fnuz():
+    """e4m3fnuz W8A8 runs under the interpreter and on an MI300; a GPU whose FP8 takes e4m3fn
+    refuses it (test_arch tests that refusal)."""
+    if torch.device(DEVICE).type == "cuda" and fused_mlp.native_fp8_dtype(DEVICE) != torch.float8_e4m3fnuz:
+        pytest.skip(f"this GPU's FP8 takes {fused_mlp.native_fp8_dtype(DEVICE)}")
 
 
 @pytest.mark.parametrize("form", ["w8a8", "w8a16"])
@@ -127,6 +135,37 @@ def test_gated_mlp_fp8(M, dim, hidden, activation, form, poisoned_empty):
     h64 = dequantize_fp8(*quantize_fp8(hidden_out, "row"), torch.float64) if form == "w8a8" else hidden_out.double()
     assert out.shape == (M, dim) and out.dtype == torch.bfloat16
     assert_close(out, h64 @ wd64.T, torch.bfloat16, f"{form} {activation}")
+
+
+@pytest.mark.parametrize("activation", ["gelu_tanh", "silu"])
+@pytest.mark.parametrize("M,K,N", SHAPES[1:])
+def test_w8a8_in_e4m3fnuz_matches_the_reference(M, K, N, activation, poisoned_empty):
+    """MI300's encoding: the same kernels on e4m3fnuz x and W (largest 240, one more exponent bias)."""
+    _runs_e4m3fnuz()
+    fnuz = torch.float8_e4m3fnuz
+    x, xs, x64 = make_x(M, K, "w8a8", "row", seed=M + K, fp8_dtype=fnuz)
+    w, ws, w64 = make_w(N, K, "row", seed=N, fp8_dtype=fnuz)
+    bias = torch.randn(N, dtype=torch.bfloat16)
+    out = fused_mlp.linear_act_fp8(x, w, ws, bias, activation, x_scale=xs)
+    assert_close(out, TORCH_ACT[activation](x64 @ w64.T + bias.double()), torch.bfloat16, f"fnuz {activation}")
+    wg, gs, wg64 = make_w(N, K, "row", seed=N + 1, fp8_dtype=fnuz)
+    wd, ds, wd64 = make_w(K, N, "row", seed=N + 2, fp8_dtype=fnuz)
+    hidden = fused_mlp.gated_up_fp8(x, wg, w, gs, ws, activation, x_scale=xs)
+    assert_close(hidden, TORCH_ACT[activation](x64 @ wg64.T) * (x64 @ w64.T), torch.bfloat16, "fnuz hidden")
+    out = fused_mlp.gated_mlp_fp8(x, wg, w, wd, gs, ws, ds, activation, x_scale=xs)
+    h64 = dequantize_fp8(*quantize_fp8(hidden, "row", fp8_dtype=fnuz), torch.float64)  # requantized in x's encoding
+    assert_close(out, h64 @ wd64.T, torch.bfloat16, "fnuz down projection")
+
+
+def test_the_two_e4m3_encodings_are_not_mixed():
+    x, xs, _ = make_x(4, 32, "w8a8", "row", seed=0, fp8_dtype=torch.float8_e4m3fnuz)
+    w, ws, _ = make_w(8, 32, "row", seed=1)
+    with pytest.raises(TypeError, match="weight has dtype torch.float8_e4m3fn; expected torch.float8_e4m3fnuz "
+                                        r"\(W8A8 takes x and the weights in one e4m3 encoding\)"):
+        fused_mlp.linear_act_fp8(x, w, ws, x_scale=xs)
+    wz, wzs, _ = make_w(8, 32, "row", seed=1, fp8_dtype=torch.float8_e4m3fnuz)
+    with pytest.raises(TypeError, match=r"expected torch.float8_e4m3fn \(W8A16 up-casts e4m3fn bytes\)"):
+        fused_mlp.linear_act_fp8(torch.randn(4, 32, dtype=torch.bfloat16), wz, wzs)
 
 
 def test_empty_batch():

@@ -90,7 +90,7 @@ def _linear_inputs():
 
 
 @pytest.mark.parametrize("change,error,match", [
-    (dict(x=torch.randn(4, 8)), TypeError, "float8_e4m3fn .W8A8, with x_scale. or bfloat16/float16"),
+    (dict(x=torch.randn(4, 8)), TypeError, "float8_e4m3fn or float8_e4m3fnuz .W8A8, with x_scale. or bfloat16/float16"),
     (dict(weight=torch.randn(3, 8, dtype=torch.bfloat16)), TypeError, "quantize_fp8"),
     (dict(weight=torch.randn(3, 8).to(torch.float8_e5m2)), TypeError, "e5m2 is not supported"),
     (dict(weight=torch.randn(3, 7).to(FP8)), ValueError, r"expected \(out_features, 8\)"),

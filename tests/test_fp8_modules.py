@@ -69,6 +69,38 @@ def test_w8a8_linear_quantizes_x_per_call(x_granularity, poisoned_empty):
     assert torch.equal(out, direct)
 
 
+def test_w8a8_modules_in_e4m3fnuz_quantize_x_into_the_weights_encoding(poisoned_empty):
+    """An MI300's modules: the weights in e4m3fnuz (fp8_dtype, or by default on such a GPU), x
+    quantized per call into the same encoding."""
+    if torch.device(DEVICE).type == "cuda" and fused_mlp.native_fp8_dtype(DEVICE) != torch.float8_e4m3fnuz:
+        pytest.skip("this GPU's FP8 takes e4m3fn")
+    torch.manual_seed(3)
+    fnuz = torch.float8_e4m3fnuz
+    m = FP8Linear.from_module(nn.Linear(45, 29), fp8="w8a8", fp8_dtype=fnuz)
+    assert m.weight.dtype == fnuz
+    x = _x(6, 45, seed=4)
+    with torch.no_grad():
+        xq, xs = quantize_fp8(x, "row", fp8_dtype=fnuz)
+        assert torch.equal(m(x), fused_mlp.linear_act_fp8(xq, m.weight, m.weight_scale, m.bias, "none", x_scale=xs,
+                                                          out_dtype=torch.bfloat16))
+        gated = FP8GatedMLP.from_module(LlamaMLP(45, 33), fp8="w8a8", fp8_dtype=fnuz)
+        assert {p.weight.dtype for p in (gated.gate_proj, gated.up_proj, gated.down_proj)} == {fnuz}
+        assert gated(x).shape == (6, 45)
+
+
+def test_the_weights_encoding_is_checked():
+    with pytest.raises(ValueError, match="W8A16 up-casts float8_e4m3fn weights"):
+        FP8Linear.from_module(nn.Linear(8, 4), fp8="w8a16", fp8_dtype=torch.float8_e4m3fnuz)
+    with pytest.raises(TypeError, match="fp8_dtype=torch.float8_e5m2"):
+        FP8Linear.from_module(nn.Linear(8, 4), fp8="w8a8", fp8_dtype=torch.float8_e5m2)
+    fnuz = FP8Linear.from_module(nn.Linear(8, 4), fp8="w8a8", fp8_dtype=torch.float8_e4m3fnuz)
+    with pytest.raises(TypeError, match="weight must be a 2-D float8_e4m3fn tensor for fp8='w8a16'"):
+        FP8Linear(fnuz.weight, fnuz.weight_scale, fp8_form="w8a16")
+    fn = FP8Linear.from_module(nn.Linear(8, 4), fp8="w8a8")
+    with pytest.raises(ValueError, match="must share one e4m3 encoding"):
+        FP8GatedMLP(fnuz, fnuz, fn)
+
+
 def test_w8a8_is_the_default_x_granularity_row():
     assert FP8Linear.from_module(nn.Linear(8, 4), fp8="w8a8").x_granularity == "row"
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from fused_mlp import dequantize_fp8, quantize_fp8
-from fused_mlp.quantize import E4M3_MAX, MIN_SCALE
+from fused_mlp.quantize import E4M3_MAX, MIN_SCALE, quantize_activations_fp8
 
 # e4m3 keeps 3 mantissa bits: rounding to nearest moves a normal value by at most 2^-4 of itself.
 E4M3_HALF_ULP = 2.0 ** -4
@@ -73,8 +73,6 @@ def test_bad_arguments_name_the_problem(kwargs, error, match):
 def test_activation_quantizer_gives_quantize_fp8s_bits_without_the_read_back(granularity):
     """quantize_activations_fp8 (inside forwards): the same bits and scales as quantize_fp8 for
     finite input; a non-finite value is not refused but makes its row non-finite."""
-    from fused_mlp.quantize import quantize_activations_fp8
-
     t = torch.randn(2, 5, 24, generator=torch.Generator().manual_seed(3), dtype=torch.float32).to(torch.bfloat16)
     q, s = quantize_activations_fp8(t, granularity)
     q_ref, s_ref = quantize_fp8(t, granularity)
@@ -84,3 +82,24 @@ def test_activation_quantizer_gives_quantize_fp8s_bits_without_the_read_back(gra
     assert not torch.isfinite(s[7]) and torch.isfinite(s[:7]).all()
     with pytest.raises(ValueError, match="granularity='col'"):
         quantize_activations_fp8(t, "col")
+
+
+@pytest.mark.parametrize("granularity", ["tensor", "row"])
+def test_e4m3fnuz_scales_map_each_amax_onto_240(granularity):
+    """MI300's encoding: largest 240, so scale = amax / 240; the activation quantizer agrees bit for bit."""
+    t = torch.randn(9, 24, generator=torch.Generator().manual_seed(3)) * torch.logspace(-1, 1, 9)[:, None]
+    q, scale = quantize_fp8(t, granularity, fp8_dtype=torch.float8_e4m3fnuz)
+    rows = t if granularity == "row" else t.reshape(1, -1)
+    assert q.dtype == torch.float8_e4m3fnuz and torch.finfo(q.dtype).max == 240.0
+    torch.testing.assert_close(scale, rows.abs().amax(dim=1) / 240.0, rtol=0, atol=0)
+    assert (q.float().reshape(rows.shape).abs().amax(dim=1) == 240.0).all()
+    rel = ((dequantize_fp8(q, scale, torch.float64) - t.double()).abs() / t.double().abs())
+    assert rel[(t.abs() / scale.reshape(-1, 1).expand(rows.shape).reshape(t.shape)) >= 2.0 ** -7].max() <= E4M3_HALF_ULP
+    aq, ascale = quantize_activations_fp8(t, granularity, fp8_dtype=torch.float8_e4m3fnuz)
+    assert torch.equal(aq.view(torch.uint8), q.view(torch.uint8)) and torch.equal(ascale, scale)
+
+
+def test_an_encoding_other_than_e4m3_is_refused():
+    with pytest.raises(TypeError, match=r"fp8_dtype=torch.float8_e5m2; expected torch.float8_e4m3fn or "
+                                        r"torch.float8_e4m3fnuz \(fused_mlp.native_fp8_dtype"):
+        quantize_fp8(torch.ones(2, 2), fp8_dtype=torch.float8_e5m2)

@@ -79,22 +79,27 @@ def config_dict(config) -> dict:
 
 _PTX_TENSOR_CORE_OPS = {"wgmma": "wgmma.mma_async.", "tcgen05": "tcgen05.mma.", "mma": "mma.sync.aligned."}
 _PTX_INSTRUCTION = re.compile(r"^\s*(?:@!?%\w+\s+)?((?:wgmma\.mma_async|tcgen05\.mma|mma\.sync\.aligned)[\w.:]*)", re.MULTILINE)
-_TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "tf32": "float32", "fp8": "float8_e4m3fn"}
+_TORCH_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32", "tf32": "float32"}  # fp8: the arch's own
 _RESOURCES = re.compile(r"REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
 _PTXAS_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _PTXAS_REGISTERS = re.compile(r"Used (\d+) registers")
 
 
-def _example(spec, dtype: str, activation: str):
-    """The kernel's arguments for a representative problem, as the launcher builds them (e4m3fn
-    for W8A8: no arch whose FP8 takes another format plans it, _arch.w8a8_missing); tf32 as
-    torch's allow_tf32 makes it."""
+def _example(spec, dtype: str, activation: str, arch):
+    """The kernel's arguments for a representative problem, as the launcher builds them on
+    `arch`: W8A8 (fp8) in its FP8 tensor cores' own e4m3 (e4m3fnuz on gfx942, as
+    quantize_fp8(..., fp8_dtype=native_fp8_dtype(device)) makes them there); tf32 as torch's
+    allow_tf32 makes it."""
     import torch
 
+    from ..quantize import FP8_DTYPE, FP8_FORMATS
+
+    torch_dtype = (FP8_FORMATS.get(arch.fp8_format, FP8_DTYPE) if dtype == "fp8"
+                   else getattr(torch, _TORCH_DTYPES[dtype]))
     allow = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
     try:
-        args, constexprs = spec.example(getattr(torch, _TORCH_DTYPES[dtype]), activation)
+        args, constexprs = spec.example(torch_dtype, activation)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = allow
     return args, constexprs
@@ -191,7 +196,7 @@ def compile_config(spec, config, arch_name: str, dtype: str, activation: str, of
     arch = ARCHS[arch_name]
     record = Record(spec.name, spec.variant, arch.name, dtype, activation, config_dict(config), offered,
                     not_offered_because, triton.__version__)
-    args, constexprs = _example(spec, dtype, activation)
+    args, constexprs = _example(spec, dtype, activation, arch)
     start = time.perf_counter()
     try:
         compiled, ptxas_log = _compile_with_summary(

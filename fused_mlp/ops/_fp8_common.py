@@ -3,8 +3,10 @@ candidates and shared-memory estimate, the in-register e4m3 up-cast, the scale e
 launcher's checks.
 
 W8A8: e4m3 x and W, an e4m3 x e4m3 tensor-core dot (wgmma on sm_90) accumulating in fp32, the
-scales applied to the accumulator. Needs FP8 tensor cores: Triton refuses e4m3 below sm_89.
-W8A16: bf16/fp16 x, e4m3 W read as bytes (half of bf16's traffic: decode's whole cost) and
+scales applied to the accumulator. Needs FP8 tensor cores: Triton refuses e4m3 below sm_89. The
+operands are in the device's own encoding (e4m3fn, or e4m3fnuz on gfx942, whose FP8 MFMA takes
+only that); both in one, and the kernel is the same source (Triton types the dot by its operands).
+W8A16: bf16/fp16 x, e4m3fn W read as bytes (half of bf16's traffic: decode's whole cost) and
 up-cast in registers to x's dtype with integer ops, so it runs wherever bf16/fp16 does (sm_80).
 """
 
@@ -17,7 +19,7 @@ import triton.language as tl
 from .. import _validate as v
 from .._arch import device_arch, w8a8_missing
 from .._triton_compat import INTERPRETER
-from ..quantize import FP8_DTYPE, check_scale
+from ..quantize import E4M3_DTYPES, FP8_DTYPE, check_scale, format_of
 from ._matmul_common import dot_acc, rows_view
 from ._tuning import Exclusion, _gemm_config, _persistent, config_key, is_persistent
 
@@ -186,22 +188,31 @@ def form_of(x: torch.Tensor) -> str:
     """"w8a8" for e4m3 x, "w8a16" for bf16/fp16 x; a TypeError naming the choices otherwise."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
-    if x.dtype == FP8_DTYPE:
+    if x.dtype in E4M3_DTYPES:
         return "w8a8"
     if x.dtype in ACTIVATION_DTYPES:
         return "w8a16"
-    raise TypeError(f"x has dtype {x.dtype}; expected float8_e4m3fn (W8A8, with x_scale) or bfloat16/float16 "
-                    "(W8A16, weight-only); quantize float32 x with fused_mlp.quantize_fp8")
+    raise TypeError(f"x has dtype {x.dtype}; expected float8_e4m3fn or float8_e4m3fnuz (W8A8, with x_scale) or "
+                    "bfloat16/float16 (W8A16, weight-only); quantize float32 x with fused_mlp.quantize_fp8")
 
 
 def check_fp8_weight(name: str, w, x: torch.Tensor, K: int, k_is: str = "x.shape[-1]") -> int:
-    """An (N, K) float8_e4m3fn weight on x's device (K: `k_is`); returns N."""
+    """An (N, K) e4m3 weight on x's device (K: `k_is`): in x's encoding for W8A8, in
+    float8_e4m3fn for W8A16 (its up-cast reads e4m3fn bytes); returns N."""
     if not isinstance(w, torch.Tensor):
         raise TypeError(f"{name} must be a torch.Tensor, got {type(w).__name__}")
-    if w.dtype != FP8_DTYPE:
-        hint = " (e5m2 is not supported)" if w.dtype == torch.float8_e5m2 else ""
-        raise TypeError(f"{name} has dtype {w.dtype}; expected torch.float8_e4m3fn{hint}: "
-                        f"quantize it with fused_mlp.quantize_fp8({name}, 'row')")
+    expected = x.dtype if x.dtype in E4M3_DTYPES else FP8_DTYPE
+    if w.dtype != expected:
+        if w.dtype == torch.float8_e5m2:
+            why = "e5m2 is not supported"
+        elif w.dtype not in E4M3_DTYPES:
+            why = "the FP8 kernels take e4m3 weights"
+        elif x.dtype in E4M3_DTYPES:
+            why = "W8A8 takes x and the weights in one e4m3 encoding"
+        else:
+            why = "W8A16 up-casts e4m3fn bytes"
+        raise TypeError(f"{name} has dtype {w.dtype}; expected {expected} ({why}): quantize it with "
+                        f"fused_mlp.quantize_fp8({name}, 'row', fp8_dtype={expected})")
     if w.dim() != 2:
         raise ValueError(f"{name} must be 2-D (out_features, in_features), got shape {tuple(w.shape)}")
     if w.shape[1] != K:
@@ -222,25 +233,26 @@ def check_x(x: torch.Tensor, x_scale, check_scales: bool):
     if form == "w8a16":
         if x_scale is not None:
             raise ValueError(f"x_scale is given but x is {x.dtype} (W8A16, weight-only: x is not quantized); "
-                             "pass x in float8_e4m3fn for W8A8")
+                             "pass x in e4m3 (quantize_fp8) for W8A8")
         return form, x2, None
     if x_scale is None:
-        raise ValueError("x is float8_e4m3fn (W8A8) but x_scale is None: pass the scales quantize_fp8 returned")
+        raise ValueError(f"x is {x.dtype} (W8A8) but x_scale is None: pass the scales quantize_fp8 returned")
     if isinstance(x_scale, torch.Tensor) and x_scale.device != x.device:
         raise ValueError(f"x_scale is on {x_scale.device} but x is on {x.device}")
     scales = check_scale("x_scale", x_scale, x2.shape[0], "x (tokens)", check_values=check_scales)
-    check_fp8_tensor_cores(x.device)
+    check_fp8_tensor_cores(x.device, x.dtype)
     return form, x2, scales
 
 
-def check_fp8_tensor_cores(device: torch.device) -> None:
-    """W8A8 runs on e4m3fn tensor cores: refuse a GPU without them, by the architecture it follows
-    (not ROCm's reported capability; the interpreter computes e4m3)."""
+def check_fp8_tensor_cores(device: torch.device, fp8_dtype: torch.dtype = FP8_DTYPE) -> None:
+    """W8A8 runs on the FP8 tensor cores in their own e4m3 encoding: refuse a GPU without them,
+    or operands in the other encoding, by the architecture the GPU follows (not ROCm's reported
+    capability; the interpreter computes both encodings)."""
     if device.type != "cuda":
         return
-    why = w8a8_missing(device_arch(device))
+    why = w8a8_missing(device_arch(device), format_of(fp8_dtype))
     if why is not None:
-        raise ValueError(f"W8A8 cannot run on this GPU: {why}. Use W8A16 (bf16/fp16 x with the e4m3 weights) instead")
+        raise ValueError(f"W8A8 cannot run on this GPU: {why}. Use W8A16 (bf16/fp16 x with e4m3fn weights) instead")
 
 
 def check_weight_scale(name: str, scale, w: torch.Tensor, check_scales: bool) -> torch.Tensor:
@@ -259,6 +271,6 @@ def out_dtype_for(form: str, x: torch.Tensor, out_dtype) -> torch.dtype:
 
 
 def weight_operand(form: str, w: torch.Tensor) -> torch.Tensor:
-    """What the kernel reads for W: e4m3 for W8A8, the same bytes as uint8 for W8A16 (up-cast
+    """What the kernel reads for W: e4m3 for W8A8, the e4m3fn bytes as uint8 for W8A16 (up-cast
     by e4m3_bits_to, so no e4m3 type reaches a GPU without one)."""
     return w if form == "w8a8" else w.view(torch.uint8)

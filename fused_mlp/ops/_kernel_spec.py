@@ -54,8 +54,6 @@ def unavailable_because(spec: KernelSpec, arch: Arch) -> str | None:
             return (f"needs TMA (tensor descriptors through a copy engine); {arch.name} (AMD Instinct) has none, "
                     "its tensor descriptors lower to plain loads: the tile variant runs there")
         return f"needs TMA, which {arch.name} does not have: the tile variant runs there"
-    if "fp8" in spec.needs and arch.fp8_format is None:
-        return f"needs FP8 tensor cores, which {arch.name} does not have: W8A16 runs there"
     if "fp8" in spec.needs and (why := w8a8_missing(arch)) is not None:
         return f"{why}: W8A16 runs there"
     return None

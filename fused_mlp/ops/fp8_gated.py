@@ -117,9 +117,9 @@ def gated_up_fp8(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, gate
     """act((x @ w_gate.T) * x_scale * gate_scale) * ((x @ w_up.T) * x_scale * up_scale) in one
     Triton kernel (GeGLU with gelu_tanh, SwiGLU with silu), with e4m3 weights.
 
-    w_gate, w_up: (hidden, K) float8_e4m3fn; gate_scale, up_scale: float32, both per output
-    channel ((hidden,) / (hidden, 1)) or both per tensor. x, x_scale, out_dtype, check_scales:
-    as in linear_act_fp8 (W8A8 for e4m3 x, W8A16 for bf16/fp16 x).
+    w_gate, w_up: (hidden, K) e4m3 (x's encoding for W8A8, float8_e4m3fn for W8A16); gate_scale,
+    up_scale: float32, both per output channel ((hidden,) / (hidden, 1)) or both per tensor. x,
+    x_scale, out_dtype, check_scales: as in linear_act_fp8 (W8A8 for e4m3 x, W8A16 for bf16/fp16 x).
     """
     from .. import _validate as v
 
@@ -151,9 +151,10 @@ def gated_mlp_fp8(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_d
     """The GeGLU/SwiGLU MLP with e4m3 weights: gated_up_fp8, then the down projection.
 
     W8A8 (e4m3 x): the hidden activations come out of the gated kernel in bf16 and are quantized
-    per token (amax / 448, as quantize_fp8 does; a few torch ops between the kernels) for the
-    W8A8 down projection. W8A16 (bf16/fp16 x): the hidden stays in x's dtype. w_down:
-    (dim_out, hidden) float8_e4m3fn with down_scale per output channel or per tensor.
+    per token in x's encoding (amax / largest, as quantize_fp8 does; a few torch ops between the
+    kernels) for the W8A8 down projection. W8A16 (bf16/fp16 x): the hidden stays in x's dtype.
+    w_down: (dim_out, hidden) e4m3 in the other weights' encoding, with down_scale per output
+    channel or per tensor.
     """
     form = fp8.form_of(x)
     if isinstance(w_gate, torch.Tensor) and w_gate.dim() == 2:  # else gated_up_fp8 names the problem
@@ -164,7 +165,7 @@ def gated_mlp_fp8(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_d
     hidden = gated_up_fp8(x, w_gate, w_up, gate_scale, up_scale, activation, x_scale=x_scale,
                           out_dtype=hidden_dtype, check_scales=check_scales)
     if form == "w8a8":
-        hidden, hidden_scale = quantize_activations_fp8(hidden, "row")
+        hidden, hidden_scale = quantize_activations_fp8(hidden, "row", fp8_dtype=x.dtype)
         return linear_act_fp8(hidden, w_down, down_scale, None, "none", x_scale=hidden_scale,
                               out_dtype=out_dtype, check_scales=check_scales)
     return linear_act_fp8(hidden, w_down, down_scale, None, "none", out_dtype=out_dtype, check_scales=check_scales)
@@ -174,9 +175,11 @@ def _compile_example(form: str):
     """The gate and up projections of a Llama-3-8B MLP (4096 -> 14336) on meta tensors: prefill
     (8192 tokens) for W8A8, decode (16 tokens) for W8A16; per-token and per-channel scales."""
     def example(dtype, activation):
+        """dtype: x's (W8A8: an e4m3 one, the weights' too)."""
         M, K, N = (8192 if form == "w8a8" else 16), 4096, 14336
-        x2 = torch.empty(M, K, dtype=FP8_DTYPE if form == "w8a8" else dtype, device="meta")
-        w_gate, w_up = (torch.empty(N, K, dtype=FP8_DTYPE, device="meta") for _ in range(2))
+        x2 = torch.empty(M, K, dtype=dtype, device="meta")
+        w_dtype = dtype if form == "w8a8" else FP8_DTYPE
+        w_gate, w_up = (torch.empty(N, K, dtype=w_dtype, device="meta") for _ in range(2))
         x_scales = torch.empty(M, dtype=torch.float32, device="meta") if form == "w8a8" else None
         gate_scales, up_scales = (torch.empty(N, dtype=torch.float32, device="meta") for _ in range(2))
         out = torch.empty(M, N, dtype=torch.bfloat16 if form == "w8a8" else dtype, device="meta")

@@ -211,10 +211,12 @@ def linear_act_fp8(x: torch.Tensor, weight: torch.Tensor, weight_scale: torch.Te
                    check_scales: bool = True) -> torch.Tensor:
     """act((x @ weight.T) * x_scale * weight_scale + bias) in one Triton kernel, with e4m3 weights.
 
-    weight: (N, K) float8_e4m3fn; weight_scale: float32, one per output channel ((N,) or (N, 1))
+    weight: (N, K) e4m3; weight_scale: float32, one per output channel ((N,) or (N, 1))
     or one for the tensor ((), (1,)) — what quantize_fp8(w, "row" | "tensor") returns.
-    x (..., K) either float8_e4m3fn (W8A8; x_scale float32 per token ((M,) / (M, 1), M the
-    leading dims flattened) or per tensor) or bfloat16/float16 (W8A16, weight-only; no x_scale).
+    x (..., K) either e4m3 in the weight's encoding (W8A8; x_scale float32 per token ((M,) /
+    (M, 1), M the leading dims flattened) or per tensor; float8_e4m3fnuz on MI300X/MI325X,
+    float8_e4m3fn elsewhere: native_fp8_dtype(device)) or bfloat16/float16 (W8A16, weight-only;
+    no x_scale; the weight in float8_e4m3fn).
     bias: (N,) in any float dtype, added in fp32 after the scales. Output: out_dtype (bf16, fp16
     or fp32), by default bf16 for W8A8 and x.dtype for W8A16. fp32 accumulation.
     check_scales: refuse NaN, Inf, zero, negative and subnormal scales (reads them back: one
@@ -242,10 +244,10 @@ def _compile_example(form: str):
     """A Llama-3-8B up projection (4096 -> 14336) on meta tensors: prefill (8192 tokens) for
     W8A8, decode (16 tokens) for W8A16; per-token and per-channel scales, bf16 out."""
     def example(dtype, activation):
+        """dtype: x's (W8A8: an e4m3 one, the weight's too)."""
         M, K, N = (8192 if form == "w8a8" else 16), 4096, 14336
-        x_dtype = FP8_DTYPE if form == "w8a8" else dtype
-        x2 = torch.empty(M, K, dtype=x_dtype, device="meta")
-        weight = torch.empty(N, K, dtype=FP8_DTYPE, device="meta")
+        x2 = torch.empty(M, K, dtype=dtype, device="meta")
+        weight = torch.empty(N, K, dtype=dtype if form == "w8a8" else FP8_DTYPE, device="meta")
         x_scales = torch.empty(M, dtype=torch.float32, device="meta") if form == "w8a8" else None
         w_scales, bias = torch.empty(N, dtype=torch.float32, device="meta"), torch.empty(N, dtype=torch.bfloat16,
                                                                                           device="meta")
