@@ -1,12 +1,14 @@
 """The suite on a ROCm build of torch (MI300X, MI355X), tested here with torch.version.hip and the
 device patched: which implementations run, why the others do not, and the runner state."""
 
+import dataclasses
 import types
 
 import pytest
 import torch
 
-from benchmarks.harness import amd_state, fp8, implementations, runner_state
+from benchmarks.harness import amd_state, fp8, fp8_quantize, implementations, runner_state
+from benchmarks.harness.tensors import make_inputs
 
 from workload import device_specs
 from benchmarks.harness.ops import linear_act as linear_act_peers
@@ -54,15 +56,38 @@ def test_the_cublaslt_peer_is_untouched_on_a_cuda_build(monkeypatch):
     linear_act_peers.hipblaslt_missing.cache_clear()
 
 
-@pytest.mark.parametrize("gfx, refused", [("gfx942:sramecc+:xnack-", True), ("gfx950:sramecc+:xnack-", False)])
-def test_w8a8_cases_are_refused_on_mi300_only_with_the_format_named(rocm, gfx, refused):
+@pytest.mark.parametrize("gfx, encoding", [("gfx942:sramecc+:xnack-", torch.float8_e4m3fnuz),
+                                           ("gfx950:sramecc+:xnack-", torch.float8_e4m3fn)])
+def test_w8a8_cases_run_on_both_instinct_generations_in_their_own_encoding(rocm, gfx, encoding):
+    """MI300 computes e4m3fnuz only, MI355X OCP e4m3fn: the W8A8 Cases are quantized in the
+    device's one, and fused and _scaled_mm run them."""
     rocm.gfx(gfx)
     case = Case("linear_act", 16, 64, 96, "fp8", "gelu_tanh", bias=True)  # W8A8, per-row scales
+    for impl in ("fused", "eager", "scaled_mm"):
+        assert fp8.unavailable(case, impl, "cuda") is None, impl
+    assert fp8_quantize.w8a8_dtype("cuda") == encoding and fp8_quantize.w8a8_dtype("cpu") == torch.float8_e4m3fn
+
+
+def test_w8a8_inputs_on_an_mi300_are_e4m3fnuz_and_a_library_without_them_is_named(rocm, monkeypatch):
+    case = Case("gated_mlp", 16, 64, 96, "fp8", "silu")
+    # the inputs are made on this CPU: the encoding is the MI300's, as w8a8_dtype("cuda") gives it above
+    monkeypatch.setattr(fp8_quantize, "w8a8_dtype", lambda device: torch.float8_e4m3fnuz)
+    inputs = fp8_quantize.quantize_inputs(case, make_inputs(dataclasses.replace(case, dtype="bf16")))
+    assert {inputs[n].dtype for n in ("x", "w_gate", "w_up", "w_down")} == {torch.float8_e4m3fnuz}
+    assert inputs["x"].float().abs().max() == 240.0  # e4m3fnuz's largest: amax / 240 scales
+    w8a16 = fp8_quantize.quantize_inputs(dataclasses.replace(case, dtype="w8a16"),
+                                         make_inputs(dataclasses.replace(case, dtype="bf16")))
+    assert w8a16["w_gate"].dtype == torch.float8_e4m3fn  # W8A16 up-casts e4m3fn bytes everywhere
+    old_library = types.SimpleNamespace(gated_mlp_fp8=lambda **kw: None)  # a commit from before native_fp8_dtype
+    assert "takes no e4m3fnuz" in fp8.fused_missing(case, old_library, "cuda")
+    assert fp8.fused_missing(case, types.SimpleNamespace(gated_mlp_fp8=len, native_fp8_dtype=len), "cuda") is None
+
+
+def test_w8a8_cases_are_refused_on_an_instinct_gpu_without_fp8(rocm):
+    rocm.gfx("gfx90a:sramecc+:xnack-")  # MI250
+    case = Case("linear_act", 16, 64, 96, "fp8", "gelu_tanh", bias=True)
     reason = fp8.unavailable(case, "fused", "cuda")
-    if refused:
-        assert "e4m3fnuz" in reason and "gfx942" in reason
-    else:
-        assert reason is None
+    assert "needs FP8 MFMAs" in reason and "gfx90a" in reason
     assert fp8.unavailable(case, "eager", "cuda") is None  # dequantized: runs anywhere
 
 

@@ -48,31 +48,22 @@ def unavailable(case, impl: str, device="cpu") -> str | None:
 
 @functools.cache
 def fp8_tensor_cores_missing(device: str) -> str | None:
-    """Why a CUDA `device` cannot run e4m3 GEMMs (below sm_89), or None (and None off CUDA: the
-    interpreter and the CPU's _scaled_mm compute e4m3)."""
+    """Why a CUDA `device` cannot run e4m3 GEMMs (below sm_89; an AMD GPU without FP8 MFMAs), or
+    None (and None off CUDA: the interpreter and the CPU's _scaled_mm compute e4m3)."""
     import torch
+
+    from benchmarks.harness.fp8_quantize import FNUZ_GFX, OCP_FP8_GFX, amd_gfx
 
     if torch.device(device).type != "cuda" or not torch.cuda.is_available():  # not here: a modelled one (suite_cost)
         return None
     if torch.version.hip:  # ROCm reports capability 9.4 for an MI300: the gfx name says what it computes
-        return fnuz_only(torch.cuda.get_device_properties(device).gcnArchName)
+        gfx = amd_gfx(device)
+        if gfx in FNUZ_GFX + OCP_FP8_GFX:
+            return None
+        return f"W8A8 needs FP8 MFMAs (MI300 {', '.join(FNUZ_GFX)}, MI355X {', '.join(OCP_FP8_GFX)}); this GPU is {gfx}"
     major, minor = torch.cuda.get_device_capability(device)
     if 10 * major + minor < 89:
         return f"W8A8 needs FP8 tensor cores (sm_89 or newer); this GPU is sm_{major}{minor}"
-    return None
-
-
-# AMD architectures whose FP8 tensor cores take only the fnuz encodings (CDNA 3: MI300X/MI325X)
-FNUZ_ONLY_GFX = ("gfx940", "gfx941", "gfx942")
-
-
-def fnuz_only(gcn_arch_name: str) -> str | None:
-    """Why the suite's FP8 Cases (OCP e4m3fn) cannot run on this AMD GPU, or None (gfx950 and
-    newer compute e4m3fn)."""
-    gfx = gcn_arch_name.split(":", 1)[0]
-    if gfx in FNUZ_ONLY_GFX:
-        return (f"the W8A8 Cases are OCP e4m3fn; {gfx} (MI300) computes e4m3fnuz only: torch._scaled_mm refuses "
-                "e4m3fn there and fused_mlp's W8A8 would run it through fp16 MFMAs (emulated)")
     return None
 
 
@@ -108,7 +99,7 @@ def reference(case, inputs: dict):
     hidden = rounded(OPS["gated_up"].reference(plain["x"], plain["w_gate"], plain["w_up"], plain["activation"]),
                      torch.bfloat16)
     if form(case.dtype) == "w8a8":
-        hidden = dequantize(*quantize(hidden.to(torch.bfloat16), "row"), torch.float64)
+        hidden = dequantize(*quantize(hidden.to(torch.bfloat16), "row", inputs["x"].dtype), torch.float64)
     return hidden @ plain["w_down"].T
 
 
@@ -125,7 +116,7 @@ def eager(case_op: str, **inputs):
         return OPS["linear_act"].eager(**plain)
     hidden = OPS["gated_up"].eager(plain["x"], plain["w_gate"], plain["w_up"], plain["activation"])
     if inputs.get("x_scale") is not None:
-        hidden = dequantize(*quantize(hidden, "row"), torch.bfloat16)
+        hidden = dequantize(*quantize(hidden, "row", inputs["x"].dtype), torch.bfloat16)
     return torch.nn.functional.linear(hidden, plain["w_down"])
 
 
@@ -147,9 +138,14 @@ def fused_call(case, library, inputs: dict):
     return lambda: fn(**kwargs, x_scale=x_scale, check_scales=False)
 
 
-def fused_missing(case, library) -> str | None:
+def fused_missing(case, library, device="cpu") -> str | None:
+    from benchmarks.harness.fp8_quantize import E4M3FNUZ, w8a8_dtype
+
     if not callable(getattr(library, FP8_OPS[case.op], None)):
         return f"fused_mlp at this commit has no public {FP8_OPS[case.op]}()"
+    # The library takes e4m3fnuz from the commit that gives native_fp8_dtype on
+    if form(case.dtype) == "w8a8" and w8a8_dtype(device) == E4M3FNUZ and not hasattr(library, "native_fp8_dtype"):
+        return "fused_mlp at this commit takes no e4m3fnuz, the only FP8 an MI300's MFMAs take"
     return None
 
 
@@ -181,8 +177,11 @@ def matmul_samples(device, n: int, samples: int = 20) -> list[float]:
 
     from benchmarks.harness import timing
 
-    a = torch.randn(n, n, device=device).to(torch.float8_e4m3fn)
-    b = torch.randn(n, n, device=device).to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm wants
+    from benchmarks.harness.fp8_quantize import w8a8_dtype
+
+    e4m3 = w8a8_dtype(device)
+    a = torch.randn(n, n, device=device).to(e4m3)
+    b = torch.randn(n, n, device=device).to(e4m3).t()  # column-major, as _scaled_mm wants
     one = torch.ones((), device=device)
     return timing.latency_samples(lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16),
                                   device, samples, warmup=3)

@@ -23,8 +23,10 @@ def scaled_mm_takes_bias(device: str, rowwise: bool) -> bool:
     bf16 bias with tensor-wise scales; other paths may refuse it): probed once on tiny tensors."""
     import torch
 
-    a = torch.ones(16, 32, device=device).to(torch.float8_e4m3fn)
-    b = torch.ones(16, 32, device=device).to(torch.float8_e4m3fn)
+    from benchmarks.harness.fp8_quantize import w8a8_dtype
+
+    a = torch.ones(16, 32, device=device).to(w8a8_dtype(device))
+    b = torch.ones(16, 32, device=device).to(w8a8_dtype(device))
     one = torch.ones((), device=device)
     sa, sb = (one.expand(16, 1).contiguous(), one.expand(1, 16).contiguous()) if rowwise else (one, one)
     try:
@@ -66,7 +68,7 @@ def scaled_mm(case_op: str, bias_in_mm: bool = False, **inputs):
     if case_op == "linear_act":
         return act(_mm(x2, xs, inputs["weight"], inputs["weight_scale"], inputs.get("bias"), bias_in_mm))
     hidden = act(_mm(x2, xs, inputs["w_gate"], inputs["gate_scale"])) * _mm(x2, xs, inputs["w_up"], inputs["up_scale"])
-    hq, hs = quantize_unchecked(hidden, "row")
+    hq, hs = quantize_unchecked(hidden, "row", x.dtype)
     return _mm(hq, hs, inputs["w_down"], inputs["down_scale"])
 
 
@@ -82,10 +84,12 @@ def scaled_mm_missing(device: str) -> str | None:
     """Why torch._scaled_mm cannot run on `device` (probed once), or None."""
     import torch
 
+    from benchmarks.harness.fp8_quantize import w8a8_dtype
+
     if torch.device(device).type == "cuda" and not torch.cuda.is_available():
         return None  # a modelled GPU (suite_cost): nothing here to probe
     try:
-        a = torch.ones(16, 32, device=device).to(torch.float8_e4m3fn)
+        a = torch.ones(16, 32, device=device).to(w8a8_dtype(device))
         one = torch.ones((), device=device)
         torch._scaled_mm(a, a.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
     except (RuntimeError, NotImplementedError, AttributeError) as e:

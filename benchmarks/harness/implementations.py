@@ -73,7 +73,7 @@ def unavailable_reason(case: Case, name: str, device, mode: str = FORWARD) -> st
         if device_type == "cpu" and not interpreter_requested():
             return "the Triton kernels need CUDA (or TRITON_INTERPRET=1 on the CPU, a pipeline check only)"
         if fp8.is_fp8(case.dtype):
-            return fp8.fused_missing(case, library())
+            return fp8.fused_missing(case, library(), device)
         if not callable(getattr(library(), case.op, None)):
             return f"fused_mlp at this commit has no public {case.op}()"
         return None if mode == FORWARD else fused_backward_missing(case, str(device))
