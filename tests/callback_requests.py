@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 
 UPDATE_ROUTE = "/_dash-update-component"
+# The Trends figure's callback also turns the poll for the detector's marks on and off
+TRENDS_FIGURE = "..trends-figure.figure...trends-poll.disabled.."
 
 
 def _split(prop_id: str) -> dict:

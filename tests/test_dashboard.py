@@ -3,6 +3,7 @@ functions, the app's routing and URL state — on a generated history in our sui
 one real CPU run of the suite."""
 
 import re
+import time
 
 import numpy as np
 import plotly.graph_objects as go
@@ -201,10 +202,15 @@ def test_trends_mark_the_detector_workers_findings_once_it_is_done_and_detect_no
                                           [], None, detected=state))
     marks = lambda fig: [(t.name, list(t.x), list(t.text or [])) for t in fig.data if t.name in ("regressions", "improvements")]  # noqa: E731
     assert marks(from_worker) == marks(figure) and marks(figure)  # the planted regression, marked alike
-    monkeypatch.undo()  # while the worker runs, the page detects on its own
+    # while the worker runs, the page judges nothing itself: no marks, and the title says they are pending
     running = go.Figure(trends.update(build_data(fx.results_dir), MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "latency",
-                                      None, "commit", [], None, detected=FindingsState("running", 0.0)))
-    assert marks(running) == marks(figure)
+                                      None, "commit", [], None, detected=FindingsState("running", time.time() - 42)))
+    assert marks(running) == [] and [t.name for t in running.data if t.name == "fused"] == ["fused"]
+    assert "Change marks pending" in running.layout.title.text and "(42 s so far)" in running.layout.title.text
+    monkeypatch.undo()  # a failed worker: the page detects on its own, as without one
+    failed = go.Figure(trends.update(build_data(fx.results_dir), MAIN_MACHINE, MAIN_ENV, fx.regressed[0], "latency",
+                                     None, "commit", [], None, detected=FindingsState("failed", 0.0, error="boom")))
+    assert marks(failed) == marks(figure) and "pending" not in failed.layout.title.text
 
 
 @pytest.mark.parametrize("x_axis", ["date", "commit"])

@@ -8,7 +8,7 @@ import pytest
 
 from dashboard.app import create_app
 from dashboard.data.metrics import METRICS
-from tests.callback_requests import body, call, output_key, qkey
+from tests.callback_requests import TRENDS_FIGURE, body, call, output_key, qkey
 from tests.every_page import every_page
 from tests.suite_fixtures import MAIN_ENV, MAIN_MACHINE, write_dashboard_fixture
 
@@ -57,7 +57,7 @@ def test_each_named_callback_accepts_the_names_it_is_given(served):
 def _trends_figure(app, client, **values) -> dict:
     named = {f"{qkey('trends', k)}.value": v for k, v in values.items()}
     named[f"{qkey('shell', 'theme')}.value"] = "light"
-    response = client.post("/_dash-update-component", json=body(app, "trends-figure.figure", named))
+    response = client.post("/_dash-update-component", json=body(app, TRENDS_FIGURE, named))
     assert response.status_code == 200, response.get_data(as_text=True)[:300]
     return response.get_json()["response"]["trends-figure"]["figure"]
 

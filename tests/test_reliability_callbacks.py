@@ -10,7 +10,7 @@ import pytest
 
 from dashboard.ui import callbacks_boundary
 from dashboard.app import create_app
-from tests.callback_requests import UPDATE_ROUTE, body, call, output_key, qkey
+from tests.callback_requests import TRENDS_FIGURE, UPDATE_ROUTE, body, call, output_key, qkey
 from tests.every_page import every_page
 from tests.suite_fixtures import write_dashboard_fixture
 
@@ -54,12 +54,12 @@ def _trends_values(**overrides):
 BAD_REQUESTS = {
     "pathname is an object": lambda app: body(app, output_key(app, "page.children"), {"url.pathname": {"a": 1}}),
     "search is a number": lambda app: body(app, output_key(app, "page.children"), {"url.search": 7}),
-    "machine is an object": lambda app: body(app, "trends-figure.figure", _trends_values(machine={"a": 1})),
-    "machine is a list": lambda app: body(app, "trends-figure.figure", _trends_values(machine=["h200-runner"])),
-    "machine is a number": lambda app: body(app, "trends-figure.figure", _trends_values(machine=5)),
-    "impl is text": lambda app: body(app, "trends-figure.figure", _trends_values(impl="fused")),
-    "impl holds lists": lambda app: body(app, "trends-figure.figure", _trends_values(impl=[["fused"]])),
-    "a huge text": lambda app: body(app, "trends-figure.figure", _trends_values(metric="x" * 200_000)),
+    "machine is an object": lambda app: body(app, TRENDS_FIGURE, _trends_values(machine={"a": 1})),
+    "machine is a list": lambda app: body(app, TRENDS_FIGURE, _trends_values(machine=["h200-runner"])),
+    "machine is a number": lambda app: body(app, TRENDS_FIGURE, _trends_values(machine=5)),
+    "impl is text": lambda app: body(app, TRENDS_FIGURE, _trends_values(impl="fused")),
+    "impl holds lists": lambda app: body(app, TRENDS_FIGURE, _trends_values(impl=[["fused"]])),
+    "a huge text": lambda app: body(app, TRENDS_FIGURE, _trends_values(metric="x" * 200_000)),
     "a negative count": lambda app: body(app, output_key(app, "regressions-inbox.children"),
                                          {"regressions-poll.n_intervals": -1}),
     "clickData is text": lambda app: body(app, "trends-commit-info.children", {"trends-figure.clickData": "x"}),
@@ -71,10 +71,10 @@ BAD_REQUESTS = {
                                                                                      {"type": "q", "page": "trends"})]}),
     "no such callback": lambda app: {"output": "nothing.children", "outputs": {"id": "nothing", "property": "children"},
                                      "inputs": [], "state": []},
-    "inputs missing": lambda app: {**body(app, "trends-figure.figure", _trends_values()), "inputs": []},
+    "inputs missing": lambda app: {**body(app, TRENDS_FIGURE, _trends_values()), "inputs": []},
     "another component's input": lambda app: (lambda b: {**b, "inputs": [{**b["inputs"][0], "id": "url"}, *b["inputs"][1:]]})(
-        body(app, "trends-figure.figure", _trends_values())),
-    "outputs of another callback": lambda app: {**body(app, "trends-figure.figure", _trends_values()),
+        body(app, TRENDS_FIGURE, _trends_values())),
+    "outputs of another callback": lambda app: {**body(app, TRENDS_FIGURE, _trends_values()),
                                                 "outputs": {"id": "page", "property": "children"}},
     "the body is a list": lambda app: [1, 2, 3],
 }
@@ -109,7 +109,7 @@ def test_a_deeply_nested_or_huge_body_is_refused_without_a_traceback(served, rec
 
 def test_what_a_browser_sends_is_answered(served, records):
     app, client = served
-    assert call(client, app, "trends-figure.figure", _trends_values()).status_code == 200
+    assert call(client, app, TRENDS_FIGURE, _trends_values()).status_code == 200
     ids = [{"type": "q", "page": "trends", "key": "machine"}]
     response = call(client, app, "url.search", {f"{ALL_Q}.value": [(ids[0], "h200-runner")],
                                                 f"{ALL_Q}.id": [(ids[0], ids[0])], "url.search": ""})

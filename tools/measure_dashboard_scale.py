@@ -96,12 +96,14 @@ def measure_start(results: Path, cache: Path, repeat: int) -> dict:
         # served: once the detector's worker is done, its findings mark the changes (first view of a case)
         "trends: latency (the worker's findings)": lambda: trends.update(data, m, e, case, "latency", None, "commit",
                                                                          [], None, detected=detected),
-        # before that (minutes after new results land at this size), the page detects on its own
-        "trends: latency (detected on the page)": lambda: trends.update(data, m, e, case, "latency", None, "commit",
-                                                                        [], None),
-        "trends: TFLOP/s log date": lambda: trends.update(data, m, e, case, "tflops", None, "date", ["log"], None),
+        # before that (minutes after new results land at this size), the figure without marks, marked pending
+        "trends: latency (while the detector runs)": lambda: trends.update(
+            data, m, e, case, "latency", None, "commit", [], None, detected=FindingsState("running", time.time())),
+        # the other metrics as served once the worker is done (the same series' marks)
+        "trends: TFLOP/s log date": lambda: trends.update(data, m, e, case, "tflops", None, "date", ["log"], None,
+                                                          detected=detected),
         "trends: roofline fraction": lambda: trends.update(data, m, e, case, "roofline", ["fused", "eager"],
-                                                           "commit", [], newest),
+                                                           "commit", [], newest, detected=detected),
         "trends: case options": lambda: trends.case_choices(run, {"op": ["linear_act"], "dtype": ["bf16"]}),
         "trends: speedup over commits": lambda: trends.update(data, m, e, case, "speedup", None, "commit", [], None),
         "overview: one mode": lambda: overview.update(data, m, e, newest, None, None, None, None, None, None,

@@ -1,12 +1,17 @@
 """Trends: one metric of one case in one mode (forward, backward, full) against commits in order,
 every implementation overlaid, asv's 99 % CI as a band, markers where the regression detector
-found a change, hover with the commit hash and date, and a link to the commit (click a point)."""
+found a change, hover with the commit hash and date, and a link to the commit (click a point).
+
+The change markers are the detector worker's findings. While the worker runs (minutes after new
+results land at 5,000 commits x 10,000 series), the figure says the marks are pending and a poll
+redraws it once the worker is done: the page never waits on a detection of its own then."""
 
 from __future__ import annotations
 
+import time
 
 import pandas as pd
-from dash import Input, Output, State, html
+from dash import Input, Output, State, dcc, html, no_update
 
 from dashboard.data import derived_metrics, facet_filters, metrics, speedup_tables
 
@@ -71,19 +76,28 @@ def layout(data: DashboardData, query: Query):
             *trend_view_controls(ID, query, run),
         ], className="controls"),
         graph(ID, "figure"),
+        # enabled by the figure while the detector's worker runs; marks-ready redraws it when done
+        dcc.Interval(id=f"{ID}-poll", interval=2000, disabled=True),
+        dcc.Store(id=f"{ID}-marks-ready"),
         html.Div(id="trends-commit-info", className="card"),
     ])
+
+
+def marks_pending(detected) -> bool:
+    """Whether the detector's worker (the store's FindingsState) is still running: no marks yet."""
+    return detected is not None and detected.status == "running"
 
 
 def _series_changes(data: DashboardData, run: Run, case: str, source: str, rows: pd.DataFrame | None = None,
                     mode: str | None = None, detected=None) -> pd.DataFrame:
     """The detector's level changes in the series in view (a few per case). ``detected``: the
     store's FindingsState; once its worker has run the detector over every series, its findings
-    are what is shown (the same detector on the same series), else the detector runs on these
-    series now (5,000 commits: ~60 ms a series), reading the samples of the rows it uses (the
-    newest commits of each series: the gate's lean frame's way). Kept on the load
-    (data.findings_in_view) either way. ``rows``: the case's rows of that metric (and mode), if
-    the caller has them."""
+    are what is shown (the same detector on the same series). Where no worker runs (None: tests,
+    tools) or it failed, the detector runs on these series now (5,000 commits: ~60 ms a series),
+    reading the samples of the rows it uses (the newest commits of each series: the gate's lean
+    frame's way). Kept on the load (data.findings_in_view) either way. While the worker runs,
+    update shows no marks and never calls this (marks_pending). ``rows``: the case's rows of
+    that metric (and mode), if the caller has them."""
     done = detected is not None and detected.status == "done" and detected.findings is not None
 
     def find() -> pd.DataFrame:
@@ -122,7 +136,8 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
     metric = metric if metric in metrics.METRICS else "latency"
     source_metric = metrics.stored_metric_of(metrics.METRICS[metric].source)
     rows = run.of_case(case, samples=False, metric=source_metric, mode=mode)
-    changes = _series_changes(data, run, case, source_metric, rows, mode, detected)
+    pending = marks_pending(detected)
+    changes = None if pending else _series_changes(data, run, case, source_metric, rows, mode, detected)
     if impl:
         rows = rows[rows["impl"].astype(str).isin(impl)]
     rows = rows.merge(commit_axis(data, run), on="commit_hash", how="left") if len(rows) else rows
@@ -137,12 +152,15 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
     subjects = commit_messages.subjects(data.project.repo, data.project.commit_rank)
     if subjects:  # what each commit says it did, in the hover
         derived["subject"] = derived["commit_hash"].astype(str).map(subjects)
-    if impl:
+    if impl and changes is not None:
         changes = changes[changes["impl"].isin(impl)]
     spec = metrics.METRICS[metric]
+    title = f"{spec.label} — {case} — {mode} — {run.machine}"
+    if pending:
+        title += ("<br><sup>Change marks pending: the regression detector is still running over every series "
+                  f"({time.time() - detected.started:.0f} s so far); they appear here when it is done.</sup>")
     return build_trend_figure(derived, metric, changes, resolve_commit(run, commit) if commit else None,
-                              x_axis or "commit", "log" in (logy or []), theme,
-                              title=f"{spec.label} — {case} — {mode} — {run.machine}",
+                              x_axis or "commit", "log" in (logy or []), theme, title=title,
                               run_marks=marks_of_run(data, run))
 
 
@@ -195,12 +213,21 @@ def register(app, store: ResultsStore):
     def _modes(machine, env, case, current):
         return mode_choice(store.get().run(machine, env), case, current)
 
-    @app.callback(Output(f"{ID}-figure", "figure"),
+    @app.callback(Output(f"{ID}-figure", "figure"), Output(f"{ID}-poll", "disabled"),
                   inputs=dict(named_values(ID, ("machine", "env", "case", "metric", "impl", "logy", "commit", "mode")),
-                              x_axis=Input(qid(ID, "x"), "value"), theme=theme))
-    @guarded(error_figure())
-    def _figure(**named):  # update's parameters by name
-        return update(store.get(), **named, detected=store.findings_in_background())
+                              x_axis=Input(qid(ID, "x"), "value"), theme=theme,
+                              marks_ready=Input(f"{ID}-marks-ready", "data")))
+    @guarded(error_figure(), lambda t: True)
+    def _figure(marks_ready, **named):  # marks_ready: only when to draw again; the rest are update's by name
+        detected = store.findings_in_background()
+        return update(store.get(), **named, detected=detected), not marks_pending(detected)
+
+    @app.callback(Output(f"{ID}-marks-ready", "data"), Input(f"{ID}-poll", "n_intervals"), prevent_initial_call=True)
+    @guarded(lambda t: no_update)
+    def _marks_ready(polls):
+        """The worker's status once it is no longer running (the figure then draws its marks)."""
+        detected = store.findings_in_background()
+        return no_update if detected is None or marks_pending(detected) else detected.status
 
     @app.callback(Output("trends-commit-info", "children"),
                   inputs=dict(named_values(ID, ("machine", "env")), click=Input(f"{ID}-figure", "clickData"),
