@@ -420,3 +420,26 @@ def test_generic_trends_opens_on_the_series_with_the_most_measured_points(tmp_pa
     assert sorted(_generic_trends.benchmarks_of(run))[0] == GRID  # the first name: once where it opened
     opened = run.series[run.series["benchmark"] == values["benchmark"]]
     assert values["benchmark"] != GRID and run.measured_points[opened.index].max() == 30
+
+
+def test_generic_trends_mark_the_workers_findings_and_wait_for_them_without_detecting(gx, monkeypatch):
+    """Another project's Trends as the suite's: the worker's findings once it is done (the same
+    marks the page's own detector finds), pending while it runs, never a detection of its own then."""
+    import time
+
+    from dashboard.store.detection import FindingsState, detect
+    from dashboard.store.load_data import shown_series
+
+    benchmark = gx.stepped[0]
+    own = go.Figure(_generic_trends.update(build_data(gx.results_dir), MACHINE, ENV, benchmark, {}, "commit", [],
+                                           None)[0])
+    served = build_data(gx.results_dir)
+    done = FindingsState("done", 0.0, detect(served.table, shown_series(served.table), served.benchmarks))
+    monkeypatch.setattr("regressions.find_changes", lambda *a, **k: pytest.fail("the page ran the detector"))
+    marks = lambda fig: [(t.name, list(t.x)) for t in fig.data if t.name in ("regressions", "improvements")]  # noqa: E731
+    from_worker = go.Figure(_generic_trends.update(served, MACHINE, ENV, benchmark, {}, "commit", [], None,
+                                                   detected=done)[0])
+    assert marks(from_worker) == marks(own) and marks(own)  # the planted step, marked alike
+    running = go.Figure(_generic_trends.update(build_data(gx.results_dir), MACHINE, ENV, benchmark, {}, "commit", [],
+                                               None, detected=FindingsState("running", time.time()))[0])
+    assert marks(running) == [] and "Change marks pending" in running.layout.title.text

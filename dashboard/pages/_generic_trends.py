@@ -1,6 +1,7 @@
 """Trends for another project's asv results (generic mode): pick a benchmark and its parameter
 values; one line per matching parameter combination, in the benchmark's own unit, with asv's 99 %
-CI band, the detector's change markers and the failed / skipped markers.
+CI band, the detector's change markers (its worker's findings; pending while it runs, as on the
+suite's Trends: _pending_marks) and the failed / skipped markers.
 
 A benchmark whose unit asv did not record (a ``track_`` without ``unit``: asv's placeholder
 "unit") may return GB for one parameter value, seconds for another and a count for a third: it
@@ -31,6 +32,8 @@ from dashboard.store.model import ResultsStore
 from dashboard.data.run_view import Run
 from dashboard.data.na_reasons import reason_column
 from dashboard.pages._commit_info import commit_info
+from dashboard.pages._pending_marks import (marks_pending, marks_poll, marks_ready_input, pending_note,
+                                            poll_disabled, poll_output, register_marks_poll)
 from dashboard.data.run_marks import marks_of_run
 from asv_results.units import symbol_of
 from dashboard.data.urlstate import PARAM_PREFIX, QUERY_TYPE, SHELL, Query, qid
@@ -143,6 +146,7 @@ def layout(data: DashboardData, query: Query):
         ], className="controls"),
         html.Div(id="series-lines-note", className="hint"),
         graph(ID, "figure"),
+        *marks_poll(ID),  # on while the figure's marks are pending
         html.Div(id="series-commit-info", className="card"),
     ])
 
@@ -179,24 +183,35 @@ def measure_of(data: DashboardData, benchmark: str, unit) -> Measure:
                    better_of(benchmark, unit if isinstance(unit, str) else None, meta))
 
 
-def _series_changes(data: DashboardData, run: Run, series_ids: tuple[int, ...]) -> pd.DataFrame:
-    """The detector on the series in view (the same algorithm as the inbox), kept on the load
-    (data.findings_in_view)."""
-    def find() -> pd.DataFrame:
-        from regressions import find_changes, findings_frame  # imports scipy: on first use
+def _series_changes(data: DashboardData, run: Run, series: pd.DataFrame, detected=None) -> pd.DataFrame:
+    """The detector's changes in the series in view (rows of run.series), kept on the load
+    (data.findings_in_view): the worker's findings once it is done (``detected``, the store's
+    FindingsState), else (no worker: tests, tools; or it failed) the detector on these series now."""
+    done = detected is not None and detected.status == "done" and detected.findings is not None
+    series_ids = tuple(int(i) for i in series.index)
 
-        found = findings_frame(find_changes(run.of_series(series_ids, samples=False),  # samples: of the rows used
-                                            benchmarks_meta=run.table.parsed.benchmarks, samples_of=run.table.samples))
+    def find() -> pd.DataFrame:
+        from regressions import Finding, find_changes, findings_frame  # imports scipy: on first use
+
+        if done:
+            wanted = set(zip(series["benchmark"].astype(str), series["params_key"].astype(str)))
+            found = findings_frame([f for f in detected.findings if isinstance(f, Finding) and f.machine == run.machine
+                                    and f.env_name == run.env_name and (f.benchmark, f.params) in wanted])
+        else:
+            found = findings_frame(find_changes(run.of_series(series_ids, samples=False),  # samples: of the rows used
+                                                benchmarks_meta=run.table.parsed.benchmarks,
+                                                samples_of=run.table.samples))
         if found.empty:
             return pd.DataFrame(columns=["params", "commit_hash", "direction", "relative_change", "confirmed"])
         return found
 
-    return data.findings_in_view.get(("generic trends", run.machine, run.env_name, series_ids), find)
+    return data.findings_in_view.get(("generic trends", run.machine, run.env_name, series_ids, done), find)
 
 
 def update(data: DashboardData, machine, env, benchmark, chosen: dict[str, list[str]], x_axis, logy, commit,
-           theme="light"):
-    """(figure, note on the lines shown) for one benchmark and its chosen parameter values."""
+           theme="light", detected=None):
+    """(figure, note on the lines shown) for one benchmark and its chosen parameter values;
+    ``detected``: the store's FindingsState (its findings mark the changes once it is done)."""
     run = data.run(machine, env)
     if run is None or not benchmark:
         return error_figure(lambda: theme)("Pick a benchmark."), ""
@@ -223,14 +238,16 @@ def update(data: DashboardData, machine, env, benchmark, chosen: dict[str, list[
     subjects = commit_messages.subjects(data.project.repo, data.project.commit_rank)
     if subjects:  # what each commit says it did, in the hover
         rows["subject"] = rows["commit_hash"].astype(str).map(subjects)
-    changes = _series_changes(data, run, tuple(int(i) for i in series.index))
-    if len(changes):
+    pending = marks_pending(detected)
+    changes = None if pending else _series_changes(data, run, series, detected)
+    if changes is not None and len(changes):
         by_params = dict(zip(series["params_key"], labels))
         changes = changes.assign(line=changes["params"].map(by_params)).dropna(subset=["line"])
     measure = measure_of(data, benchmark, unit)
     marked = resolve_commit(run, commit) if commit else None
     figure = build_trend_figure(rows, measure, changes, marked, x_axis or "commit", "log" in (logy or []), theme,
-                                title=f"{benchmark} — {run.machine}", axis_per_line=apart,
+                                title=f"{benchmark} — {run.machine}" + (pending_note(detected) if pending else ""),
+                                axis_per_line=apart,
                                 run_marks=marks_of_run(data, run))
     return figure, note
 
@@ -258,15 +275,21 @@ def register(app, store: ResultsStore):
         grid = param_grid(run, benchmark)
         return param_controls(grid, default_choice(grid, has_unit(unit_of(run, benchmark))))
 
-    @app.callback(Output(f"{ID}-figure", "figure"), Output("series-lines-note", "children"),
-                  Input(params, "value"), State(params, "id"), Input(qid(SHELL, "theme"), "value"))
-    @guarded(error_figure(), lambda t: "")
-    def _figure(values, ids, theme):
+    register_marks_poll(app, store, ID)
+
+    @app.callback(Output(f"{ID}-figure", "figure"), Output("series-lines-note", "children"), poll_output(ID),
+                  inputs=dict(values=Input(params, "value"), theme=Input(qid(SHELL, "theme"), "value"),
+                              marks_ready=marks_ready_input(ID)),
+                  state=dict(ids=State(params, "id")))
+    @guarded(error_figure(), lambda t: "", lambda t: True)
+    def _figure(values, theme, marks_ready, ids):  # marks_ready: only when to draw again
         chosen = {i["key"]: v for i, v in zip(ids, values)}
         picked = {k.removeprefix(PARAM_PREFIX): v for k, v in chosen.items() if k.startswith(PARAM_PREFIX)}
-        return update(store.get(), machine=chosen.get("machine"), env=chosen.get("env"),
-                      benchmark=chosen.get("benchmark"), chosen=picked, x_axis=chosen.get("x"),
-                      logy=chosen.get("logy"), commit=chosen.get("commit"), theme=theme)
+        detected = store.findings_in_background()
+        figure, note = update(store.get(), machine=chosen.get("machine"), env=chosen.get("env"),
+                              benchmark=chosen.get("benchmark"), chosen=picked, x_axis=chosen.get("x"),
+                              logy=chosen.get("logy"), commit=chosen.get("commit"), theme=theme, detected=detected)
+        return figure, note, poll_disabled(detected)
 
     @app.callback(Output("series-commit-info", "children"),
                   inputs=dict(named_values(ID, ("machine", "env")), click=Input(f"{ID}-figure", "clickData"),

@@ -8,10 +8,8 @@ redraws it once the worker is done: the page never waits on a detection of its o
 
 from __future__ import annotations
 
-import time
-
 import pandas as pd
-from dash import Input, Output, State, dcc, html, no_update
+from dash import Input, Output, State, html
 
 from dashboard.data import derived_metrics, facet_filters, metrics, speedup_tables
 
@@ -31,6 +29,8 @@ from dashboard.data.na_reasons import reason_column
 from dashboard.data.run_marks import marks_of_run
 from dashboard.pages import Page, _generic_trends
 from dashboard.pages._commit_info import commit_info
+from dashboard.pages._pending_marks import (marks_pending, marks_poll, marks_ready_input, pending_note,
+                                            poll_disabled, poll_output, register_marks_poll)
 from dashboard.data.urlstate import SHELL, Query, qid
 
 ID = "trends"
@@ -76,16 +76,9 @@ def layout(data: DashboardData, query: Query):
             *trend_view_controls(ID, query, run),
         ], className="controls"),
         graph(ID, "figure"),
-        # enabled by the figure while the detector's worker runs; marks-ready redraws it when done
-        dcc.Interval(id=f"{ID}-poll", interval=2000, disabled=True),
-        dcc.Store(id=f"{ID}-marks-ready"),
+        *marks_poll(ID),  # on while the figure's marks are pending
         html.Div(id="trends-commit-info", className="card"),
     ])
-
-
-def marks_pending(detected) -> bool:
-    """Whether the detector's worker (the store's FindingsState) is still running: no marks yet."""
-    return detected is not None and detected.status == "running"
 
 
 def _series_changes(data: DashboardData, run: Run, case: str, source: str, rows: pd.DataFrame | None = None,
@@ -157,8 +150,7 @@ def update(data: DashboardData, machine, env, case, metric, impl, x_axis, logy, 
     spec = metrics.METRICS[metric]
     title = f"{spec.label} — {case} — {mode} — {run.machine}"
     if pending:
-        title += ("<br><sup>Change marks pending: the regression detector is still running over every series "
-                  f"({time.time() - detected.started:.0f} s so far); they appear here when it is done.</sup>")
+        title += pending_note(detected)
     return build_trend_figure(derived, metric, changes, resolve_commit(run, commit) if commit else None,
                               x_axis or "commit", "log" in (logy or []), theme, title=title,
                               run_marks=marks_of_run(data, run))
@@ -213,21 +205,15 @@ def register(app, store: ResultsStore):
     def _modes(machine, env, case, current):
         return mode_choice(store.get().run(machine, env), case, current)
 
-    @app.callback(Output(f"{ID}-figure", "figure"), Output(f"{ID}-poll", "disabled"),
+    register_marks_poll(app, store, ID)
+
+    @app.callback(Output(f"{ID}-figure", "figure"), poll_output(ID),
                   inputs=dict(named_values(ID, ("machine", "env", "case", "metric", "impl", "logy", "commit", "mode")),
-                              x_axis=Input(qid(ID, "x"), "value"), theme=theme,
-                              marks_ready=Input(f"{ID}-marks-ready", "data")))
+                              x_axis=Input(qid(ID, "x"), "value"), theme=theme, marks_ready=marks_ready_input(ID)))
     @guarded(error_figure(), lambda t: True)
     def _figure(marks_ready, **named):  # marks_ready: only when to draw again; the rest are update's by name
         detected = store.findings_in_background()
-        return update(store.get(), **named, detected=detected), not marks_pending(detected)
-
-    @app.callback(Output(f"{ID}-marks-ready", "data"), Input(f"{ID}-poll", "n_intervals"), prevent_initial_call=True)
-    @guarded(lambda t: no_update)
-    def _marks_ready(polls):
-        """The worker's status once it is no longer running (the figure then draws its marks)."""
-        detected = store.findings_in_background()
-        return no_update if detected is None or marks_pending(detected) else detected.status
+        return update(store.get(), **named, detected=detected), poll_disabled(detected)
 
     @app.callback(Output("trends-commit-info", "children"),
                   inputs=dict(named_values(ID, ("machine", "env")), click=Input(f"{ID}-figure", "clickData"),
