@@ -25,8 +25,8 @@ def scaled_mm_takes_bias(device: str, rowwise: bool) -> bool:
 
     from benchmarks.harness.fp8_quantize import w8a8_dtype
 
-    a = torch.ones(16, 32, device=device).to(w8a8_dtype(device))
-    b = torch.ones(16, 32, device=device).to(w8a8_dtype(device))
+    e4m3 = w8a8_dtype(device)
+    a, b = (torch.ones(16, 32, device=device).to(e4m3) for _ in range(2))
     one = torch.ones((), device=device)
     sa, sb = (one.expand(16, 1).contiguous(), one.expand(1, 16).contiguous()) if rowwise else (one, one)
     try:

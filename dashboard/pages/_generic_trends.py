@@ -33,7 +33,8 @@ from dashboard.data.run_view import Run
 from dashboard.data.na_reasons import reason_column
 from dashboard.pages._commit_info import commit_info
 from dashboard.pages._pending_marks import (marks_pending, marks_poll, marks_ready_input, pending_note,
-                                            poll_disabled, poll_output, register_marks_poll)
+                                            poll_disabled, poll_output, register_marks_poll, worker_done,
+                                            workers_changes)
 from dashboard.data.run_marks import marks_of_run
 from asv_results.units import symbol_of
 from dashboard.data.urlstate import PARAM_PREFIX, QUERY_TYPE, SHELL, Query, qid
@@ -187,16 +188,15 @@ def _series_changes(data: DashboardData, run: Run, series: pd.DataFrame, detecte
     """The detector's changes in the series in view (rows of run.series), kept on the load
     (data.findings_in_view): the worker's findings once it is done (``detected``, the store's
     FindingsState), else (no worker: tests, tools; or it failed) the detector on these series now."""
-    done = detected is not None and detected.status == "done" and detected.findings is not None
+    done = worker_done(detected)
     series_ids = tuple(int(i) for i in series.index)
 
     def find() -> pd.DataFrame:
-        from regressions import Finding, find_changes, findings_frame  # imports scipy: on first use
+        from regressions import find_changes, findings_frame  # imports scipy: on first use
 
         if done:
             wanted = set(zip(series["benchmark"].astype(str), series["params_key"].astype(str)))
-            found = findings_frame([f for f in detected.findings if isinstance(f, Finding) and f.machine == run.machine
-                                    and f.env_name == run.env_name and (f.benchmark, f.params) in wanted])
+            found = findings_frame(workers_changes(detected, run, wanted))
         else:
             found = findings_frame(find_changes(run.of_series(series_ids, samples=False),  # samples: of the rows used
                                                 benchmarks_meta=run.table.parsed.benchmarks,

@@ -22,6 +22,20 @@ def marks_pending(detected) -> bool:
     return detected is not None and detected.status == "running"
 
 
+def worker_done(detected) -> bool:
+    """Whether the detector's worker has run over every series: its findings are the marks."""
+    return detected is not None and detected.status == "done" and detected.findings is not None
+
+
+def workers_changes(detected, run, series: set[tuple[str, str]]) -> list:
+    """The done worker's level changes (regressions.Finding) in these (benchmark, params) series
+    of the run."""
+    from regressions import Finding
+
+    return [f for f in detected.findings if isinstance(f, Finding) and f.machine == run.machine
+            and f.env_name == run.env_name and (f.benchmark, f.params) in series]
+
+
 def pending_note(detected) -> str:
     """The line under a pending figure's title."""
     return ("<br><sup>Change marks pending: the regression detector is still running over every series "

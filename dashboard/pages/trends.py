@@ -30,7 +30,8 @@ from dashboard.data.run_marks import marks_of_run
 from dashboard.pages import Page, _generic_trends
 from dashboard.pages._commit_info import commit_info
 from dashboard.pages._pending_marks import (marks_pending, marks_poll, marks_ready_input, pending_note,
-                                            poll_disabled, poll_output, register_marks_poll)
+                                            poll_disabled, poll_output, register_marks_poll, worker_done,
+                                            workers_changes)
 from dashboard.data.urlstate import SHELL, Query, qid
 
 ID = "trends"
@@ -91,16 +92,15 @@ def _series_changes(data: DashboardData, run: Run, case: str, source: str, rows:
     frame's way). Kept on the load (data.findings_in_view) either way. While the worker runs,
     update shows no marks and never calls this (marks_pending). ``rows``: the case's rows of
     that metric (and mode), if the caller has them."""
-    done = detected is not None and detected.status == "done" and detected.findings is not None
+    done = worker_done(detected)
 
     def find() -> pd.DataFrame:
-        from regressions import Finding, find_changes, findings_frame  # imports scipy: on first use
+        from regressions import find_changes, findings_frame  # imports scipy: on first use
 
         in_view = rows if rows is not None else run.of_case(case, samples=False, metric=source, mode=mode)
         if done:
             series = set(zip(in_view["benchmark"].astype(str).tolist(), in_view["params_key"].astype(str).tolist()))
-            found = findings_frame([f for f in detected.findings if isinstance(f, Finding) and f.machine == run.machine
-                                    and f.env_name == run.env_name and (f.benchmark, f.params) in series])
+            found = findings_frame(workers_changes(detected, run, series))
         else:
             found = findings_frame(find_changes(in_view, samples_of=run.table.samples))
         if found.empty:
